@@ -1,0 +1,154 @@
+"""Value objects shared by the domain core, its ports and the adapters.
+
+Everything here is immutable and free of I/O. Paths inside a collection always use `/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+DEFAULT_PATTERN = "**/*.md"
+
+SubQueryType = Literal["lex", "vec", "hyde"]
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A named folder of documents, as configured in `index.yml`."""
+
+    name: str
+    path: str
+    pattern: str = DEFAULT_PATTERN
+    ignore: tuple[str, ...] = ()
+    include_by_default: bool = True
+    update_command: str | None = None
+    # prefix (collection-relative, "" = whole collection) -> description
+    contexts: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DocumentMeta:
+    """An indexed, active document without its body."""
+
+    id: int
+    collection: str
+    path: str
+    title: str
+    hash: str
+    created_at: str
+    modified_at: str
+    body_length: int = 0
+
+    @property
+    def display_path(self) -> str:
+        return f"{self.collection}/{self.path}"
+
+    @property
+    def virtual_path(self) -> str:
+        return f"qmd://{self.collection}/{self.path}"
+
+    @property
+    def docid(self) -> str:
+        """Six hex characters, without the leading `#`."""
+        return self.hash[:6]
+
+
+@dataclass(frozen=True)
+class Document:
+    """An active document together with its body."""
+
+    meta: DocumentMeta
+    body: str
+
+
+@dataclass(frozen=True)
+class LexHit:
+    """One BM25 match as the lexical index reports it (raw FTS5 bm25, negative = better)."""
+
+    document: Document
+    bm25: float
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    """One vector match: best chunk of a document by cosine distance."""
+
+    document: Document
+    distance: float
+    chunk_pos: int
+
+
+@dataclass(frozen=True)
+class SubQuery:
+    type: SubQueryType
+    query: str
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A short excerpt: `text` starts with the `@@ -start,count @@` header line."""
+
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One ranked document as every search surface reports it."""
+
+    document: Document
+    score: float
+    context: str | None
+    snippet: Snippet
+    source: str = "fts"
+
+    @property
+    def docid(self) -> str:
+        return self.document.meta.docid
+
+    @property
+    def display_path(self) -> str:
+        return self.document.meta.display_path
+
+    @property
+    def title(self) -> str:
+        return self.document.meta.title
+
+
+@dataclass(frozen=True)
+class CollectionStatus:
+    name: str
+    path: str | None
+    pattern: str | None
+    documents: int
+    last_updated: str
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    total_documents: int
+    needs_embedding: int
+    has_vector_index: bool
+    collections: tuple[CollectionStatus, ...]
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file found under a collection folder by the content source."""
+
+    relative_path: str
+    absolute_path: str
+    created_at: str
+    modified_at: str
+    size: int
+
+
+@dataclass(frozen=True)
+class UpdateCounts:
+    indexed: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0

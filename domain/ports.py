@@ -1,0 +1,138 @@
+"""Ports: what the domain needs from the outside world, as `typing.Protocol`s.
+
+Adapters implement these structurally; the composition root (`adapters.bootstrap`) is the only
+place that names concrete classes. Fakes used by tests live in `tests/fakes.py` and pass the same
+contract tests as the real adapters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from domain.lexquery import LexQuery
+from domain.model import (
+    Collection,
+    DocumentMeta,
+    LexHit,
+    SourceFile,
+    SubQuery,
+    VectorHit,
+)
+
+
+@dataclass(frozen=True)
+class UpsertOutcome:
+    """What `DocumentStore.upsert_document` did: 'indexed', 'updated' or 'unchanged'."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class CollectionCount:
+    name: str
+    documents: int
+    last_modified: str
+
+
+class DocumentStore(Protocol):
+    """Collections, documents and their content-addressed bodies."""
+
+    # collections and contexts
+    def list_collections(self) -> list[Collection]: ...
+    def get_collection(self, name: str) -> Collection | None: ...
+    def put_collection(self, collection: Collection) -> None: ...
+    def delete_collection(self, name: str) -> int: ...
+    def rename_collection(self, old: str, new: str) -> None: ...
+    def get_global_context(self) -> str | None: ...
+    def set_global_context(self, text: str | None) -> None: ...
+
+    # indexing
+    def active_documents(self, collection: str) -> dict[str, DocumentMeta]: ...
+    def upsert_document(
+        self,
+        collection: str,
+        path: str,
+        title: str,
+        content_hash: str,
+        body: str,
+        created_at: str,
+        modified_at: str,
+    ) -> UpsertOutcome: ...
+    def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int: ...
+    def delete_orphan_content(self) -> int: ...
+
+    # lookups (active documents only)
+    def document_by_docid(self, prefix: str) -> DocumentMeta | None: ...
+    def document_by_path(self, collection: str, path: str) -> DocumentMeta | None: ...
+    def document_by_suffix(self, suffix: str) -> DocumentMeta | None: ...
+    def documents(self, collection: str | None = None) -> list[DocumentMeta]: ...
+    def body(self, content_hash: str) -> str: ...
+
+    # status and upkeep
+    def collection_counts(self) -> list[CollectionCount]: ...
+    def cleanup(self) -> dict[str, int]: ...
+
+
+class LexicalIndex(Protocol):
+    """Full-text search; `bm25` in hits is raw FTS5 bm25 (negative, lower is better)."""
+
+    def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]: ...
+
+
+class VectorIndex(Protocol):
+    """Chunk embeddings keyed by content hash and chunk sequence number."""
+
+    def has_vector_index(self) -> bool: ...
+    def pending_hashes(self, model: str, fingerprint: str) -> list[str]: ...
+    def store_chunk_vectors(
+        self,
+        content_hash: str,
+        chunks: Sequence[tuple[int, int, Sequence[float]]],
+        model: str,
+        fingerprint: str,
+        embedded_at: str,
+    ) -> None: ...
+    def clear_vectors(self) -> None: ...
+    def search_vectors(
+        self, vector: Sequence[float], limit: int, collection: str | None
+    ) -> list[VectorHit]: ...
+
+
+class Embedder(Protocol):
+    @property
+    def model_name(self) -> str: ...
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def embed_documents(self, items: Sequence[tuple[str, str]]) -> list[list[float]]: ...
+    def count_tokens(self, text: str) -> int: ...
+
+
+class Reranker(Protocol):
+    @property
+    def model_name(self) -> str: ...
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]: ...
+
+
+class QueryExpander(Protocol):
+    @property
+    def model_name(self) -> str: ...
+    def expand(self, query: str) -> list[SubQuery]: ...
+
+
+class ContentSource(Protocol):
+    """Finds and reads the files of a collection folder."""
+
+    def scan(self, collection: Collection) -> list[SourceFile]: ...
+    def read_text(self, absolute_path: str) -> str | None: ...
+    def is_directory(self, path: str) -> bool: ...
+
+
+class Clock(Protocol):
+    def now_iso(self) -> str: ...
+
+
+class LlmCache(Protocol):
+    def get(self, key: str) -> str | None: ...
+    def put(self, key: str, value: str) -> None: ...
+    def clear(self) -> None: ...
