@@ -1,0 +1,161 @@
+"""Opening SQLite connections the way the original QMD does.
+
+The driver is `pysqlite3` (a current SQLite with extension loading) when installed, else the
+standard library's `sqlite3`. sqlite-vec is loaded when the driver can load extensions; without
+it the index still works for everything but vectors (`Connection.vec_available` is False).
+
+Connections run in autocommit mode (`isolation_level=None`); callers group writes with
+`transaction()`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3 as _stdlib_sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+DEFAULT_BUSY_TIMEOUT_MS = 120_000
+
+
+def _load_driver() -> ModuleType:
+    try:
+        import pysqlite3.dbapi2 as driver
+
+        return cast(ModuleType, driver)
+    except ImportError:  # pragma: no cover - depends on the platform
+        return _stdlib_sqlite3
+
+
+dbapi: ModuleType = _load_driver()
+
+# Every driver module exposes these exception classes; callers catch them through here.
+DatabaseError: type[Exception] = dbapi.DatabaseError
+OperationalError: type[Exception] = dbapi.OperationalError
+IntegrityError: type[Exception] = dbapi.IntegrityError
+
+
+class Connection:
+    """A thin wrapper over a DB-API connection that remembers whether sqlite-vec loaded."""
+
+    def __init__(self, raw: Any, path: str, vec_available: bool, vec_error: str | None) -> None:
+        self.raw = raw
+        self.path = path
+        self.vec_available = vec_available
+        self.vec_error = vec_error
+        self._depth = 0
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        return self.raw.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        return self.raw.executemany(sql, rows)
+
+    def executescript(self, sql: str) -> None:
+        self.raw.executescript(sql)
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        return cast(list[tuple[Any, ...]], self.raw.execute(sql, params).fetchall())
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        row = self.raw.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self.raw.in_transaction)
+
+    @contextmanager
+    def transaction(self, immediate: bool = True) -> Iterator[None]:
+        """BEGIN [IMMEDIATE] … COMMIT, rolled back on error; nested calls join the outer one."""
+        if self._depth > 0 or self.raw.in_transaction:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.raw.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._depth = 0
+            self.raw.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        self.raw.execute("COMMIT")
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def busy_timeout_ms(env: Mapping[str, str] | None = None) -> int:
+    """`QMD_SQLITE_BUSY_TIMEOUT` (milliseconds, >= 0), else 120000."""
+    raw = (os.environ if env is None else env).get("QMD_SQLITE_BUSY_TIMEOUT")
+    if raw is None or raw.strip() == "":
+        return DEFAULT_BUSY_TIMEOUT_MS
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_BUSY_TIMEOUT_MS
+    if value != value or value < 0 or value == float("inf"):
+        return DEFAULT_BUSY_TIMEOUT_MS
+    return int(value)
+
+
+def _load_sqlite_vec(raw: Any) -> tuple[bool, str | None]:
+    try:
+        import sqlite_vec
+    except ImportError as exc:
+        return False, f"sqlite-vec is not installed ({exc})"
+    if not hasattr(raw, "enable_load_extension"):
+        return False, "the SQLite driver cannot load extensions"
+    try:
+        raw.enable_load_extension(True)
+        try:
+            sqlite_vec.load(raw)
+        finally:
+            raw.enable_load_extension(False)
+        version = raw.execute("SELECT vec_version()").fetchone()
+    except Exception as exc:
+        return False, f"sqlite-vec failed to load ({exc})"
+    if not version or not isinstance(version[0], str):
+        return False, "vec_version() returned no version"
+    return True, None
+
+
+def _enable_wal(raw: Any, budget_ms: int) -> None:
+    # Switching the journal mode needs a short exclusive lock that ignores busy_timeout.
+    deadline = time.monotonic() + budget_ms / 1000
+    attempt = 0
+    while True:
+        try:
+            raw.execute("PRAGMA journal_mode = WAL").fetchall()
+            return
+        except dbapi.OperationalError as exc:
+            message = str(exc).lower()
+            busy = "locked" in message or "busy" in message
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(min(5 + attempt, 25) / 1000)
+            attempt += 1
+
+
+def connect(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Connection:
+    """Open (creating parent folders) and configure a connection; `:memory:` is accepted."""
+    target = os.fspath(path)
+    if target != ":memory:" and not target.startswith("file:"):
+        Path(target).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    raw = dbapi.connect(target, isolation_level=None, check_same_thread=False)
+    vec_available, vec_error = _load_sqlite_vec(raw)
+    timeout = busy_timeout_ms(env)
+    raw.execute(f"PRAGMA busy_timeout = {timeout}")
+    if target != ":memory:":
+        _enable_wal(raw, timeout)
+    raw.execute("PRAGMA foreign_keys = ON")
+    return Connection(raw, target, vec_available, vec_error)

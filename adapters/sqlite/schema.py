@@ -1,0 +1,295 @@
+"""The original QMD 2.8.3 index schema, created idempotently on open.
+
+The DDL strings keep the original's exact text (SQLite stores it verbatim in `sqlite_master`,
+minus `IF NOT EXISTS`), so an index created here is indistinguishable from one the original
+created, and opening an index the original wrote changes nothing in it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from adapters.sqlite.driver import Connection, DatabaseError
+from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
+
+STORE_SCHEMA_VERSION = 1
+FTS_CJK_NORMALIZED_VERSION = "1"
+
+CONTENT_DDL = """
+    CREATE TABLE IF NOT EXISTS content (
+      hash TEXT PRIMARY KEY,
+      doc TEXT NOT NULL,
+      created_at TEXT NOT NULL
+    )
+  """
+
+DOCUMENTS_DDL = """
+    CREATE TABLE IF NOT EXISTS documents (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      collection TEXT NOT NULL,
+      path TEXT NOT NULL,
+      title TEXT NOT NULL,
+      hash TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      modified_at TEXT NOT NULL,
+      active INTEGER NOT NULL DEFAULT 1,
+      FOREIGN KEY (hash) REFERENCES content(hash) ON DELETE CASCADE,
+      UNIQUE(collection, path)
+    )
+  """
+
+DOCUMENTS_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS idx_documents_collection ON documents(collection, active)",
+    "CREATE INDEX IF NOT EXISTS idx_documents_hash ON documents(hash)",
+    "CREATE INDEX IF NOT EXISTS idx_documents_path ON documents(path, active)",
+)
+
+LLM_CACHE_DDL = """
+    CREATE TABLE IF NOT EXISTS llm_cache (
+      hash TEXT PRIMARY KEY,
+      result TEXT NOT NULL,
+      created_at TEXT NOT NULL
+    )
+  """
+
+CONTENT_VECTORS_DDL = """
+    CREATE TABLE IF NOT EXISTS content_vectors (
+      hash TEXT NOT NULL,
+      seq INTEGER NOT NULL DEFAULT 0,
+      pos INTEGER NOT NULL DEFAULT 0,
+      model TEXT NOT NULL,
+      embed_fingerprint TEXT NOT NULL DEFAULT '',
+      total_chunks INTEGER NOT NULL DEFAULT 1,
+      embedded_at TEXT NOT NULL,
+      PRIMARY KEY (hash, seq)
+    )
+  """
+
+CONTENT_VECTORS_INDEX = """
+      CREATE INDEX IF NOT EXISTS idx_content_vectors_model_fingerprint
+      ON content_vectors(model, embed_fingerprint, hash, total_chunks)
+    """
+
+STORE_COLLECTIONS_DDL = """
+    CREATE TABLE IF NOT EXISTS store_collections (
+      name TEXT PRIMARY KEY,
+      path TEXT NOT NULL,
+      pattern TEXT NOT NULL DEFAULT '**/*.md',
+      ignore_patterns TEXT,
+      include_by_default INTEGER DEFAULT 1,
+      update_command TEXT,
+      context TEXT
+    )
+  """
+
+STORE_CONFIG_DDL = """
+    CREATE TABLE IF NOT EXISTS store_config (
+      key TEXT PRIMARY KEY,
+      value TEXT
+    )
+  """
+
+DOCUMENTS_FTS_DDL = """
+  CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
+    filepath, title, body,
+    tokenize='porter unicode61'
+  )
+"""
+
+TRIGGER_AI = """
+    CREATE TRIGGER documents_ai AFTER INSERT ON documents
+    WHEN new.active = 1
+    BEGIN
+      INSERT INTO documents_fts(rowid, filepath, title, body)
+      SELECT
+        new.id,
+        new.collection || '/' || new.path,
+        new.title,
+        (SELECT doc FROM content WHERE hash = new.hash)
+      WHERE new.active = 1;
+    END
+  """
+
+TRIGGER_AD = """
+    CREATE TRIGGER documents_ad AFTER DELETE ON documents BEGIN
+      DELETE FROM documents_fts WHERE rowid = old.id;
+    END
+  """
+
+TRIGGER_AU = """
+    CREATE TRIGGER documents_au AFTER UPDATE ON documents
+    BEGIN
+      -- Delete from FTS if no longer active
+      DELETE FROM documents_fts WHERE rowid = old.id AND new.active = 0;
+
+      -- Update FTS if still/newly active
+      INSERT OR REPLACE INTO documents_fts(rowid, filepath, title, body)
+      SELECT
+        new.id,
+        new.collection || '/' || new.path,
+        new.title,
+        (SELECT doc FROM content WHERE hash = new.hash)
+      WHERE new.active = 1;
+    END
+  """
+
+VECTORS_VEC_DDL = (
+    "CREATE VIRTUAL TABLE vectors_vec USING vec0(hash_seq TEXT PRIMARY KEY, "
+    "embedding float[{dims}] distance_metric=cosine)"
+)
+
+DIMENSION_MISMATCH = (
+    "Embedding dimension mismatch: existing vectors are {existing}d but the current model "
+    "produces {current}d. Run 'qmd embed -f' to re-embed with the new model."
+)
+
+
+def _user_version(conn: Connection) -> int:
+    value = conn.scalar("PRAGMA user_version")
+    return int(value or 0)
+
+
+def _install_triggers(conn: Connection) -> None:
+    for name, ddl in (
+        ("documents_ai", TRIGGER_AI),
+        ("documents_ad", TRIGGER_AD),
+        ("documents_au", TRIGGER_AU),
+    ):
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        conn.execute(ddl)
+
+
+def _apply_triggers(conn: Connection) -> None:
+    if _user_version(conn) >= STORE_SCHEMA_VERSION:
+        return
+    with conn.transaction():
+        if _user_version(conn) < STORE_SCHEMA_VERSION:
+            _install_triggers(conn)
+            conn.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION}")
+
+
+_TABLE_SQL = "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?"
+
+
+def _fts_exists(conn: Connection) -> bool:
+    return conn.scalar(_TABLE_SQL, ("documents_fts",)) is not None
+
+
+def _fts_is_current(conn: Connection) -> bool:
+    sql = conn.scalar(_TABLE_SQL, ("documents_fts",))
+    text = re.sub(r"\s+", "", str(sql or "")).lower()
+    if "filepath" not in text or "title" not in text or "content=" in text:
+        return False
+    try:
+        names = {str(row[1]).lower() for row in conn.query("PRAGMA table_info(documents_fts)")}
+    except DatabaseError:
+        names = set()
+    return {"filepath", "title", "body"} <= names and "name" not in names
+
+
+def _ensure_fts(conn: Connection) -> None:
+    if _fts_is_current(conn):
+        return
+    with conn.transaction():
+        if _fts_is_current(conn):
+            return
+        if _fts_exists(conn):
+            # A legacy external-content table: replace it, the CJK rebuild refills it.
+            for name in ("documents_ai", "documents_ad", "documents_au"):
+                conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+            conn.execute("DROP TABLE IF EXISTS documents_fts")
+            conn.execute(DOCUMENTS_FTS_DDL)
+            conn.execute("DELETE FROM store_config WHERE key = 'fts_cjk_normalized_version'")
+            if _user_version(conn) >= STORE_SCHEMA_VERSION:
+                _install_triggers(conn)
+        else:
+            conn.execute(DOCUMENTS_FTS_DDL)
+
+
+def _rebuild_fts_for_cjk(conn: Connection, normalize: Callable[[str], str]) -> None:
+    version = conn.scalar("SELECT value FROM store_config WHERE key = 'fts_cjk_normalized_version'")
+    if version == FTS_CJK_NORMALIZED_VERSION:
+        return
+    with conn.transaction():
+        version = conn.scalar(
+            "SELECT value FROM store_config WHERE key = 'fts_cjk_normalized_version'"
+        )
+        if version == FTS_CJK_NORMALIZED_VERSION:
+            return
+        rows = conn.query(
+            "SELECT d.id, d.collection, d.path, d.title, content.doc FROM documents d "
+            "JOIN content ON content.hash = d.hash WHERE d.active = 1 ORDER BY d.id"
+        )
+        conn.execute("DELETE FROM documents_fts")
+        conn.executemany(
+            "INSERT INTO documents_fts(rowid, filepath, title, body) VALUES (?, ?, ?, ?)",
+            [
+                (doc_id, normalize(f"{coll}/{path}"), normalize(title), normalize(body))
+                for doc_id, coll, path, title, body in rows
+            ],
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO store_config(key, value) "
+            "VALUES ('fts_cjk_normalized_version', ?)",
+            (FTS_CJK_NORMALIZED_VERSION,),
+        )
+
+
+def ensure_schema(conn: Connection, normalize_cjk: Callable[[str], str]) -> None:
+    """Create or repair every table, index and trigger; a no-op on a current index."""
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("DROP TABLE IF EXISTS path_contexts")
+    conn.execute("DROP TABLE IF EXISTS collections")
+    conn.execute(CONTENT_DDL)
+    conn.execute(DOCUMENTS_DDL)
+    for ddl in DOCUMENTS_INDEXES:
+        conn.execute(ddl)
+    conn.execute(LLM_CACHE_DDL)
+    conn.execute(CONTENT_VECTORS_DDL)
+    try:
+        conn.execute(CONTENT_VECTORS_INDEX)
+    except DatabaseError as exc:
+        # A legacy content_vectors without the newer columns: the original skips it too.
+        if "no such column" not in str(exc).lower():
+            raise
+    conn.execute(STORE_COLLECTIONS_DDL)
+    conn.execute(STORE_CONFIG_DDL)
+    _ensure_fts(conn)
+    _apply_triggers(conn)
+    _rebuild_fts_for_cjk(conn, normalize_cjk)
+
+
+def vec_table_sql(conn: Connection) -> str | None:
+    value = conn.scalar(_TABLE_SQL, ("vectors_vec",))
+    return None if value is None else str(value)
+
+
+def vec_table_dimensions(conn: Connection) -> int | None:
+    sql = vec_table_sql(conn)
+    if sql is None:
+        return None
+    match = re.search(r"float\[(\d+)\]", sql)
+    return int(match.group(1)) if match else None
+
+
+def ensure_vec_table(conn: Connection, dimensions: int) -> None:
+    """Create `vectors_vec` for `dimensions`; refuse a different existing dimension."""
+    if not conn.vec_available:
+        raise QmdError(
+            UNAVAILABLE,
+            "sqlite-vec extension is unavailable. "
+            f"{conn.vec_error or 'vector operations require extension loading support'}.",
+        )
+    sql = vec_table_sql(conn)
+    if sql is not None:
+        existing = vec_table_dimensions(conn)
+        if existing == dimensions and "hash_seq" in sql and "distance_metric=cosine" in sql:
+            return
+        if existing is not None and existing != dimensions:
+            raise QmdError(
+                INVALID_ARGUMENT,
+                DIMENSION_MISMATCH.format(existing=existing, current=dimensions),
+            )
+        conn.execute("DROP TABLE IF EXISTS vectors_vec")
+    conn.execute(VECTORS_VEC_DDL.format(dims=int(dimensions)))

@@ -1,0 +1,663 @@
+"""`SqliteIndex`: the original QMD index file behind the DocumentStore, LexicalIndex,
+VectorIndex and LlmCache ports.
+
+The file layout, SQL and write rules follow QMD 2.8.3 (`src/store.ts`) so the original and this
+adapter can read and write each other's index.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import struct
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from adapters.sqlite.driver import Connection, DatabaseError, connect
+from adapters.sqlite.fts import render_fts_query
+from adapters.sqlite.schema import (
+    DIMENSION_MISMATCH,
+    ensure_schema,
+    ensure_vec_table,
+    vec_table_dimensions,
+    vec_table_sql,
+)
+from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
+from domain.lexquery import LexQuery, space_cjk
+from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
+from domain.ports import CollectionCount, UpsertOutcome
+
+COLLECTION_VEC_EXACT_SCAN_MAX = 20_000
+SQLITE_VEC_MAX_K = 4096
+HASH_SEQ_CHUNK = 400
+LLM_CACHE_KEEP = 1000
+
+_META_COLUMNS = (
+    "d.id, d.collection, d.path, d.title, d.hash, d.created_at, d.modified_at, LENGTH(content.doc)"
+)
+_META_FROM = "FROM documents d JOIN content ON content.hash = d.hash"
+
+
+def escape_like(value: str) -> str:
+    """Escape `#`, `%` and `_` for `LIKE … ESCAPE '#'` (the original's escapeLikePattern)."""
+    return value.replace("#", "##").replace("%", "#%").replace("_", "#_")
+
+
+def _now_iso() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def _meta(row: Sequence[Any]) -> DocumentMeta:
+    return DocumentMeta(
+        id=int(row[0]),
+        collection=str(row[1]),
+        path=str(row[2]),
+        title=str(row[3]),
+        hash=str(row[4]),
+        created_at=str(row[5]),
+        modified_at=str(row[6]),
+        body_length=int(row[7] or 0),
+    )
+
+
+def _pack(vector: Sequence[float]) -> bytes:
+    return struct.pack(f"<{len(vector)}f", *(float(x) for x in vector))
+
+
+class SqliteIndex:
+    """One open index file. Every public method is a complete unit of work."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        ensure_schema(conn, space_cjk)
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], env: Mapping[str, str] | None = None
+    ) -> SqliteIndex:
+        return cls(connect(path, env))
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def connection(self) -> Connection:
+        return self._conn
+
+    @property
+    def path(self) -> str:
+        return self._conn.path
+
+    @property
+    def vec_available(self) -> bool:
+        return self._conn.vec_available
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group many writes (e.g. a whole `update`) into one commit; calls nest."""
+        with self._conn.transaction():
+            yield
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> SqliteIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write_fts(self, doc_id: int) -> None:
+        """Replace the FTS row of one document with its CJK-normalised columns (active only)."""
+        row = self._conn.raw.execute(
+            "SELECT d.collection, d.path, d.title, content.doc FROM documents d "
+            "JOIN content ON content.hash = d.hash WHERE d.id = ? AND d.active = 1",
+            (doc_id,),
+        ).fetchone()
+        self._conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+        if row is None:
+            return
+        collection, path, title, body = row
+        self._conn.execute(
+            "INSERT INTO documents_fts(rowid, filepath, title, body) VALUES (?, ?, ?, ?)",
+            (doc_id, space_cjk(f"{collection}/{path}"), space_cjk(title), space_cjk(body)),
+        )
+
+    # ------------------------------------------------------------------ collections
+
+    @staticmethod
+    def _collection(row: Sequence[Any]) -> Collection:
+        name, path, pattern, ignore_json, include, update_command, context_json = row
+        ignore: tuple[str, ...] = ()
+        if ignore_json:
+            parsed = json.loads(ignore_json)
+            if isinstance(parsed, list):
+                ignore = tuple(str(item) for item in parsed)
+        contexts: dict[str, str] = {}
+        if context_json:
+            parsed_ctx = json.loads(context_json)
+            if isinstance(parsed_ctx, dict):
+                contexts = {str(k): str(v) for k, v in parsed_ctx.items()}
+        return Collection(
+            name=str(name),
+            path=str(path),
+            pattern=str(pattern or DEFAULT_PATTERN),
+            ignore=ignore,
+            include_by_default=include != 0,
+            update_command=str(update_command) if update_command else None,
+            contexts=contexts,
+        )
+
+    _COLLECTION_COLUMNS = (
+        "name, path, pattern, ignore_patterns, include_by_default, update_command, context"
+    )
+
+    def list_collections(self) -> list[Collection]:
+        rows = self._conn.query(
+            f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections ORDER BY rowid"
+        )
+        return [self._collection(r) for r in rows]
+
+    def get_collection(self, name: str) -> Collection | None:
+        rows = self._conn.query(
+            f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections WHERE name = ?", (name,)
+        )
+        return self._collection(rows[0]) if rows else None
+
+    def put_collection(self, collection: Collection) -> None:
+        self._conn.execute(
+            "INSERT INTO store_collections (name, path, pattern, ignore_patterns, "
+            "include_by_default, update_command, context) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET path = excluded.path, pattern = excluded.pattern, "
+            "ignore_patterns = excluded.ignore_patterns, "
+            "include_by_default = excluded.include_by_default, "
+            "update_command = excluded.update_command, context = excluded.context",
+            (
+                collection.name,
+                collection.path,
+                collection.pattern or DEFAULT_PATTERN,
+                json.dumps(list(collection.ignore), ensure_ascii=False)
+                if collection.ignore
+                else None,
+                1 if collection.include_by_default else 0,
+                collection.update_command or None,
+                json.dumps(dict(collection.contexts), ensure_ascii=False, separators=(",", ":"))
+                if collection.contexts
+                else None,
+            ),
+        )
+
+    def delete_collection(self, name: str) -> int:
+        """Hard-delete the collection's document rows, unpinned content and its config row.
+
+        Returns the number of document rows deleted (the original's `deletedDocs`).
+        """
+        with self._conn.transaction():
+            deleted = self._conn.execute(
+                "DELETE FROM documents WHERE collection = ?", (name,)
+            ).rowcount
+            self._conn.execute(
+                "DELETE FROM content WHERE hash NOT IN "
+                "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
+            )
+            self._conn.execute("DELETE FROM store_collections WHERE name = ?", (name,))
+        return int(deleted)
+
+    def rename_collection(self, old: str, new: str) -> None:
+        with self._conn.transaction():
+            if old != new and self._conn.scalar(
+                "SELECT name FROM store_collections WHERE name = ?", (new,)
+            ):
+                raise QmdError(CONFLICT, f"Collection '{new}' already exists")
+            self._conn.execute(
+                "UPDATE documents SET collection = ? WHERE collection = ?", (new, old)
+            )
+            self._conn.execute("UPDATE store_collections SET name = ? WHERE name = ?", (new, old))
+            for (doc_id,) in self._conn.query(
+                "SELECT id FROM documents WHERE collection = ? AND active = 1", (new,)
+            ):
+                self._write_fts(int(doc_id))
+
+    def get_global_context(self) -> str | None:
+        value = self._conn.scalar("SELECT value FROM store_config WHERE key = 'global_context'")
+        return str(value) if value else None
+
+    def set_global_context(self, text: str | None) -> None:
+        if text is None:
+            self._conn.execute("DELETE FROM store_config WHERE key = 'global_context'")
+        else:
+            self.set_config_value("global_context", text)
+
+    def get_config_value(self, key: str) -> str | None:
+        value = self._conn.scalar("SELECT value FROM store_config WHERE key = ?", (key,))
+        return None if value is None else str(value)
+
+    def set_config_value(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._conn.execute("DELETE FROM store_config WHERE key = ?", (key,))
+            return
+        self._conn.execute(
+            "INSERT INTO store_config (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # ------------------------------------------------------------------ indexing
+
+    def active_documents(self, collection: str) -> dict[str, DocumentMeta]:
+        rows = self._conn.query(
+            f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.collection = ? AND d.active = 1 "
+            "ORDER BY d.id",
+            (collection,),
+        )
+        return {str(r[2]): _meta(r) for r in rows}
+
+    def upsert_document(
+        self,
+        collection: str,
+        path: str,
+        title: str,
+        content_hash: str,
+        body: str,
+        created_at: str,
+        modified_at: str,
+    ) -> UpsertOutcome:
+        with self._conn.transaction():
+            existing = self._conn.raw.execute(
+                "SELECT id, hash, title FROM documents "
+                "WHERE collection = ? AND path = ? AND active = 1",
+                (collection, path),
+            ).fetchone()
+            if existing is not None:
+                doc_id, old_hash, old_title = int(existing[0]), existing[1], existing[2]
+                if old_hash == content_hash:
+                    if old_title == title:
+                        return UpsertOutcome("unchanged")
+                    self._conn.execute(
+                        "UPDATE documents SET title = ?, modified_at = ? WHERE id = ?",
+                        (title, modified_at, doc_id),
+                    )
+                else:
+                    self._insert_content(content_hash, body, modified_at)
+                    self._conn.execute(
+                        "UPDATE documents SET title = ?, hash = ?, modified_at = ? WHERE id = ?",
+                        (title, content_hash, modified_at, doc_id),
+                    )
+                self._write_fts(doc_id)
+                return UpsertOutcome("updated")
+            self._insert_content(content_hash, body, modified_at)
+            self._conn.execute(
+                "INSERT INTO documents (collection, path, title, hash, created_at, modified_at, "
+                "active) VALUES (?, ?, ?, ?, ?, ?, 1) ON CONFLICT(collection, path) DO UPDATE SET "
+                "title = excluded.title, hash = excluded.hash, "
+                "modified_at = excluded.modified_at, active = 1",
+                (collection, path, title, content_hash, created_at, modified_at),
+            )
+            doc_id = int(
+                self._conn.scalar(
+                    "SELECT id FROM documents WHERE collection = ? AND path = ?",
+                    (collection, path),
+                )
+            )
+            self._write_fts(doc_id)
+            return UpsertOutcome("indexed")
+
+    def _insert_content(self, content_hash: str, body: str, created_at: str) -> None:
+        self._conn.execute(
+            "INSERT OR IGNORE INTO content (hash, doc, created_at) VALUES (?, ?, ?)",
+            (content_hash, body, created_at),
+        )
+
+    def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
+        changed = 0
+        with self._conn.transaction():
+            for path in paths:
+                changed += self._conn.execute(
+                    "UPDATE documents SET active = 0 "
+                    "WHERE collection = ? AND path = ? AND active = 1",
+                    (collection, path),
+                ).rowcount
+        return changed
+
+    def delete_orphan_content(self) -> int:
+        cursor = self._conn.execute(
+            "DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)"
+        )
+        return int(cursor.rowcount)
+
+    # ------------------------------------------------------------------ lookups
+
+    def _one(self, where: str, params: Sequence[Any]) -> DocumentMeta | None:
+        row = self._conn.raw.execute(
+            f"SELECT {_META_COLUMNS} {_META_FROM} WHERE {where} AND d.active = 1 "
+            "ORDER BY d.id LIMIT 1",
+            tuple(params),
+        ).fetchone()
+        return None if row is None else _meta(row)
+
+    def document_by_docid(self, prefix: str) -> DocumentMeta | None:
+        if not prefix:
+            return None
+        return self._one("d.hash LIKE ? ESCAPE '#'", (escape_like(prefix) + "%",))
+
+    def document_by_path(self, collection: str, path: str) -> DocumentMeta | None:
+        return self._one("d.collection = ? AND d.path = ?", (collection, path))
+
+    def document_by_suffix(self, suffix: str) -> DocumentMeta | None:
+        """Unanchored, ASCII-case-insensitive `qmd://c/p LIKE '%suffix'` (the original's quirk)."""
+        return self._one(
+            "'qmd://' || d.collection || '/' || d.path LIKE ? ESCAPE '#'",
+            ("%" + escape_like(suffix),),
+        )
+
+    def documents(self, collection: str | None = None) -> list[DocumentMeta]:
+        if collection is None:
+            rows = self._conn.query(
+                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 ORDER BY d.id"
+            )
+        else:
+            rows = self._conn.query(
+                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 AND d.collection = ? "
+                "ORDER BY d.id",
+                (collection,),
+            )
+        return [_meta(r) for r in rows]
+
+    def body(self, content_hash: str) -> str:
+        value = self._conn.scalar("SELECT doc FROM content WHERE hash = ?", (content_hash,))
+        if value is None:
+            raise QmdError(NOT_FOUND, f"Content not found: {content_hash}")
+        return str(value)
+
+    # ------------------------------------------------------------------ status and upkeep
+
+    def collection_counts(self) -> list[CollectionCount]:
+        rows = self._conn.query(
+            "SELECT collection, COUNT(*), MAX(modified_at) FROM documents WHERE active = 1 "
+            "GROUP BY collection"
+        )
+        return [CollectionCount(str(r[0]), int(r[1]), str(r[2] or "")) for r in rows]
+
+    def total_documents(self) -> int:
+        return int(self._conn.scalar("SELECT COUNT(*) FROM documents WHERE active = 1") or 0)
+
+    def vector_count(self) -> int:
+        return int(self._conn.scalar("SELECT COUNT(*) FROM content_vectors") or 0)
+
+    def preview_cleanup(self) -> dict[str, int]:
+        """What `cleanup` would remove (for `qmd cleanup --dry-run`), same keys."""
+        return {
+            "cache_entries": int(self._conn.scalar("SELECT COUNT(*) FROM llm_cache") or 0),
+            "orphaned_vectors": int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0),
+            "inactive_documents": int(
+                self._conn.scalar("SELECT COUNT(*) FROM documents WHERE active = 0") or 0
+            ),
+            "orphaned_content": int(
+                self._conn.scalar(
+                    "SELECT COUNT(*) FROM content WHERE hash NOT IN "
+                    "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
+                )
+                or 0
+            ),
+        }
+
+    def cleanup(self) -> dict[str, int]:
+        """`qmd cleanup`: llm_cache, orphaned vectors, inactive rows, orphan content, optimize,
+        VACUUM. Keys: cache_entries, orphaned_vectors, inactive_documents, orphaned_content."""
+        cache = int(self._conn.execute("DELETE FROM llm_cache").rowcount)
+        vectors = self._cleanup_orphaned_vectors()
+        inactive = int(self._conn.execute("DELETE FROM documents WHERE active = 0").rowcount)
+        orphaned = self.delete_orphan_content()
+        try:
+            self._conn.execute("INSERT INTO documents_fts(documents_fts) VALUES('optimize')")
+        except DatabaseError as exc:
+            if "no such table" not in str(exc).lower():
+                raise
+        self._conn.execute("VACUUM")
+        return {
+            "cache_entries": cache,
+            "orphaned_vectors": vectors,
+            "inactive_documents": inactive,
+            "orphaned_content": orphaned,
+        }
+
+    def _cleanup_orphaned_vectors(self) -> int:
+        if not self._conn.vec_available or vec_table_sql(self._conn) is None:
+            return 0
+        with self._conn.transaction():
+            orphaned = int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0)
+            if orphaned == 0:
+                return 0
+            self._conn.execute(
+                "DELETE FROM vectors_vec WHERE hash_seq IN ("
+                "SELECT cv.hash || '_' || cv.seq FROM content_vectors cv WHERE NOT EXISTS ("
+                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1))"
+            )
+            self._conn.execute(
+                "DELETE FROM content_vectors WHERE hash NOT IN "
+                "(SELECT hash FROM documents WHERE active = 1)"
+            )
+            return orphaned
+
+    # ------------------------------------------------------------------ lexical search
+
+    def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]:
+        """BM25 over documents_fts with the original's SQL; never raises on user input."""
+        if limit <= 0 or not query.is_searchable:
+            return []
+        match = render_fts_query(query)
+        if match is None:
+            return []
+        fts_limit = limit * 10 if collection else limit
+        sql = (
+            "WITH fts_matches AS ("
+            " SELECT rowid, bm25(documents_fts, 1.5, 4.0, 1.0) AS bm25_score"
+            " FROM documents_fts WHERE documents_fts MATCH ?"
+            f" ORDER BY bm25_score ASC LIMIT {int(fts_limit)})"
+            f" SELECT {_META_COLUMNS}, content.doc, fm.bm25_score"
+            " FROM fts_matches fm JOIN documents d ON d.id = fm.rowid"
+            " JOIN content ON content.hash = d.hash WHERE d.active = 1"
+        )
+        params: list[Any] = [match]
+        if collection:
+            sql += " AND d.collection = ?"
+            params.append(collection)
+        sql += " ORDER BY fm.bm25_score ASC LIMIT ?"
+        params.append(int(limit))
+        try:
+            rows = self._conn.query(sql, params)
+        except DatabaseError:
+            return []
+        return [
+            LexHit(document=Document(meta=_meta(r), body=str(r[8])), bm25=float(r[9])) for r in rows
+        ]
+
+    # ------------------------------------------------------------------ vectors
+
+    def has_vector_index(self) -> bool:
+        return vec_table_sql(self._conn) is not None
+
+    def vector_dimensions(self) -> int | None:
+        return vec_table_dimensions(self._conn)
+
+    def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
+        """Active hashes lacking a complete vector set for (model, fingerprint), by MIN(path)."""
+        rows = self._conn.query(
+            "SELECT d.hash FROM documents d LEFT JOIN ("
+            " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
+            " FROM content_vectors WHERE model = ? AND embed_fingerprint = ?"
+            " GROUP BY hash, model, embed_fingerprint) v ON d.hash = v.hash"
+            " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)"
+            " GROUP BY d.hash ORDER BY MIN(d.path), d.hash",
+            (model, fingerprint),
+        )
+        return [str(r[0]) for r in rows]
+
+    def store_chunk_vectors(
+        self,
+        content_hash: str,
+        chunks: Sequence[tuple[int, int, Sequence[float]]],
+        model: str,
+        fingerprint: str,
+        embedded_at: str,
+    ) -> None:
+        """Replace every vector of `content_hash` with `chunks` = (seq, pos, embedding)."""
+        if not chunks:
+            return
+        dims = len(chunks[0][2])
+        for _, _, vector in chunks:
+            if len(vector) != dims:
+                raise QmdError(
+                    INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
+                )
+        with self._conn.transaction():
+            ensure_vec_table(self._conn, dims)
+            old_seqs = self._conn.query(
+                "SELECT seq FROM content_vectors WHERE hash = ?", (content_hash,)
+            )
+            keys = {f"{content_hash}_{int(r[0])}" for r in old_seqs}
+            keys.update(f"{content_hash}_{int(seq)}" for seq, _, _ in chunks)
+            self._conn.executemany(
+                "DELETE FROM vectors_vec WHERE hash_seq = ?", [(k,) for k in sorted(keys)]
+            )
+            self._conn.execute("DELETE FROM content_vectors WHERE hash = ?", (content_hash,))
+            total = len(chunks)
+            for seq, pos, vector in chunks:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO content_vectors (hash, seq, pos, model, "
+                    "embed_fingerprint, total_chunks, embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (content_hash, int(seq), int(pos), model, fingerprint, total, embedded_at),
+                )
+                self._conn.execute(
+                    "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)",
+                    (f"{content_hash}_{int(seq)}", _pack(vector)),
+                )
+
+    def clear_vectors(self) -> None:
+        """`qmd embed -f`: forget every vector and drop vectors_vec (recreated on next store)."""
+        with self._conn.transaction():
+            self._conn.execute("DELETE FROM content_vectors")
+            if vec_table_sql(self._conn) is not None:
+                if not self._conn.vec_available:
+                    raise QmdError(UNAVAILABLE, "sqlite-vec extension is unavailable.")
+                self._conn.execute("DROP TABLE IF EXISTS vectors_vec")
+
+    def search_vectors(
+        self, vector: Sequence[float], limit: int, collection: str | None
+    ) -> list[VectorHit]:
+        """Best chunk per document by cosine distance, ascending (the original's `searchVec`)."""
+        if limit <= 0 or not self._conn.vec_available or not self.has_vector_index():
+            return []
+        dims = self.vector_dimensions()
+        if dims is not None and dims != len(vector):
+            raise QmdError(
+                INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
+            )
+        blob = _pack(vector)
+        if collection:
+            hash_seqs = [
+                str(r[0])
+                for r in self._conn.query(
+                    "SELECT cv.hash || '_' || cv.seq FROM content_vectors cv "
+                    "JOIN documents d ON d.hash = cv.hash AND d.active = 1 "
+                    "WHERE d.collection = ?",
+                    (collection,),
+                )
+            ]
+            if not hash_seqs:
+                return []
+            if len(hash_seqs) <= COLLECTION_VEC_EXACT_SCAN_MAX:
+                scored = self._exact_scan(blob, hash_seqs, limit)
+            else:
+                scored = self._ann(blob, max(limit * 30, limit * 3))
+        else:
+            scored = self._ann(blob, limit * 3)
+        if not scored:
+            return []
+        distances = dict(scored)
+        keys = list(distances)
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(keys), HASH_SEQ_CHUNK):
+            part = keys[start : start + HASH_SEQ_CHUNK]
+            placeholders = ",".join("?" * len(part))
+            sql = (
+                f"SELECT cv.hash || '_' || cv.seq, cv.pos, {_META_COLUMNS}, content.doc "
+                "FROM content_vectors cv JOIN documents d ON d.hash = cv.hash AND d.active = 1 "
+                "JOIN content ON content.hash = d.hash "
+                f"WHERE cv.hash || '_' || cv.seq IN ({placeholders})"
+            )
+            params: list[Any] = list(part)
+            if collection:
+                sql += " AND d.collection = ?"
+                params.append(collection)
+            rows.extend(self._conn.query(sql + " ORDER BY d.id", params))
+        best: dict[tuple[str, str], tuple[float, int, tuple[Any, ...]]] = {}
+        for row in rows:
+            distance = float(distances.get(str(row[0]), 1.0))
+            key = (str(row[3]), str(row[4]))
+            current = best.get(key)
+            if current is None or distance < current[0]:
+                best[key] = (distance, int(row[1]), row)
+        ranked = sorted(best.values(), key=lambda item: item[0])[:limit]
+        return [
+            VectorHit(
+                document=Document(meta=_meta(row[2:10]), body=str(row[10])),
+                distance=distance,
+                chunk_pos=pos,
+            )
+            for distance, pos, row in ranked
+        ]
+
+    def _exact_scan(self, blob: bytes, hash_seqs: list[str], limit: int) -> list[tuple[str, float]]:
+        scored: list[tuple[str, float]] = []
+        for start in range(0, len(hash_seqs), HASH_SEQ_CHUNK):
+            part = hash_seqs[start : start + HASH_SEQ_CHUNK]
+            placeholders = ",".join("?" * len(part))
+            for key, distance in self._conn.query(
+                "SELECT hash_seq, vec_distance_cosine(embedding, ?) FROM vectors_vec "
+                f"WHERE hash_seq IN ({placeholders})",
+                [blob, *part],
+            ):
+                d = float(distance) if distance is not None else math.inf
+                scored.append((str(key), d))
+        scored.sort(key=lambda item: item[1])
+        return scored[: max(limit * 3, limit)]
+
+    def _ann(self, blob: bytes, k: int) -> list[tuple[str, float]]:
+        k = max(1, min(SQLITE_VEC_MAX_K, k))
+        rows = self._conn.query(
+            "SELECT hash_seq, distance FROM vectors_vec WHERE embedding MATCH ? AND k = ? "
+            "ORDER BY distance",
+            (blob, k),
+        )
+        return [(str(r[0]), float(r[1])) for r in rows]
+
+    # ------------------------------------------------------------------ llm cache
+
+    def get(self, key: str) -> str | None:
+        value = self._conn.scalar("SELECT result FROM llm_cache WHERE hash = ?", (key,))
+        return None if value is None else str(value)
+
+    def put(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT OR REPLACE INTO llm_cache (hash, result, created_at) VALUES (?, ?, ?)",
+            (key, value, _now_iso()),
+        )
+        if random.random() < 0.01:
+            self._conn.execute(
+                "DELETE FROM llm_cache WHERE hash NOT IN ("
+                f"SELECT hash FROM llm_cache ORDER BY created_at DESC LIMIT {LLM_CACHE_KEEP})"
+            )
+
+    def clear(self) -> None:
+        self._conn.execute("DELETE FROM llm_cache")
+
+
+_ORPHAN_VECTOR_COUNT = (
+    "SELECT COUNT(*) FROM content_vectors cv WHERE NOT EXISTS ("
+    "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
+)
