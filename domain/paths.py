@@ -2,22 +2,83 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from domain._js import JS_LINE_TERMINATORS, js_trim
+
+# encodeURIComponent's unreserved set: everything else is percent-encoded as UTF-8.
+_URI_UNRESERVED = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()"
+)
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_VIRTUAL = re.compile(r"qmd://([^/]+)/?([^" + JS_LINE_TERMINATORS + r"]*)\Z")
+_LINE_RANGE = re.compile(r":([0-9]+):([0-9]+)\Z")
+_LINE_FROM = re.compile(r":([0-9]+)\Z")
 
 
 def encode_uri_component(text: str) -> str:
-    """Identical to JavaScript `encodeURIComponent` (UTF-8, keeps A-Z a-z 0-9 - _ . ! ~ * ' ( ))."""
-    raise NotImplementedError
+    """Identical to JavaScript `encodeURIComponent` (UTF-8, keeps A-Z a-z 0-9 - _ . ! ~ * ' ( )).
+
+    Hex digits are upper-case, astral characters become their 4-byte UTF-8 form (JS joins
+    the surrogate pair first, so the bytes are the same). A lone surrogate, on which JS
+    throws URIError, cannot come from a UTF-8 file; here it raises UnicodeEncodeError.
+    """
+    out: list[str] = []
+    for ch in text:
+        if ch in _URI_UNRESERVED:
+            out.append(ch)
+        else:
+            out.extend(f"%{byte:02X}" for byte in ch.encode("utf-8"))
+    return "".join(out)
 
 
 def decode_uri_component(text: str) -> str:
-    """JavaScript `decodeURIComponent`; malformed escapes are left as they are, never raised."""
-    raise NotImplementedError
+    """JavaScript `decodeURIComponent`; malformed escapes are left as they are, never raised.
+
+    Where JS would throw URIError (a stray `%`, bytes that are not valid UTF-8), the
+    offending text is kept literally and the rest is still decoded.
+    """
+    return _PERCENT_RUN.sub(lambda m: _decode_percent_run(m.group(0)), text)
+
+
+def _utf8_length(lead: int) -> int:
+    if lead < 0x80:
+        return 1
+    if 0xC2 <= lead <= 0xDF:
+        return 2
+    if 0xE0 <= lead <= 0xEF:
+        return 3
+    if 0xF0 <= lead <= 0xF4:
+        return 4
+    return 0  # continuation byte or never valid as a lead
+
+
+def _decode_percent_run(run: str) -> str:
+    data = bytes(int(run[i + 1 : i + 3], 16) for i in range(0, len(run), 3))
+    out: list[str] = []
+    i = 0
+    while i < len(data):
+        size = _utf8_length(data[i])
+        piece = data[i : i + size] if size else b""
+        try:
+            # The strict codec rejects overlong forms and encoded surrogates, as JS does.
+            decoded = piece.decode("utf-8") if len(piece) == size and size else None
+        except UnicodeDecodeError:
+            decoded = None
+        if decoded is None:
+            out.append(run[i * 3 : i * 3 + 3])
+            i += 1
+        else:
+            out.append(decoded)
+            i += size
+    return "".join(out)
 
 
 def encode_qmd_path(display_path: str) -> str:
     """`qmd://` + each `/`-separated segment encoded with `encode_uri_component`."""
-    raise NotImplementedError
+    return "qmd://" + "/".join(encode_uri_component(seg) for seg in display_path.split("/"))
 
 
 @dataclass(frozen=True)
@@ -27,22 +88,57 @@ class VirtualPath:
 
 
 def parse_virtual_path(uri: str) -> VirtualPath | None:
-    """Parse `qmd://c/p` (any number of slashes after `qmd:`, an optional `?index=NAME`)."""
-    raise NotImplementedError
+    """Parse `qmd://c/p` (any number of slashes after `qmd:`, an optional `?index=NAME`).
+
+    Also accepts `//c/p`. `qmd://c` and `qmd://c/` give path "". Everything from the first
+    `?` is dropped (the index name is the caller's business). The path is returned as
+    written: percent-decoding is left to the caller, as in the original.
+    """
+    normalized = _normalize_virtual(uri)
+    path_part = normalized.split("?", 1)[0]
+    match = _VIRTUAL.match(path_part)
+    if match is None:
+        return None
+    return VirtualPath(collection=match.group(1), path=match.group(2))
+
+
+def _normalize_virtual(text: str) -> str:
+    trimmed = js_trim(text)
+    if trimmed.startswith("qmd:"):
+        return "qmd://" + trimmed[4:].lstrip("/")
+    if trimmed.startswith("//"):
+        return "qmd://" + trimmed.lstrip("/")
+    return trimmed
 
 
 def is_virtual_path(text: str) -> bool:
-    raise NotImplementedError
+    """Explicitly virtual: starts with `qmd:` or `//` (a bare `c/p` is not)."""
+    trimmed = js_trim(text)
+    return trimmed.startswith(("qmd:", "//"))
 
 
 def docid_of(content_hash: str) -> str:
     """First six hex characters of the sha256 content hash."""
-    raise NotImplementedError
+    return content_hash[:6]
 
 
 def normalize_docid(text: str) -> str | None:
-    """Strip quotes and a leading `#`; return the lower-cased hex if it is >= 6 hex chars."""
-    raise NotImplementedError
+    """Strip quotes and a leading `#`; return the lower-cased hex if it is >= 6 hex chars.
+
+    Mirrors the original's `isDocid`: trim, then one pair of matching surrounding quotes,
+    then one `#`. Anything else (fewer than six characters, a non-hex character) is None.
+    """
+    value = js_trim(text)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    elif value in ('"', "'"):
+        # JS slice(1, -1) of a lone quote is "" (starts and ends with the same quote).
+        value = ""
+    if value.startswith("#"):
+        value = value[1:]
+    if len(value) >= 6 and all(ch in _HEX for ch in value):
+        return value.lower()
+    return None
 
 
 @dataclass(frozen=True)
@@ -53,5 +149,15 @@ class LineRef:
 
 
 def parse_line_ref(reference: str) -> LineRef:
-    """Split `file.md:120` / `file.md:120:40` suffixes off a document reference."""
-    raise NotImplementedError
+    """Split `file.md:120` / `file.md:120:40` suffixes off a document reference.
+
+    Only trailing ASCII digits count, so `C:` or `a:b` stay part of the target. Works the
+    same on docids (`#abc123:3:2`). Values are not clamped here (`:0` gives 0).
+    """
+    match = _LINE_RANGE.search(reference)
+    if match is not None:
+        return LineRef(reference[: match.start()], int(match.group(1)), int(match.group(2)))
+    match = _LINE_FROM.search(reference)
+    if match is not None:
+        return LineRef(reference[: match.start()], int(match.group(1)), None)
+    return LineRef(reference, None, None)

@@ -2,22 +2,76 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
+
+from domain._js import JS_LINE_TERMINATORS, JS_WS_CLASS, js_trim
+
+# The original matches `/^##?\s+(.+)$/m` in JavaScript: `^`/`$` see all four line
+# terminators, `.` stops at them, and `\s+` may run across blank lines.
+_LT = JS_LINE_TERMINATORS
+_LINE_START = f"(?:(?<=[{_LT}])|\\A)"
+_LINE_END = f"(?=[{_LT}]|\\Z)"
+_MD_HEADING = re.compile(f"{_LINE_START}##?{JS_WS_CLASS}+([^{_LT}]+){_LINE_END}")
+_MD_H2 = re.compile(f"{_LINE_START}##{JS_WS_CLASS}+([^{_LT}]+){_LINE_END}")
+_ORG_TITLE = re.compile(
+    f"{_LINE_START}#\\+TITLE:{JS_WS_CLASS}*([^{_LT}]+){_LINE_END}", re.IGNORECASE
+)
+_ORG_HEADING = re.compile(f"{_LINE_START}\\*+{JS_WS_CLASS}+([^{_LT}]+){_LINE_END}")
+_EXTENSION = re.compile(r"\.[^.]+\Z")
+_NOTES_TITLES = ("📝 Notes", "Notes")
 
 
 def content_hash(body: str) -> str:
     """sha256 hex of the UTF-8 body (the original's content address)."""
-    raise NotImplementedError
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
 def extract_title(body: str, filename: str) -> str:
-    """First `#`/`##` heading for .md files ("Notes" defers to the next `##`); else the stem."""
-    raise NotImplementedError
+    """First `#`/`##` heading for .md files ("Notes" defers to the next `##`); else the stem.
+
+    Setext headings and frontmatter `title:` are ignored. `.org` files use `#+TITLE:`, then
+    the first `*` heading. Any other extension (`.markdown` included), or no match, gives
+    the file name without its last extension (`notes/no heading.md` -> `no heading`).
+    """
+    dot = filename.rfind(".")
+    # JS `slice(lastIndexOf('.'))` with -1 gives the last character; never an extractor key.
+    extension = filename[dot:].lower() if dot >= 0 else filename[-1:]
+    title: str | None = None
+    if extension == ".md":
+        title = _markdown_title(body)
+    elif extension == ".org":
+        title = _org_title(body)
+    if title:
+        return title
+    return _EXTENSION.sub("", filename).split("/")[-1] or filename
+
+
+def _markdown_title(body: str) -> str | None:
+    match = _MD_HEADING.search(body)
+    if match is None:
+        return None
+    title = js_trim(match.group(1))
+    if title in _NOTES_TITLES:
+        # A generic "Notes" heading says nothing; the first H2 (maybe itself) does.
+        h2 = _MD_H2.search(body)
+        if h2 is not None and h2.group(1):
+            return js_trim(h2.group(1))
+    return title
+
+
+def _org_title(body: str) -> str | None:
+    for pattern in (_ORG_TITLE, _ORG_HEADING):
+        match = pattern.search(body)
+        if match is not None and match.group(1):
+            return js_trim(match.group(1))
+    return None
 
 
 def add_line_numbers(text: str, start: int = 1) -> str:
-    """Prefix every line with `N: ` starting at `start`."""
-    raise NotImplementedError
+    """Prefix every line with `N: ` starting at `start` (lines split on `\\n` only)."""
+    return "\n".join(f"{start + i}: {line}" for i, line in enumerate(text.split("\n")))
 
 
 def resolve_context(
@@ -27,10 +81,30 @@ def resolve_context(
 
     `path` is collection-relative; a prefix matches when "/" + path starts with "/" + prefix
     (plain string prefix, so `work` also matches `workshop.md`); "" and "/" match everything.
+    An empty global context counts as none. Equal-length prefixes keep mapping order.
     """
-    raise NotImplementedError
+    found: list[str] = [global_context] if global_context else []
+    rooted_path = path if path.startswith("/") else "/" + path
+    matching: list[tuple[int, str]] = []
+    for prefix, description in contexts.items():
+        rooted_prefix = prefix if prefix.startswith("/") else "/" + prefix
+        if rooted_path.startswith(rooted_prefix):
+            matching.append((len(rooted_prefix), description))
+    matching.sort(key=lambda item: item[0])  # stable: ties keep mapping order
+    found.extend(description for _, description in matching)
+    return "\n\n".join(found) if found else None
 
 
 def slice_lines(body: str, from_line: int | None, max_lines: int | None) -> str:
-    """Lines [from-1, from-1+max) of the body; `from_line` is clamped to >= 1."""
-    raise NotImplementedError
+    """Lines [from-1, from-1+max) of the body; `from_line` is clamped to >= 1.
+
+    With neither bound the body comes back unchanged. A start past the end gives "" (which
+    `add_line_numbers` turns into `500: `). A negative `max_lines` slices from the end, as
+    JavaScript's `Array.slice` does.
+    """
+    if from_line is None and max_lines is None:
+        return body
+    lines = body.split("\n")
+    start = max(0, (from_line or 1) - 1)
+    end = start + max_lines if max_lines is not None else len(lines)
+    return "\n".join(lines[start:end])
