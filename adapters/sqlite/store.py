@@ -207,6 +207,10 @@ class SqliteIndex:
             self._conn.execute("DELETE FROM store_collections WHERE name = ?", (name,))
         return int(deleted)
 
+    def forget_collection(self, name: str) -> None:
+        """Drop only the store_collections row (YAML sync); documents stay."""
+        self._conn.execute("DELETE FROM store_collections WHERE name = ?", (name,))
+
     def rename_collection(self, old: str, new: str) -> None:
         with self._conn.transaction():
             if old != new and self._conn.scalar(

@@ -1,0 +1,355 @@
+"""The original QMD's `index.yml`: where it lives, how it reads and writes, and its DB mirror.
+
+File shape (QMD 2.8.3, `src/collections.ts`)::
+
+    global_context: "text"            # optional
+    editor_uri: "vscode://file/{path}:{line}:{col}"
+                  # aliases: editor_uri_template, editorUri, editor-uri
+    models: {embed: URI, rerank: URI, generate: URI}
+    collections:
+      NAME:
+        path: /abs/dir
+        pattern: "**/*.md"             # default
+        ignore: ["glob", ...]          # optional
+        context: {"": "text", "sub/dir": "text"}   # optional
+        update: "bash command"         # optional
+        includeByDefault: false        # optional, default true
+
+Unknown keys are kept and written back unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
+from domain.model import DEFAULT_PATTERN, Collection
+
+EDITOR_URI_KEYS = ("editor_uri", "editor_uri_template", "editorUri", "editor-uri")
+_KNOWN_TOP = {"collections", "global_context", "models", *EDITOR_URI_KEYS}
+_KNOWN_COLLECTION = {"path", "pattern", "ignore", "context", "update", "includeByDefault"}
+
+
+@dataclass(frozen=True)
+class QmdConfig:
+    collections: dict[str, Collection] = field(default_factory=dict)
+    global_context: str | None = None
+    models: dict[str, str] = field(default_factory=dict)
+    editor_uri: str | None = None
+    # unknown top-level keys and unknown per-collection keys, written back unchanged
+    extra: dict[str, Any] = field(default_factory=dict)
+    collection_extra: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the parsed YAML as read (None when built in code); the config hash is taken over it so
+    # that it equals the original's hash of the same file
+    raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    def with_collection(self, collection: Collection) -> QmdConfig:
+        collections = dict(self.collections)
+        collections[collection.name] = collection
+        return replace(self, collections=collections, raw=None)
+
+    def without_collection(self, name: str) -> QmdConfig:
+        collections = {k: v for k, v in self.collections.items() if k != name}
+        extra = {k: v for k, v in self.collection_extra.items() if k != name}
+        return replace(self, collections=collections, collection_extra=extra, raw=None)
+
+    def renamed_collection(self, old: str, new: str) -> QmdConfig:
+        if old not in self.collections:
+            raise QmdError(NOT_FOUND, f"Collection not found: {old}")
+        if new != old and new in self.collections:
+            raise QmdError(CONFLICT, f"Collection '{new}' already exists")
+        collections = {
+            (new if k == old else k): (replace(v, name=new) if k == old else v)
+            for k, v in self.collections.items()
+        }
+        extra = {(new if k == old else k): v for k, v in self.collection_extra.items()}
+        return replace(self, collections=collections, collection_extra=extra, raw=None)
+
+    def with_global_context(self, text: str | None) -> QmdConfig:
+        return replace(self, global_context=text, raw=None)
+
+    def to_raw(self) -> dict[str, Any]:
+        """The JSON/YAML object the original would hold for this config."""
+        values: dict[str, Any] = {
+            "collections": {
+                name: _collection_to_raw(c, self.collection_extra.get(name, {}))
+                for name, c in self.collections.items()
+            }
+        }
+        if self.models:
+            values["models"] = dict(self.models)
+        if self.global_context is not None:
+            values["global_context"] = self.global_context
+        if self.editor_uri is not None:
+            values["editor_uri"] = self.editor_uri
+        values.update(self.extra)
+        # keep the key order of the file that was read (editor_uri aliases map to editor_uri)
+        order = ["editor_uri" if key in EDITOR_URI_KEYS else key for key in (self.raw or {})]
+        out = {key: values[key] for key in order if key in values}
+        out.update({key: value for key, value in values.items() if key not in out})
+        return out
+
+    def hash_source(self) -> dict[str, Any]:
+        return self.raw if self.raw is not None else self.to_raw()
+
+
+def _collection_to_raw(c: Collection, extra: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": c.path, "pattern": c.pattern or DEFAULT_PATTERN}
+    if c.ignore:
+        out["ignore"] = list(c.ignore)
+    if c.contexts:
+        out["context"] = dict(c.contexts)
+    if c.update_command:
+        out["update"] = c.update_command
+    if not c.include_by_default:
+        out["includeByDefault"] = False
+    for key, value in extra.items():
+        out.setdefault(key, value)
+    return out
+
+
+def _as_str_tuple(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value if v is not None)
+    return ()
+
+
+def _collection_from_raw(name: str, data: Any, source: str) -> tuple[Collection, dict[str, Any]]:
+    if not isinstance(data, Mapping):
+        message = f"Failed to parse {source}: collection '{name}' is invalid"
+        raise QmdError(INVALID_ARGUMENT, message)
+    path = data.get("path")
+    context = data.get("context")
+    contexts: dict[str, str] = {}
+    if isinstance(context, Mapping):
+        contexts = {
+            ("" if k is None else str(k)): ("" if v is None else str(v)) for k, v in context.items()
+        }
+    update = data.get("update")
+    collection = Collection(
+        name=name,
+        path="" if path is None else str(path),
+        pattern=str(data.get("pattern") or DEFAULT_PATTERN),
+        ignore=_as_str_tuple(data.get("ignore")),
+        include_by_default=data.get("includeByDefault") is not False,
+        update_command=str(update) if update else None,
+        contexts=contexts,
+    )
+    extra = {str(k): v for k, v in data.items() if k not in _KNOWN_COLLECTION}
+    return collection, extra
+
+
+def parse_config(text: str, source: str = "index.yml") -> QmdConfig:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise QmdError(INVALID_ARGUMENT, f"Failed to parse {source}: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise QmdError(INVALID_ARGUMENT, f"Failed to parse {source}: not a mapping")
+    raw: dict[str, Any] = {str(k): v for k, v in data.items()}
+    if not raw.get("collections"):
+        raw["collections"] = {}
+    collections: dict[str, Collection] = {}
+    collection_extra: dict[str, dict[str, Any]] = {}
+    raw_collections = raw["collections"]
+    if not isinstance(raw_collections, Mapping):
+        raise QmdError(INVALID_ARGUMENT, f"Failed to parse {source}: collections is not a mapping")
+    for key, value in raw_collections.items():
+        name = str(key)
+        collections[name], extra = _collection_from_raw(name, value, source)
+        if extra:
+            collection_extra[name] = extra
+    models_raw = raw.get("models")
+    models = (
+        {str(k): str(v) for k, v in models_raw.items() if v is not None}
+        if isinstance(models_raw, Mapping)
+        else {}
+    )
+    editor_uri = next(
+        (str(raw[k]) for k in EDITOR_URI_KEYS if isinstance(raw.get(k), str) and raw[k]), None
+    )
+    global_context = raw.get("global_context")
+    return QmdConfig(
+        collections=collections,
+        global_context=None if global_context is None else str(global_context),
+        models=models,
+        editor_uri=editor_uri,
+        extra={k: v for k, v in raw.items() if k not in _KNOWN_TOP},
+        collection_extra=collection_extra,
+        raw=raw,
+    )
+
+
+def dump_config(config: QmdConfig) -> str:
+    return yaml.safe_dump(
+        config.to_raw(),
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        indent=2,
+        width=1 << 30,
+    )
+
+
+def load_config(path: str | os.PathLike[str]) -> QmdConfig:
+    """Read `index.yml`; a missing file is an empty config (as in the original)."""
+    target = Path(path)
+    if not target.exists():
+        return QmdConfig()
+    return parse_config(target.read_text(encoding="utf-8"), str(target))
+
+
+def save_config(path: str | os.PathLike[str], config: QmdConfig) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(dump_config(config), encoding="utf-8")
+    os.replace(tmp, target)
+
+
+# ---------------------------------------------------------------------------------- paths
+
+
+def _home(env: Mapping[str, str]) -> str:
+    return env.get("HOME") or env.get("USERPROFILE") or os.path.expanduser("~") or "/tmp"
+
+
+def normalize_index_name(name: str | None, cwd: str | None = None) -> str:
+    """`--index NAME`: a name with `/` becomes its absolute path with `/` → `_`."""
+    if not name:
+        return "index"
+    if "/" in name:
+        absolute = os.path.normpath(os.path.join(cwd or os.getcwd(), name))
+        return absolute.replace("/", "_").lstrip("_") or "index"
+    return name
+
+
+def config_dir(env: Mapping[str, str]) -> str:
+    if env.get("QMD_CONFIG_DIR"):
+        return env["QMD_CONFIG_DIR"]
+    if env.get("XDG_CONFIG_HOME"):
+        return os.path.join(env["XDG_CONFIG_HOME"], "qmd")
+    return os.path.join(_home(env), ".config", "qmd")
+
+
+def cache_dir(env: Mapping[str, str]) -> str:
+    base = env.get("XDG_CACHE_HOME") or os.path.join(_home(env), ".cache")
+    return os.path.join(os.path.abspath(base), "qmd")
+
+
+def find_local_config(start: str) -> str | None:
+    """Nearest `.qmd/index.yaml` or `.qmd/index.yml` walking up from `start`."""
+    current = os.path.abspath(start)
+    while True:
+        for name in ("index.yaml", "index.yml"):
+            candidate = os.path.join(current, ".qmd", name)
+            if os.path.isfile(candidate):
+                return candidate
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def resolve_paths(
+    index_name: str | None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    discover_local: bool = True,
+) -> tuple[str, str]:
+    """(db_path, config_path) as the original CLI picks them.
+
+    With `--index NAME`: `INDEX_PATH` or `$XDG_CACHE_HOME/qmd/NAME.sqlite`, and
+    `QMD_CONFIG_DIR | $XDG_CONFIG_HOME/qmd | ~/.config/qmd` + `NAME.yml`. Without it, a
+    project-local `.qmd/index.y(a)ml` (when `discover_local`) wins, with `.qmd/index.sqlite`.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    if not index_name and discover_local:
+        local = find_local_config(cwd or os.getcwd())
+        if local is not None:
+            return os.path.join(os.path.dirname(local), "index.sqlite"), local
+    name = normalize_index_name(index_name, cwd)
+    db_path = environ.get("INDEX_PATH") or os.path.join(cache_dir(environ), f"{name}.sqlite")
+    return db_path, os.path.join(config_dir(environ), f"{name}.yml")
+
+
+# ---------------------------------------------------------------------------------- sync
+
+
+class ConfigMirror(Protocol):
+    """What `sync_config_to_store` needs from the index (SqliteIndex and the test fake)."""
+
+    def list_collections(self) -> list[Collection]: ...
+    def put_collection(self, collection: Collection) -> None: ...
+    def forget_collection(self, name: str) -> None: ...
+    def get_config_value(self, key: str) -> str | None: ...
+    def set_config_value(self, key: str, value: str | None) -> None: ...
+
+
+def config_hash(config: QmdConfig) -> str:
+    """sha256 of `JSON.stringify(config)` (compact, non-ASCII kept)."""
+    text = json.dumps(config.hash_source(), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sync_config_to_store(config: QmdConfig, store: ConfigMirror, force: bool = False) -> bool:
+    """Mirror the YAML into store_collections/store_config; False when skipped (unchanged)."""
+    digest = config_hash(config)
+    if not force and store.get_config_value("config_hash") == digest:
+        return False
+    for collection in config.collections.values():
+        store.put_collection(collection)
+    for existing in store.list_collections():
+        if existing.name not in config.collections:
+            store.forget_collection(existing.name)
+    store.set_config_value("global_context", config.global_context)
+    store.set_config_value("config_hash", digest)
+    return True
+
+
+# ---------------------------------------------------------------------------------- port
+
+
+class YamlConfigRepository:
+    """`ConfigRepository` over one `index.yml` (read-modify-write per call)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def load(self) -> QmdConfig:
+        return load_config(self.path)
+
+    def save(self, config: QmdConfig) -> None:
+        save_config(self.path, config)
+
+    def load_collections(self) -> list[Collection]:
+        return list(self.load().collections.values())
+
+    def save_collection(self, collection: Collection) -> None:
+        self.save(self.load().with_collection(collection))
+
+    def delete_collection(self, name: str) -> None:
+        self.save(self.load().without_collection(name))
+
+    def rename_collection(self, old: str, new: str) -> None:
+        self.save(self.load().renamed_collection(old, new))
+
+    def load_global_context(self) -> str | None:
+        return self.load().global_context
+
+    def save_global_context(self, text: str | None) -> None:
+        self.save(self.load().with_global_context(text))
