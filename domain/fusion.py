@@ -23,16 +23,50 @@ def reciprocal_rank_fusion(
 ) -> list[Fused[K]]:
     """sum(w / (k + rank)) with rank 1-based; +0.05 for a rank-1 hit, +0.02 for best rank 2-3.
 
-    Sorted by score descending; ties keep first-seen order.
+    Sorted by score descending; ties keep first-seen order. A missing weight counts as 1.0
+    (as in the original); a key repeated within one list contributes once per occurrence.
+    Sums are taken in list order so the floats equal the original's bit for bit.
     """
-    raise NotImplementedError
+    scores: dict[K, float] = {}
+    best_rank: dict[K, int] = {}
+    for index, ranked in enumerate(ranked_lists):
+        weight = weights[index] if index < len(weights) else 1.0
+        for position, key in enumerate(ranked):
+            rank = position + 1
+            contribution = weight / (k + rank)
+            if key in scores:
+                scores[key] += contribution
+                best_rank[key] = min(best_rank[key], rank)
+            else:
+                scores[key] = contribution
+                best_rank[key] = rank
+    fused = [
+        Fused(key=key, score=score + _top_rank_bonus(best_rank[key]), best_rank=best_rank[key])
+        for key, score in scores.items()
+    ]
+    fused.sort(key=lambda item: item.score, reverse=True)  # stable: ties keep first-seen
+    return fused
+
+
+def _top_rank_bonus(best_rank: int) -> float:
+    # Rewards documents some retriever put on top, which a plain rank sum underrates.
+    if best_rank == 1:
+        return 0.05
+    if best_rank <= 3:
+        return 0.02
+    return 0.0
 
 
 def blend_weight(rrf_rank: int) -> float:
     """0.75 for positions 1-3, 0.60 for 4-10, 0.40 beyond."""
-    raise NotImplementedError
+    if rrf_rank <= 3:
+        return 0.75
+    if rrf_rank <= 10:
+        return 0.60
+    return 0.40
 
 
 def blend(rrf_rank: int, rerank_score: float) -> float:
     """w * (1 / rrf_rank) + (1 - w) * rerank_score."""
-    raise NotImplementedError
+    weight = blend_weight(rrf_rank)
+    return weight * (1 / rrf_rank) + (1 - weight) * rerank_score
