@@ -1,0 +1,284 @@
+"""`--compat 2.8.3`: the original QMD 2.8.3 MCP surface, answer for answer.
+
+Tools `query`, `get`, `multi_get`, `status`; the `qmd://{+path}` template; no prompts;
+malformed lines are dropped silently, as the original does. The tool definitions are the
+original's wire contract and are kept as data (`data/compat-2.8.3-tools.json`).
+Deliberate divergences are listed in docs/spec/compat-divergences.md.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from adapters.mcp.formatting import (
+    TEXT_MARKDOWN,
+    document_text,
+    resource_contents,
+    results_payload,
+    status_structured,
+    status_text_2_8_3,
+    text_result,
+)
+from adapters.mcp.protocol import INVALID_PARAMS, JsonRpcError
+from adapters.mcp.services import Services
+from adapters.mcp.validation import validate_arguments, with_defaults
+from domain.errors import EXCLUDED, DocumentNotFound, QmdError
+from domain.model import SubQuery
+from domain.paths import decode_uri_component, encode_qmd_path
+from domain.text import add_line_numbers, slice_lines
+from domain.usecases.retrieval import merge_get_arguments
+
+COMPAT_VERSION = "2.8.3"
+DEFAULT_MAX_BYTES = 65536
+# The adapter slices with JavaScript semantics itself, so the use case returns everything.
+UNBOUNDED = 1_000_000
+
+_DATA = resources.files("adapters.mcp") / "data"
+_TOOLS: list[dict[str, Any]] = json.loads(
+    (_DATA / "compat-2.8.3-tools.json").read_text(encoding="utf-8")
+)
+_INSTRUCTIONS_TAIL = (_DATA / "compat-2.8.3-instructions-tail.txt").read_text(encoding="utf-8")
+_TEMPLATE = {
+    "name": "document",
+    "uriTemplate": "qmd://{+path}",
+    "title": "QMD Document",
+    "description": "A markdown document from your QMD knowledge base. "
+    "Use search tools to discover documents.",
+    "mimeType": TEXT_MARKDOWN,
+}
+
+
+def not_found_text(error: DocumentNotFound) -> str:
+    text = f"Document not found: {error.reference}"
+    if error.suggestions:
+        listed = "\n".join(f"  - {path}" for path in error.suggestions)
+        text += f"\n\nDid you mean one of these?\n{listed}"
+    return text
+
+
+class CompatSurface:
+    name = "compat-2.8.3"
+    server_version = COMPAT_VERSION
+    answers_malformed_messages = False
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+        self._schemas = {tool["name"]: tool["inputSchema"] for tool in _TOOLS}
+
+    def capabilities(self) -> dict[str, Any]:
+        return {"resources": {"listChanged": True}, "tools": {"listChanged": True}}
+
+    def instructions(self) -> str:
+        status = self._services.status.status()
+        lines = [
+            f"QMD is your local search engine over {status.total_documents} markdown documents."
+        ]
+        global_context = self._services.store.get_global_context()
+        if global_context:
+            lines.append(f"Context: {global_context}")
+        names = [c.name for c in status.collections]
+        if names:
+            lines += [
+                "",
+                f"Collections (scope with `collections` parameter): {', '.join(names)}",
+                "Call the `status` tool for collection descriptions, paths, "
+                "and per-collection doc counts.",
+            ]
+        if not status.has_vector_index:
+            lines += [
+                "",
+                "Note: No vector embeddings yet. Run `qmd embed` to enable semantic search "
+                "(vec/hyde).",
+            ]
+        elif status.needs_embedding:
+            lines += [
+                "",
+                f"Note: {status.needs_embedding} documents need embedding. "
+                "Run `qmd embed` to update.",
+            ]
+        return "\n".join(lines) + "\n\n" + _INSTRUCTIONS_TAIL
+
+    def tools(self) -> list[dict[str, Any]]:
+        return _TOOLS
+
+    def prompts(self) -> list[dict[str, Any]] | None:
+        return None
+
+    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]:
+        raise AssertionError("compat surface has no prompts")
+
+    def resource_templates(self) -> list[dict[str, Any]]:
+        return [_TEMPLATE]
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
+        schema = self._schemas[name]
+        issues = validate_arguments(schema, arguments)
+        if issues:
+            return text_result(
+                f"Input validation error: Invalid arguments for tool {name}: {', '.join(issues)}",
+                is_error=True,
+            )
+        args = with_defaults(schema, arguments)
+        try:
+            if name == "query":
+                return self._query(args)
+            if name == "get":
+                return self._get(args)
+            if name == "multi_get":
+                return self._multi_get(args)
+            return self._status()
+        except DocumentNotFound as error:
+            return text_result(not_found_text(error), is_error=True)
+        except QmdError as error:
+            return text_result(error.message, is_error=True)
+
+    def _query(self, args: dict[str, Any]) -> dict[str, Any]:
+        plain = args.get("query")
+        searches = args.get("searches") or []
+        if plain and searches:
+            return text_result(
+                "Error: 'query' and 'searches' are mutually exclusive; provide only one",
+                is_error=True,
+            )
+        if not plain and not searches:
+            return text_result(
+                "Error: provide either 'query' (plain text) or 'searches' (typed sub-queries)",
+                is_error=True,
+            )
+        searcher = self._services.searcher
+        collections = args.get("collections") or searcher.default_collections()
+        limit = _js_int(args["limit"])
+        candidate_limit = _js_int(args.get("candidateLimit", 40))
+        if plain:
+            primary = plain
+            results = searcher.hybrid_query(
+                plain,
+                limit=UNBOUNDED,
+                collections=collections,
+                min_score=args["minScore"],
+                candidate_limit=candidate_limit,
+                intent=args.get("intent"),
+                rerank=args["rerank"],
+            )
+        else:
+            subs = [SubQuery(s["type"], s["query"]) for s in searches]
+            primary = next(
+                (s.query for s in subs if s.type == "lex"),
+                next((s.query for s in subs if s.type == "vec"), subs[0].query),
+            )
+            results = searcher.structured_query(
+                subs,
+                limit=UNBOUNDED,
+                collections=collections,
+                min_score=args["minScore"],
+                candidate_limit=candidate_limit,
+                intent=args.get("intent"),
+                rerank=args["rerank"],
+            )
+        # JavaScript's slice(0, limit): negative limits count from the end.
+        return results_payload(results[:limit], primary, with_line=True)
+
+    def _get(self, args: dict[str, Any]) -> dict[str, Any]:
+        reference = args["file"]
+        request = merge_get_arguments(
+            reference, _opt_int(args.get("fromLine")), _opt_int(args.get("maxLines"))
+        )
+        retrieval = self._services.retrieval
+        meta = retrieval.find(request.target, original=reference)
+        fetched = retrieval.fetch(meta)
+        body = fetched.body
+        if request.from_line is not None or request.max_lines is not None:
+            body = slice_lines(body, request.from_line, request.max_lines)
+        if args["lineNumbers"]:
+            body = add_line_numbers(body, request.from_line or 1)
+        return {
+            "content": [
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": encode_qmd_path(meta.display_path),
+                        "mimeType": TEXT_MARKDOWN,
+                        "text": document_text(body, fetched.context),
+                    },
+                }
+            ]
+        }
+
+    def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
+        pattern = args["pattern"]
+        max_bytes = _js_int(args.get("maxBytes") or DEFAULT_MAX_BYTES)
+        max_lines = _opt_int(args.get("maxLines"))
+        result = self._services.retrieval.multi_get(pattern, max_bytes)
+        content: list[dict[str, Any]] = []
+        if result.errors:
+            content.append({"type": "text", "text": "Errors:\n" + "\n".join(result.errors)})
+        for entry in result.entries:
+            display = entry.meta.display_path
+            if entry.fetched is None:
+                content.append(
+                    {
+                        "type": "text",
+                        "text": f"[SKIPPED: {display} - {entry.skipped_reason}. "
+                        f"Use 'qmd_get' with file=\"{display}\" to retrieve.]",
+                    }
+                )
+                continue
+            body = entry.fetched.body
+            if max_lines:
+                lines = body.split("\n")
+                if len(lines) > max_lines:
+                    kept = "\n".join(lines[:max_lines])
+                    body = f"{kept}\n\n[... truncated {len(lines) - max_lines} more lines]"
+            if args["lineNumbers"]:
+                body = add_line_numbers(body, 1)
+            content.append(
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": encode_qmd_path(display),
+                        "mimeType": TEXT_MARKDOWN,
+                        "text": document_text(body, entry.fetched.context),
+                    },
+                }
+            )
+        if not content:
+            return text_result(f"No files matched pattern: {pattern}", is_error=True)
+        return {"content": content}
+
+    def _status(self) -> dict[str, Any]:
+        status = self._services.status.status()
+        return {
+            "content": [{"type": "text", "text": status_text_2_8_3(status)}],
+            "structuredContent": status_structured(status),
+        }
+
+    # -- resources ------------------------------------------------------------------------
+
+    def read_resource(self, uri: str) -> dict[str, Any]:
+        if not uri.startswith("qmd://"):
+            raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+        path = decode_uri_component(uri[len("qmd://") :])
+        retrieval = self._services.retrieval
+        try:
+            meta = retrieval.find(path)
+        except DocumentNotFound:
+            return {"contents": [{"uri": uri, "text": f"Document not found: {path}"}]}
+        except QmdError as error:
+            if error.code == EXCLUDED:
+                return {"contents": [{"uri": uri, "text": error.message}]}
+            raise
+        fetched = retrieval.fetch(meta)
+        return resource_contents(uri, meta, add_line_numbers(fetched.body, 1), fetched.context)
+
+
+def _js_int(value: Any) -> int:
+    """JavaScript ToIntegerOrInfinity as slice() applies it (truncation towards zero)."""
+    return int(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -1,0 +1,129 @@
+"""Result shapes shared by both MCP surfaces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.model import DocumentMeta, IndexStatus, SearchResult
+from domain.scoring import percent, round_score
+from domain.text import add_line_numbers
+
+TEXT_MARKDOWN = "text/markdown"
+
+
+def text_result(text: str, is_error: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if is_error:
+        result["isError"] = True
+    return result
+
+
+def document_text(body: str, context: str | None) -> str:
+    """The body with the `<!-- Context: … -->` comment in front when a context applies."""
+    return f"<!-- Context: {context} -->\n\n{body}" if context else body
+
+
+def resource_contents(
+    uri: str, meta: DocumentMeta, body: str, context: str | None
+) -> dict[str, Any]:
+    return {
+        "contents": [
+            {
+                "uri": uri,
+                "name": meta.display_path,
+                "title": meta.title or meta.display_path,
+                "mimeType": TEXT_MARKDOWN,
+                "text": document_text(body, context),
+            }
+        ]
+    }
+
+
+def result_item(result: SearchResult, with_line: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "docid": f"#{result.docid}",
+        "file": result.display_path,
+        "title": result.title,
+        "score": round_score(result.score),
+        "context": result.context,
+    }
+    if with_line:
+        # The original numbers the `@@` header line too, starting at the best line.
+        item["line"] = result.snippet.line
+        item["snippet"] = add_line_numbers(result.snippet.text, result.snippet.line)
+    else:
+        item["snippet"] = numbered_snippet_body(result)
+    return item
+
+
+def numbered_snippet_body(result: SearchResult) -> str:
+    """Snippet lines with their true line numbers, without the `@@` header (seed 000)."""
+    header, _, body = result.snippet.text.partition("\n")
+    start = _header_start(header)
+    return add_line_numbers(body, start) if body else ""
+
+
+def _header_start(header: str) -> int:
+    # "@@ -{start},{count} @@ (...)"
+    try:
+        return int(header.split()[1].lstrip("-").split(",")[0])
+    except (IndexError, ValueError):
+        return 1
+
+
+def results_payload(results: list[SearchResult], query: str, with_line: bool) -> dict[str, Any]:
+    if not results:
+        text = f'No results found for "{query}"'
+    else:
+        plural = "" if len(results) == 1 else "s"
+        lines = [f'Found {len(results)} result{plural} for "{query}":\n']
+        lines += [f"#{r.docid} {percent(r.score)}% {r.display_path} - {r.title}" for r in results]
+        text = "\n".join(lines)
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"results": [result_item(r, with_line) for r in results]},
+    }
+
+
+def status_structured(status: IndexStatus) -> dict[str, Any]:
+    return {
+        "totalDocuments": status.total_documents,
+        "needsEmbedding": status.needs_embedding,
+        "hasVectorIndex": status.has_vector_index,
+        "collections": [
+            {
+                "name": c.name,
+                "path": c.path,
+                "pattern": c.pattern,
+                "documents": c.documents,
+                "lastUpdated": c.last_updated,
+            }
+            for c in status.collections
+        ],
+    }
+
+
+def _status_head(status: IndexStatus) -> list[str]:
+    return [
+        "QMD Index Status:",
+        f"  Total documents: {status.total_documents}",
+        f"  Needs embedding: {status.needs_embedding}",
+        f"  Vector index: {'yes' if status.has_vector_index else 'no'}",
+        f"  Collections: {len(status.collections)}",
+    ]
+
+
+def status_text_2_8_3(status: IndexStatus) -> str:
+    lines = _status_head(status)
+    lines += [f"    - {c.name}: {_js_str(c.path)} ({c.documents} docs)" for c in status.collections]
+    return "\n".join(lines)
+
+
+def status_text_spec(status: IndexStatus) -> str:
+    lines = _status_head(status)
+    lines += [f"    - {_js_str(c.path)} ({c.documents} docs)" for c in status.collections]
+    return "\n".join(lines)
+
+
+def _js_str(value: str | None) -> str:
+    return "null" if value is None else value

@@ -1,0 +1,340 @@
+"""JSON-RPC 2.0 session for MCP: message checks, protocol eras and method dispatch.
+
+Both eras are spoken on one connection type, and the first request pins which one:
+`initialize` (or any request without the 2026 `_meta` envelope) selects the 2025 handshake
+era; a request carrying the envelope selects the stateless 2026-07-28 era, after which every
+request must carry it. What the tools do is the business of a `Surface`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from adapters.mcp.validation import js_type
+
+LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+UNSUPPORTED_VERSION = -32022
+
+# Cache hints the 2026-07-28 era attaches to results, per method.
+_CACHE_HINTS: dict[str, int] = {
+    "server/discover": 60000,
+    "tools/list": 60000,
+    "resources/templates/list": 0,
+    "resources/read": 0,
+}
+
+log = logging.getLogger("qmd.mcp")
+
+
+class JsonRpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class Surface(Protocol):
+    """The MCP-visible behaviour of one server profile (seed-000 spec or compat 2.8.3)."""
+
+    name: str
+    server_version: str
+    answers_malformed_messages: bool
+
+    def capabilities(self) -> dict[str, Any]: ...
+    def instructions(self) -> str | None: ...
+    def tools(self) -> list[dict[str, Any]]: ...
+    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]: ...
+    def prompts(self) -> list[dict[str, Any]] | None: ...
+    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]: ...
+    def resource_templates(self) -> list[dict[str, Any]]: ...
+    def read_resource(self, uri: str) -> dict[str, Any]: ...
+
+
+def zod_issue_message(prefix: str, issues: list[dict[str, Any]]) -> str:
+    """`{prefix}` + the issue list pretty-printed the way JavaScript's JSON.stringify does."""
+    return prefix + json.dumps(issues, indent=2, ensure_ascii=False)
+
+
+def _missing_issue(path: list[str], expected: str, got: str) -> dict[str, Any]:
+    return {
+        "expected": expected,
+        "code": "invalid_type",
+        "path": path,
+        "message": f"Invalid input: expected {expected}, received {got}",
+    }
+
+
+@dataclass
+class _Request:
+    id: Any
+    method: str
+    params: Any
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, int | float) and not isinstance(value, bool)
+    )
+
+
+class Session:
+    """One MCP connection: feed it decoded messages, get back the replies to write."""
+
+    def __init__(self, surface: Surface) -> None:
+        self.surface = surface
+        self.era: str | None = None
+
+    # -- envelope --------------------------------------------------------------------------
+
+    @staticmethod
+    def result(request_id: Any, result: dict[str, Any]) -> dict[str, Any]:
+        return {"result": result, "jsonrpc": "2.0", "id": request_id}
+
+    @staticmethod
+    def error(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            body["data"] = data
+        return {"jsonrpc": "2.0", "id": request_id, "error": body}
+
+    def malformed(self, code: int, message: str, request_id: Any = None) -> dict[str, Any] | None:
+        """Reply to an unusable message, or stay silent where the surface does (the original)."""
+        if not self.surface.answers_malformed_messages:
+            return None
+        return self.error(request_id, code, message)
+
+    # -- entry points ---------------------------------------------------------------------
+
+    def handle_text(self, text: str) -> dict[str, Any] | None:
+        if not text.strip():
+            return None
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return self.malformed(PARSE_ERROR, "Parse error")
+        return self.handle_message(message)
+
+    def handle_message(self, message: Any) -> dict[str, Any] | None:
+        if not isinstance(message, dict):
+            return self.malformed(INVALID_REQUEST, "Invalid Request")
+        request_id = message.get("id")
+        has_id = "id" in message
+        if message.get("jsonrpc") != "2.0":
+            return self.malformed(
+                INVALID_REQUEST, "Invalid Request", request_id if _valid_id(request_id) else None
+            )
+        method = message.get("method")
+        if not isinstance(method, str):
+            if has_id and ("result" in message or "error" in message):
+                return None  # a response to a server request: we never send any
+            return self.malformed(
+                INVALID_REQUEST, "Invalid Request", request_id if _valid_id(request_id) else None
+            )
+        if not has_id:
+            return None  # notifications need no reply; unknown ones are ignored
+        if not _valid_id(request_id):
+            return self.malformed(INVALID_REQUEST, "Invalid Request")
+        request = _Request(request_id, method, message.get("params"))
+        try:
+            return self._dispatch(request)
+        except JsonRpcError as failure:
+            return self.error(request_id, failure.code, failure.message, failure.data)
+        except Exception:  # one bad request must not take the server down (seed 001)
+            log.exception("internal error while handling %s", method)
+            return self.error(request_id, INTERNAL_ERROR, "Internal error")
+
+    # -- eras -----------------------------------------------------------------------------
+
+    def _meta(self, params: Any) -> dict[str, Any] | None:
+        if isinstance(params, dict) and isinstance(params.get("_meta"), dict):
+            meta: dict[str, Any] = params["_meta"]
+            if META_VERSION in meta:
+                return meta
+        return None
+
+    def _check_modern_envelope(self, meta: dict[str, Any]) -> None:
+        version = meta.get(META_VERSION)
+        if version != MODERN:
+            raise JsonRpcError(
+                UNSUPPORTED_VERSION,
+                f"Unsupported protocol version: {version}",
+                {"supported": [MODERN], "requested": version},
+            )
+        if not isinstance(meta.get(META_CAPABILITIES), dict):
+            state = "missing" if META_CAPABILITIES not in meta else "expected object"
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"Invalid _meta envelope for protocol revision {MODERN}: "
+                f"{META_CAPABILITIES}: {state}",
+            )
+
+    def _select_era(self, request: _Request) -> None:
+        meta = self._meta(request.params)
+        if self.era is None:
+            if request.method != "initialize" and meta is not None:
+                self._check_modern_envelope(meta)
+                self.era = "modern"
+            else:
+                self.era = "legacy"
+            return
+        if self.era == "modern":
+            if request.method == "initialize":
+                requested = (
+                    (request.params or {}).get("protocolVersion")
+                    if isinstance(request.params, dict)
+                    else None
+                )
+                raise JsonRpcError(
+                    UNSUPPORTED_VERSION,
+                    f"Unsupported protocol version: {requested}",
+                    {"supported": [MODERN], "requested": requested},
+                )
+            if meta is None:
+                raise JsonRpcError(
+                    INVALID_PARAMS,
+                    f"Request is missing the required _meta envelope for protocol revision "
+                    f"{MODERN} ({META_VERSION}, {META_CAPABILITIES})",
+                )
+            self._check_modern_envelope(meta)
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    def _dispatch(self, request: _Request) -> dict[str, Any]:
+        self._select_era(request)
+        handler = {
+            "initialize": self._initialize,
+            "ping": self._ping,
+            "server/discover": self._discover,
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "resources/list": self._resources_list,
+            "resources/templates/list": self._templates_list,
+            "resources/read": self._resources_read,
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
+        }.get(request.method)
+        if handler is None:
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+        result = handler(request.params)
+        if self.era == "modern":
+            result = self._decorate_modern(request.method, result)
+        return self.result(request.id, result)
+
+    def _decorate_modern(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        decorated = dict(result)
+        decorated["resultType"] = "complete"
+        if method in _CACHE_HINTS:
+            decorated["ttlMs"] = _CACHE_HINTS[method]
+            decorated["cacheScope"] = "private"
+        decorated["_meta"] = {META_SERVER_INFO: self._server_info()}
+        return decorated
+
+    def _server_info(self) -> dict[str, Any]:
+        return {"name": "qmd", "version": self.surface.server_version}
+
+    def _initialize(self, params: Any) -> dict[str, Any]:
+        requested = params.get("protocolVersion") if isinstance(params, dict) else None
+        version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self.surface.capabilities(),
+            "serverInfo": self._server_info(),
+        }
+        instructions = self.surface.instructions()
+        if instructions is not None:
+            result["instructions"] = instructions
+        return result
+
+    def _ping(self, _params: Any) -> dict[str, Any]:
+        if self.era == "modern":
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+        return {}
+
+    def _discover(self, _params: Any) -> dict[str, Any]:
+        if self.era != "modern":
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+        result: dict[str, Any] = {
+            "supportedVersions": [MODERN],
+            "capabilities": self.surface.capabilities(),
+        }
+        instructions = self.surface.instructions()
+        if instructions is not None:
+            result["instructions"] = instructions
+        return result
+
+    def _tools_list(self, _params: Any) -> dict[str, Any]:
+        return {"tools": self.surface.tools()}
+
+    def _tools_call(self, params: Any) -> dict[str, Any]:
+        if not isinstance(params, dict):
+            got = "undefined" if params is None else js_type(params)
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                zod_issue_message(
+                    "Invalid tools/call request: ", [_missing_issue(["params"], "object", got)]
+                ),
+            )
+        name = params.get("name")
+        if not isinstance(name, str):
+            got = "undefined" if "name" not in params else js_type(name)
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                zod_issue_message(
+                    "Invalid tools/call request: ",
+                    [_missing_issue(["params", "name"], "string", got)],
+                ),
+            )
+        if name not in {tool["name"] for tool in self.surface.tools()}:
+            raise JsonRpcError(INVALID_PARAMS, f"Tool {name} not found")
+        return self.surface.call_tool(name, params.get("arguments"))
+
+    def _resources_list(self, _params: Any) -> dict[str, Any]:
+        return {"resources": []}
+
+    def _templates_list(self, _params: Any) -> dict[str, Any]:
+        return {"resourceTemplates": self.surface.resource_templates()}
+
+    def _resources_read(self, params: Any) -> dict[str, Any]:
+        uri = params.get("uri") if isinstance(params, dict) else None
+        if not isinstance(uri, str):
+            got = (
+                "undefined"
+                if not isinstance(params, dict) or "uri" not in params
+                else (js_type(uri))
+            )
+            path = ["uri"] if isinstance(params, dict) else ["params"]
+            raise JsonRpcError(
+                INTERNAL_ERROR,
+                zod_issue_message("", [_missing_issue(path, "string", got)]),
+            )
+        return self.surface.read_resource(uri)
+
+    def _prompts_list(self, _params: Any) -> dict[str, Any]:
+        prompts = self.surface.prompts()
+        if prompts is None:
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+        return {"prompts": prompts}
+
+    def _prompts_get(self, params: Any) -> dict[str, Any]:
+        if self.surface.prompts() is None:
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+        name = params.get("name") if isinstance(params, dict) else None
+        if not isinstance(name, str):
+            raise JsonRpcError(INVALID_PARAMS, "Invalid prompts/get request: name is required")
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        return self.surface.get_prompt(name, arguments)

@@ -1,0 +1,455 @@
+"""The default MCP surface: seed 000's six tools, the `qmd://` template and the `query` prompt,
+under seed 001's server-wide rules (JSON-RPC errors, error envelope, bounded output).
+
+Requirement IDs are in docs/spec/; the ones this module implements are cited inline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from adapters.mcp.formatting import (
+    TEXT_MARKDOWN,
+    document_text,
+    resource_contents,
+    results_payload,
+    status_structured,
+    status_text_spec,
+    text_result,
+)
+from adapters.mcp.protocol import INVALID_PARAMS, JsonRpcError
+from adapters.mcp.root_guard import RootGuard
+from adapters.mcp.services import Services
+from adapters.mcp.validation import validate_arguments, with_defaults
+from domain.errors import (
+    INVALID_ARGUMENT,
+    NOT_FOUND,
+    DocumentNotFound,
+    QmdError,
+    error_envelope,
+)
+from domain.model import DocumentMeta, SearchResult
+from domain.paths import decode_uri_component, encode_qmd_path
+from domain.scoring import js_round
+from domain.text import add_line_numbers, slice_lines
+from domain.usecases.retrieval import merge_get_arguments
+
+SPEC_MAX_BYTES = 10240
+MAX_ITEMS = 200  # seed 001 NFR-4: list results are bounded
+HYBRID_CANDIDATES = 30
+PROMPT_GUIDE = (resources.files("adapters.mcp") / "data" / "spec-query-prompt.md").read_text(
+    encoding="utf-8"
+)
+
+
+def _search_schema(min_score_default: float, query_help: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": query_help},
+            "limit": {
+                "type": "number",
+                "default": 10,
+                "description": f"Maximum number of results (1-{MAX_ITEMS}, default 10)",
+            },
+            "minScore": {
+                "type": "number",
+                "default": min_score_default,
+                "description": f"Minimum relevance score 0-1 (default {min_score_default:g})",
+            },
+            "collection": {
+                "type": "string",
+                "description": "Only search this collection",
+            },
+        },
+        "required": ["query"],
+    }
+
+
+_LINE_NUMBERS = {
+    "type": "boolean",
+    "default": False,
+    "description": "Prefix each line with its number (format 'N: content')",
+}
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "search",
+        "title": "Search (BM25)",
+        "description": "Fast keyword search over the BM25 full-text index. Best for exact "
+        'words, names and phrases. Supports prefix terms, "phrases" and -exclusions.',
+        "inputSchema": _search_schema(0, "Keywords to search for"),
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "vsearch",
+        "title": "Vector Search (Semantic)",
+        "description": "Semantic search with vector embeddings: finds documents by meaning "
+        "even without shared keywords. Needs `qmd embed` to have run.",
+        "inputSchema": _search_schema(0.3, "A natural-language question or description"),
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "query",
+        "title": "Hybrid Query (Best Quality)",
+        "description": "Highest-quality search: query expansion, BM25 and vector search in "
+        "parallel, reciprocal-rank fusion and LLM reranking. Falls back to BM25 when no "
+        "vector index or models are available.",
+        "inputSchema": _search_schema(0, "A natural-language query"),
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "get",
+        "title": "Get Document",
+        "description": "Retrieve one document by path, qmd:// URI or docid (#abc123) from "
+        "search results. `file.md:120` starts at line 120. Suggests similar files when the "
+        "document is not found.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "file": {
+                    "type": "string",
+                    "description": "File path, docid (#abc123) or path with a line suffix "
+                    "(file.md:120)",
+                },
+                "fromLine": {"type": "number", "description": "First line to return (1-indexed)"},
+                "maxLines": {"type": "number", "description": "Maximum number of lines"},
+                "lineNumbers": _LINE_NUMBERS,
+            },
+            "required": ["file"],
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "multi_get",
+        "title": "Multi-Get Documents",
+        "description": "Retrieve several documents by glob pattern (journals/2025-05*.md) or a "
+        "comma-separated list of paths or docids. Files larger than maxBytes are skipped "
+        "with a notice; use `get` for those.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "Glob pattern or comma-separated list of paths/docids",
+                },
+                "maxLines": {"type": "number", "description": "Maximum lines per file"},
+                "maxBytes": {
+                    "type": "number",
+                    "default": SPEC_MAX_BYTES,
+                    "description": "Skip files larger than this many bytes (default 10240)",
+                },
+                "lineNumbers": _LINE_NUMBERS,
+            },
+            "required": ["pattern"],
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "status",
+        "title": "Index Status",
+        "description": "Show the index status: collections, document counts and embedding health.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+]
+
+_TEMPLATE = {
+    "name": "document",
+    "uriTemplate": "qmd://{+path}",
+    "title": "QMD Document",
+    "description": "A markdown document from your QMD knowledge base. "
+    "Use search tools to discover documents.",
+    "mimeType": TEXT_MARKDOWN,
+}
+
+_PROMPT = {
+    "name": "query",
+    "title": "QMD Query Guide",
+    "description": "How to effectively search your knowledge base with QMD",
+}
+
+
+def error_result(code: str, message: str) -> dict[str, Any]:
+    """Seed 001: a tool failure is data: readable text plus the stable envelope."""
+    result = text_result(message, is_error=True)
+    result["structuredContent"] = error_envelope(code, message)
+    return result
+
+
+def not_found_message(error: DocumentNotFound) -> str:
+    text = f"Document not found: {error.reference}"
+    if error.suggestions:
+        listed = "\n".join(f"  - {path}" for path in error.suggestions)
+        text += f"\n\nDid you mean one of these?\n{listed}"
+    return text
+
+
+class SpecSurface:
+    name = "spec"
+    answers_malformed_messages = True
+
+    def __init__(self, services: Services, version: str, root_guard: RootGuard | None = None):
+        self._services = services
+        self.server_version = version
+        self._guard = root_guard or RootGuard(None)
+        self._schemas = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
+        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "search": self._search,
+            "vsearch": self._vsearch,
+            "query": self._query,
+            "get": self._get,
+            "multi_get": self._multi_get,
+            "status": lambda _args: self._status(),
+        }
+
+    def capabilities(self) -> dict[str, Any]:
+        return {
+            "prompts": {"listChanged": False},
+            "resources": {"listChanged": False},
+            "tools": {"listChanged": False},
+        }
+
+    def instructions(self) -> str | None:
+        return None
+
+    def tools(self) -> list[dict[str, Any]]:
+        return TOOLS
+
+    def prompts(self) -> list[dict[str, Any]]:
+        return [_PROMPT]
+
+    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]:
+        if name != "query":
+            raise JsonRpcError(INVALID_PARAMS, f"Prompt {name} not found")
+        return {
+            "description": _PROMPT["description"],
+            "messages": [{"role": "user", "content": {"type": "text", "text": PROMPT_GUIDE}}],
+        }
+
+    def resource_templates(self) -> list[dict[str, Any]]:
+        return [_TEMPLATE]
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
+        schema = self._schemas[name]
+        issues = validate_arguments(schema, arguments)
+        if issues:
+            return error_result(
+                INVALID_ARGUMENT,
+                f"Input validation error: Invalid arguments for tool {name}: {', '.join(issues)}",
+            )
+        try:
+            return self._handlers[name](with_defaults(schema, arguments))
+        except DocumentNotFound as error:
+            return error_result(error.code, not_found_message(error))
+        except QmdError as error:
+            return error_result(error.code, error.message)
+
+    def _search_args(self, args: dict[str, Any]) -> tuple[str, int, float, list[str]]:
+        query = args["query"].strip()
+        if not query:
+            raise QmdError(INVALID_ARGUMENT, "query must not be empty")
+        limit = int(args["limit"])
+        if limit < 1:
+            raise QmdError(INVALID_ARGUMENT, "limit must be at least 1")
+        min_score = float(args["minScore"])
+        if not 0 <= min_score <= 1:
+            raise QmdError(INVALID_ARGUMENT, "minScore must be between 0 and 1")
+        collection = args.get("collection")
+        searcher = self._services.searcher
+        if collection:
+            if self._services.store.get_collection(collection) is None:
+                raise QmdError(NOT_FOUND, f"Collection not found: {collection}")
+            collections = [collection]
+        else:
+            collections = searcher.default_collections()
+        allowed = [
+            c for c in collections if self._guard.allows_collection(self._collection_path(c))
+        ]
+        if collection and not allowed:
+            self._guard.reject(collection)
+        return query, min(limit, MAX_ITEMS), min_score, allowed
+
+    def _collection_path(self, name: str) -> str | None:
+        collection = self._services.store.get_collection(name)
+        return collection.path if collection else None
+
+    def _payload(self, results: list[SearchResult], query: str) -> dict[str, Any]:
+        return results_payload(results, query, with_line=False)
+
+    def _search(self, args: dict[str, Any]) -> dict[str, Any]:
+        query, limit, min_score, collections = self._search_args(args)
+        if not collections:
+            return self._payload([], query)
+        results = self._services.searcher.lex_search_relaxed(
+            query, limit=limit, collections=collections, min_score=min_score
+        )
+        return self._payload(results, query)
+
+    def _vsearch(self, args: dict[str, Any]) -> dict[str, Any]:
+        query, limit, min_score, collections = self._search_args(args)
+        results = self._services.searcher.vector_search(
+            query, limit=limit, collections=collections or None, min_score=min_score
+        )
+        return self._payload(results, query)
+
+    def _query(self, args: dict[str, Any]) -> dict[str, Any]:
+        query, limit, min_score, collections = self._search_args(args)
+        if not collections:
+            return self._payload([], query)
+        results = self._services.searcher.hybrid_query(
+            query,
+            limit=limit,
+            collections=collections,
+            min_score=min_score,
+            candidate_limit=HYBRID_CANDIDATES,
+            relaxed_lex=True,
+        )
+        return self._payload(results, query)
+
+    def _find(self, reference: str, shown: str) -> DocumentMeta:
+        self._guard.check_reference(reference)
+        meta = self._services.retrieval.find(reference, original=shown)
+        self._guard.check_document(meta, self._collection_path(meta.collection))
+        return meta
+
+    def _get(self, args: dict[str, Any]) -> dict[str, Any]:
+        reference = args["file"]
+        if not reference.strip():
+            raise QmdError(INVALID_ARGUMENT, "file must not be empty")
+        request = merge_get_arguments(
+            reference, _opt_int(args.get("fromLine")), _opt_int(args.get("maxLines"))
+        )
+        if request.max_lines is not None and request.max_lines < 0:
+            raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
+        meta = self._find(request.target, reference)
+        fetched = self._services.retrieval.fetch(meta)
+        body = fetched.body
+        if request.from_line is not None or request.max_lines is not None:
+            body = slice_lines(body, request.from_line, request.max_lines)
+        if args["lineNumbers"]:
+            body = add_line_numbers(body, request.from_line or 1)
+        return {
+            "content": [
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": encode_qmd_path(meta.display_path),
+                        "name": meta.display_path,
+                        "title": meta.title,
+                        "mimeType": TEXT_MARKDOWN,
+                        "text": document_text(body, fetched.context),
+                    },
+                }
+            ]
+        }
+
+    def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
+        pattern = args["pattern"]
+        if not pattern.strip():
+            raise QmdError(INVALID_ARGUMENT, "pattern must not be empty")
+        max_bytes = int(args["maxBytes"])
+        if max_bytes < 0:
+            raise QmdError(INVALID_ARGUMENT, "maxBytes must not be negative")
+        max_lines = _opt_int(args.get("maxLines"))
+        result = self._services.retrieval.multi_get(pattern, max_bytes)
+        notices: list[dict[str, Any]] = []
+        documents: list[dict[str, Any]] = []
+        if result.errors:
+            notices.append({"type": "text", "text": "Errors:\n" + "\n".join(result.errors)})
+        entries = [
+            e
+            for e in result.entries
+            if self._guard.allows_collection(self._collection_path(e.meta.collection))
+        ]
+        shown, remaining = entries[:MAX_ITEMS], max(0, len(entries) - MAX_ITEMS)
+        for entry in shown:
+            display = entry.meta.display_path
+            if entry.fetched is None:
+                size = js_round(entry.meta.body_length / 1024)
+                notices.append(
+                    {
+                        "type": "text",
+                        "text": f"[SKIPPED: {display} - File too large ({size}KB). "
+                        f"Use 'qmd get' with file=\"{display}\" to retrieve.]",
+                    }
+                )
+                continue
+            body = entry.fetched.body
+            if max_lines is not None and max_lines >= 0:
+                lines = body.split("\n")
+                if len(lines) > max_lines:
+                    kept = "\n".join(lines[:max_lines])
+                    body = f"{kept}\n\n[... truncated {len(lines) - max_lines} more lines]"
+            if args["lineNumbers"]:
+                body = add_line_numbers(body, 1)
+            documents.append(
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": encode_qmd_path(display),
+                        "name": display,
+                        "title": entry.meta.title,
+                        "mimeType": TEXT_MARKDOWN,
+                        "text": document_text(body, entry.fetched.context),
+                    },
+                }
+            )
+        if not documents and not any(e.fetched is None for e in shown):
+            message = "\n".join(result.errors) or f"No files matched pattern: {pattern}"
+            return error_result(NOT_FOUND, message)
+        content = notices + documents
+        if remaining:
+            content.append(
+                {
+                    "type": "text",
+                    "text": f"[TRUNCATED: {remaining} more documents matched; "
+                    "narrow the pattern to see them.]",
+                }
+            )
+        result_payload: dict[str, Any] = {"content": content}
+        result_payload["structuredContent"] = {
+            "documents": len(documents),
+            "skipped": sum(1 for e in shown if e.fetched is None),
+            "errors": list(result.errors),
+            "truncated": bool(remaining),
+            **({"remaining": remaining} if remaining else {}),
+        }
+        return result_payload
+
+    def _status(self) -> dict[str, Any]:
+        status = self._services.status.status()
+        return {
+            "content": [{"type": "text", "text": status_text_spec(status)}],
+            "structuredContent": status_structured(status),
+        }
+
+    # -- resources ------------------------------------------------------------------------
+
+    def read_resource(self, uri: str) -> dict[str, Any]:
+        if not uri.startswith("qmd://"):
+            raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+        path = decode_uri_component(uri[len("qmd://") :])
+        try:
+            meta = self._find(path, path)
+        except QmdError as error:
+            return {
+                "contents": [
+                    {
+                        "uri": uri,
+                        "mimeType": "application/json",
+                        "text": json.dumps(error_envelope(error.code, error.message)),
+                    }
+                ]
+            }
+        fetched = self._services.retrieval.fetch(meta)
+        return resource_contents(uri, meta, add_line_numbers(fetched.body, 1), fetched.context)
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -1,0 +1,113 @@
+"""MCP over stdio: newline-delimited JSON-RPC on stdin/stdout (seed 001 transport rules).
+
+Lines are read in bounded chunks: a line longer than the cap is answered (or dropped) as soon
+as it crosses the cap and the rest of it is discarded unread into memory, so a hostile client
+cannot make the server buffer without bound. Blank lines are skipped. stdout carries nothing
+but frames: the real fd 1 is kept for frames and fd 1 itself is pointed at stderr, so stray
+prints from native libraries cannot corrupt the stream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+from adapters.mcp.protocol import INVALID_REQUEST, PARSE_ERROR, Session
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+_READ_CHUNK = 1 << 16
+
+log = logging.getLogger("qmd.mcp")
+
+
+class OversizedLine:
+    """Marker yielded in place of a line that exceeded the cap."""
+
+
+OVERSIZED = OversizedLine()
+
+
+def read_lines(
+    stream: BinaryIO, max_bytes: int = MAX_LINE_BYTES
+) -> Iterator[bytes | OversizedLine]:
+    buffer = bytearray()
+    discarding = False
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        chunk = read(_READ_CHUNK)
+        if not chunk:
+            if buffer and not discarding:
+                yield bytes(buffer)
+            return
+        start = 0
+        while start <= len(chunk):
+            newline = chunk.find(b"\n", start)
+            piece = chunk[start:] if newline < 0 else chunk[start:newline]
+            if not discarding:
+                buffer += piece
+                if len(buffer) > max_bytes:
+                    buffer.clear()
+                    discarding = True
+                    yield OVERSIZED
+            if newline < 0:
+                break
+            if not discarding:
+                yield bytes(buffer)
+            buffer.clear()
+            discarding = False
+            start = newline + 1
+
+
+def _js_numbers(value: Any) -> Any:
+    """JavaScript has one number type: an integral float is written without `.0`."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _js_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_js_numbers(item) for item in value]
+    return value
+
+
+def encode_frame(message: dict[str, Any]) -> bytes:
+    text = json.dumps(_js_numbers(message), ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8") + b"\n"
+
+
+def reply_for_line(session: Session, line: bytes | OversizedLine) -> dict[str, Any] | None:
+    if isinstance(line, OversizedLine):
+        return session.malformed(
+            INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE_BYTES} bytes"
+        )
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return session.malformed(PARSE_ERROR, "Parse error")
+    return session.handle_text(text)
+
+
+def serve_stdio(
+    session: Session,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    on_close: Callable[[], None] | None = None,
+) -> int:
+    """Serve until stdin closes; returns the process exit code."""
+    if stdout is None:
+        stdout = os.fdopen(os.dup(1), "wb", buffering=0)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    source = stdin if stdin is not None else sys.stdin.buffer
+    for line in read_lines(source):
+        reply = reply_for_line(session, line)
+        if reply is not None:
+            stdout.write(encode_frame(reply))
+            stdout.flush()
+    log.info("Shutting down (stdin closed)...")
+    if on_close is not None:
+        on_close()
+    return 0

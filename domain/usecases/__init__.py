@@ -1,0 +1,1 @@
+"""Use cases: orchestration over the ports, free of I/O."""

@@ -1,0 +1,220 @@
+"""Collections, contexts and (re)indexing of their folders (req IDX-*)."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
+from domain.model import DEFAULT_PATTERN, Collection, UpdateCounts
+from domain.paths import parse_virtual_path
+from domain.ports import Clock, ConfigRepository, ContentSource, DocumentStore, LlmCache
+from domain.text import content_hash, extract_title
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    collection: str
+    done: int
+    total: int
+    path: str
+
+
+ProgressCallback = Callable[[IndexProgress], None]
+
+
+class CollectionManager:
+    """Keeps the user's config and the index mirror in step, and indexes folders."""
+
+    def __init__(
+        self,
+        store: DocumentStore,
+        config: ConfigRepository,
+        source: ContentSource,
+        clock: Clock,
+        cache: LlmCache | None = None,
+    ) -> None:
+        self._store = store
+        self._config = config
+        self._source = source
+        self._clock = clock
+        self._cache = cache
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def list(self) -> list[Collection]:
+        return self._store.list_collections()
+
+    def get(self, name: str) -> Collection:
+        collection = self._store.get_collection(name)
+        if collection is None:
+            raise QmdError(NOT_FOUND, f"Collection not found: {name}")
+        return collection
+
+    def add(
+        self,
+        path: str,
+        name: str | None = None,
+        pattern: str = DEFAULT_PATTERN,
+        progress: ProgressCallback | None = None,
+    ) -> tuple[Collection, UpdateCounts]:
+        """Register a folder and index it immediately."""
+        root = path.rstrip("/") or "/"
+        if not self._source.is_directory(root):
+            raise QmdError(NOT_FOUND, f"Collection path is not a directory: {root}")
+        chosen = name or posixpath.basename(root)
+        if not chosen or "/" in chosen:
+            raise QmdError(INVALID_ARGUMENT, f"Invalid collection name: {chosen!r}")
+        if self._store.get_collection(chosen) is not None:
+            raise QmdError(CONFLICT, f"Collection '{chosen}' already exists.")
+        for existing in self._store.list_collections():
+            if existing.path == root and existing.pattern == pattern:
+                raise QmdError(
+                    CONFLICT,
+                    f"A collection already exists for this path and pattern: {existing.name}",
+                )
+        collection = Collection(name=chosen, path=root, pattern=pattern)
+        self._config.save_collection(collection)
+        self._store.put_collection(collection)
+        if self._cache is not None:
+            self._cache.clear()
+        return collection, self.index(collection, progress)
+
+    def remove(self, name: str) -> int:
+        self.get(name)
+        self._config.delete_collection(name)
+        removed = self._store.delete_collection(name)
+        self._store.delete_orphan_content()
+        return removed
+
+    def rename(self, old: str, new: str) -> None:
+        self.get(old)
+        if not new or "/" in new:
+            raise QmdError(INVALID_ARGUMENT, f"Invalid collection name: {new!r}")
+        if self._store.get_collection(new) is not None:
+            raise QmdError(CONFLICT, f"Collection '{new}' already exists.")
+        self._config.rename_collection(old, new)
+        self._store.rename_collection(old, new)
+
+    def set_included(self, name: str, included: bool) -> Collection:
+        updated = replace(self.get(name), include_by_default=included)
+        self._save(updated)
+        return updated
+
+    def set_update_command(self, name: str, command: str | None) -> Collection:
+        updated = replace(self.get(name), update_command=command or None)
+        self._save(updated)
+        return updated
+
+    def _save(self, collection: Collection) -> None:
+        self._config.save_collection(collection)
+        self._store.put_collection(collection)
+
+    # -- contexts -----------------------------------------------------------------------------
+
+    def add_context(self, target: str, text: str) -> str:
+        """`/` = global; `qmd://c/prefix`; or an absolute path inside a collection folder.
+
+        Returns a description of where the context was stored.
+        """
+        if not text.strip():
+            raise QmdError(INVALID_ARGUMENT, "Context text must not be empty.")
+        if target == "/":
+            self._config.save_global_context(text)
+            self._store.set_global_context(text)
+            return "global context"
+        collection, prefix = self._context_target(target)
+        contexts = dict(collection.contexts)
+        contexts[prefix] = text
+        self._save(replace(collection, contexts=contexts))
+        return f"qmd://{collection.name}/{prefix}"
+
+    def remove_context(self, target: str) -> str:
+        if target == "/":
+            if self._store.get_global_context() is None:
+                raise QmdError(NOT_FOUND, "No global context is set.")
+            self._config.save_global_context(None)
+            self._store.set_global_context(None)
+            return "global context"
+        collection, prefix = self._context_target(target)
+        if prefix not in collection.contexts:
+            raise QmdError(NOT_FOUND, f"No context set for qmd://{collection.name}/{prefix}")
+        contexts = {k: v for k, v in collection.contexts.items() if k != prefix}
+        self._save(replace(collection, contexts=contexts))
+        return f"qmd://{collection.name}/{prefix}"
+
+    def list_contexts(self) -> list[tuple[str, str]]:
+        """(`qmd://c/prefix` or `/`, text) pairs, global first."""
+        rows: list[tuple[str, str]] = []
+        global_context = self._store.get_global_context()
+        if global_context:
+            rows.append(("/", global_context))
+        for collection in self._store.list_collections():
+            for prefix, text in sorted(collection.contexts.items()):
+                rows.append((f"qmd://{collection.name}/{prefix}", text))
+        return rows
+
+    def _context_target(self, target: str) -> tuple[Collection, str]:
+        if target.startswith("qmd:"):
+            virtual = parse_virtual_path(target)
+            if virtual is None or not virtual.collection:
+                raise QmdError(INVALID_ARGUMENT, f"Invalid qmd:// path: {target}")
+            return self.get(virtual.collection), virtual.path.strip("/")
+        for collection in self._store.list_collections():
+            root = collection.path.rstrip("/")
+            if target == root:
+                return collection, ""
+            if target.startswith(root + "/"):
+                return collection, target[len(root) + 1 :].strip("/")
+        raise QmdError(NOT_FOUND, f"Path is not inside any collection: {target}")
+
+    # -- indexing -----------------------------------------------------------------------------
+
+    def update(
+        self, names: Sequence[str] | None = None, progress: ProgressCallback | None = None
+    ) -> dict[str, UpdateCounts]:
+        """Re-scan collections; clears the LLM cache like the original's `qmd update`."""
+        targets = [self.get(n) for n in names] if names else self._store.list_collections()
+        if self._cache is not None:
+            self._cache.clear()
+        return {c.name: self.index(c, progress) for c in targets}
+
+    def index(
+        self, collection: Collection, progress: ProgressCallback | None = None
+    ) -> UpdateCounts:
+        files = self._source.scan(collection)
+        known = self._store.active_documents(collection.name)
+        counts = {"indexed": 0, "updated": 0, "unchanged": 0, "skipped": 0}
+        seen: set[str] = set()
+        for done, file in enumerate(files, start=1):
+            if progress is not None:
+                progress(IndexProgress(collection.name, done, len(files), file.relative_path))
+            text = self._source.read_text(file.absolute_path)
+            if text is None or not text.strip():
+                counts["skipped"] += 1
+                continue
+            seen.add(file.relative_path)
+            digest = content_hash(text)
+            previous = known.get(file.relative_path)
+            created = previous.created_at if previous else file.created_at
+            outcome = self._store.upsert_document(
+                collection.name,
+                file.relative_path,
+                extract_title(text, posixpath.basename(file.relative_path)),
+                digest,
+                text,
+                created,
+                file.modified_at,
+            )
+            counts[outcome.kind] = counts.get(outcome.kind, 0) + 1
+        gone = [path for path in known if path not in seen]
+        removed = self._store.deactivate_documents(collection.name, gone) if gone else 0
+        self._store.delete_orphan_content()
+        return UpdateCounts(
+            indexed=counts["indexed"],
+            updated=counts["updated"],
+            unchanged=counts["unchanged"],
+            removed=removed,
+            skipped=counts["skipped"],
+        )

@@ -1,0 +1,220 @@
+"""Finding documents by reference and fetching them, singly or by pattern (req RET-*)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from domain.errors import EXCLUDED, INVALID_ARGUMENT, DocumentNotFound, QmdError
+from domain.globs import glob_match, is_comma_list, split_comma_list
+from domain.model import Collection, DocumentMeta
+from domain.paths import normalize_docid, parse_line_ref, parse_virtual_path
+from domain.ports import DocumentStore
+from domain.scoring import js_round
+from domain.suggest import similar_paths
+from domain.text import resolve_context
+
+GET_SUGGESTION_DISTANCE = 5
+GET_SUGGESTION_LIMIT = 5
+LIST_SUGGESTION_LIMIT = 3
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A found document with its whole body and its resolved context."""
+
+    meta: DocumentMeta
+    body: str
+    context: str | None
+
+
+@dataclass(frozen=True)
+class GetRequest:
+    """A `get` call after the `:from[:count]` suffix was merged with explicit arguments."""
+
+    target: str
+    from_line: int | None
+    max_lines: int | None
+
+
+@dataclass(frozen=True)
+class MultiGetEntry:
+    meta: DocumentMeta
+    fetched: Fetched | None
+    skipped_reason: str | None
+
+
+@dataclass(frozen=True)
+class MultiGetResult:
+    entries: tuple[MultiGetEntry, ...]
+    errors: tuple[str, ...]
+
+
+def merge_get_arguments(reference: str, from_line: int | None, max_lines: int | None) -> GetRequest:
+    """Explicit `fromLine`/`maxLines` win over a `:from[:count]` suffix; from is clamped >= 1."""
+    ref = parse_line_ref(reference)
+    start = from_line if from_line is not None else ref.from_line
+    count = max_lines if max_lines is not None else ref.line_count
+    if start is not None:
+        start = max(1, start)
+    return GetRequest(ref.target, start, count)
+
+
+def size_skip_reason(length: int, max_bytes: int) -> str:
+    return f"File too large ({js_round(length / 1024)}KB > {js_round(max_bytes / 1024)}KB)"
+
+
+class Retrieval:
+    """Document lookup with the original's resolution order and suggestions."""
+
+    def __init__(self, store: DocumentStore, home: str | None = None) -> None:
+        self._store = store
+        self._home = home
+
+    # -- contexts ---------------------------------------------------------------------------
+
+    def context_for(self, meta: DocumentMeta) -> str | None:
+        collection = self._store.get_collection(meta.collection)
+        contexts = collection.contexts if collection else {}
+        return resolve_context(self._store.get_global_context(), contexts, meta.path)
+
+    def fetch(self, meta: DocumentMeta) -> Fetched:
+        return Fetched(meta, self._store.body(meta.hash), self.context_for(meta))
+
+    # -- single document ----------------------------------------------------------------------
+
+    def find(self, reference: str, *, original: str | None = None) -> DocumentMeta:
+        """Resolve a path, `qmd://` URI or docid to an active document.
+
+        Raises DocumentNotFound (with suggestions for paths) or QmdError(EXCLUDED).
+        """
+        shown = original if original is not None else reference
+        target = parse_line_ref(reference).target.strip()
+        if not target:
+            raise QmdError(INVALID_ARGUMENT, "A document reference must not be empty.")
+        docid = normalize_docid(target)
+        if docid is not None:
+            found = self._store.document_by_docid(docid)
+            if found is None:
+                raise DocumentNotFound(shown)
+            return found
+        if self._home and (target == "~" or target.startswith("~/")):
+            target = self._home + target[1:]
+        meta = self._lookup_path(target)
+        if meta is not None:
+            return meta
+        self._raise_if_excluded(target, shown)
+        paths = [m.path for m in self._store.documents()]
+        raise DocumentNotFound(
+            shown,
+            similar_paths(target, paths, GET_SUGGESTION_DISTANCE, GET_SUGGESTION_LIMIT),
+        )
+
+    def _lookup_path(self, target: str) -> DocumentMeta | None:
+        virtual = parse_virtual_path(target) if target.startswith("qmd:") else None
+        if virtual is not None:
+            exact = self._store.document_by_path(virtual.collection, virtual.path)
+            if exact is not None:
+                return exact
+        suffix = self._store.document_by_suffix(target)
+        if suffix is not None:
+            return suffix
+        if virtual is not None:
+            return None
+        for collection in self._store.list_collections():
+            relative = _relative_to(collection, target)
+            if relative is not None:
+                meta = self._store.document_by_path(collection.name, relative)
+                if meta is not None:
+                    return meta
+            meta = self._store.document_by_path(collection.name, target)
+            if meta is not None:
+                return meta
+        return None
+
+    def _raise_if_excluded(self, target: str, shown: str) -> None:
+        for collection in self._store.list_collections():
+            if not collection.ignore:
+                continue
+            candidates = [target]
+            relative = _relative_to(collection, target)
+            if relative is not None:
+                candidates.append(relative)
+            if target.startswith(collection.name + "/"):
+                candidates.append(target[len(collection.name) + 1 :])
+            for candidate in candidates:
+                for rule in collection.ignore:
+                    if glob_match(rule, candidate):
+                        raise QmdError(
+                            EXCLUDED,
+                            f"Document excluded by ignore rule: {shown}\n"
+                            f"Collection: {collection.name}\n"
+                            f"Matched path: {candidate}\n"
+                            f"Ignore rule: {rule}",
+                        )
+
+    # -- many documents -----------------------------------------------------------------------
+
+    def multi_get(self, pattern: str, max_bytes: int) -> MultiGetResult:
+        """Resolve a glob, a comma list or docids; skip bodies longer than `max_bytes`."""
+        errors: list[str] = []
+        metas: list[DocumentMeta] = []
+        stripped = pattern.strip()
+        if is_comma_list(stripped) or normalize_docid(stripped) is not None:
+            all_docs = self._store.documents()
+            for name in split_comma_list(stripped):
+                try:
+                    metas.append(self._resolve_list_item(name, all_docs))
+                except QmdError as error:
+                    errors.append(error.message)
+        else:
+            for meta in self._store.documents():
+                if any(
+                    glob_match(stripped, candidate)
+                    for candidate in (meta.virtual_path, meta.path, meta.display_path)
+                ):
+                    metas.append(meta)
+            if not metas:
+                errors.append(f"No files matched pattern: {pattern}")
+        entries = []
+        for meta in metas:
+            if meta.body_length > max_bytes:
+                entries.append(
+                    MultiGetEntry(meta, None, size_skip_reason(meta.body_length, max_bytes))
+                )
+            else:
+                entries.append(MultiGetEntry(meta, self.fetch(meta), None))
+        return MultiGetResult(tuple(entries), tuple(errors))
+
+    def _resolve_list_item(self, name: str, all_docs: Sequence[DocumentMeta]) -> DocumentMeta:
+        docid = normalize_docid(name)
+        if docid is not None:
+            found = self._store.document_by_docid(docid)
+            if found is None:
+                raise QmdError("not-found", f"File not found: {name}")
+            return found
+        tiers = (
+            lambda m: m.virtual_path == name,
+            lambda m: m.display_path == name,
+            lambda m: m.path == name,
+            lambda m: m.virtual_path.lower().endswith("/" + name.lower()),
+        )
+        for matches in tiers:
+            hits = [m for m in all_docs if matches(m)]
+            if len(hits) == 1:
+                return hits[0]
+            if len(hits) > 1:
+                listed = ", ".join(m.virtual_path for m in hits)
+                raise QmdError(INVALID_ARGUMENT, f"Ambiguous path {name}: {listed}")
+        suggestions = similar_paths(
+            name, [m.path for m in all_docs], GET_SUGGESTION_DISTANCE, LIST_SUGGESTION_LIMIT
+        )
+        hint = f" (did you mean: {', '.join(suggestions)}?)" if suggestions else ""
+        raise QmdError("not-found", f"File not found: {name}{hint}")
+
+
+def _relative_to(collection: Collection, target: str) -> str | None:
+    root = collection.path.rstrip("/")
+    if root and target.startswith(root + "/"):
+        return target[len(root) + 1 :]
+    return None

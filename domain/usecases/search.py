@@ -1,0 +1,355 @@
+"""Lexical, vector, structured and hybrid search (req SRCH-*, RANK-*).
+
+One implementation serves both MCP surfaces; the surfaces only choose parameters (limits,
+candidate counts, collection defaults) and format the results.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from domain.chunking import best_chunk_index, chunk_document
+from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
+from domain.fusion import blend, reciprocal_rank_fusion
+from domain.lexquery import parse_lex_query
+from domain.model import Document, SearchResult, SubQuery
+from domain.ports import DocumentStore, Embedder, LexicalIndex, QueryExpander, Reranker, VectorIndex
+from domain.scoring import normalize_bm25
+from domain.snippets import extract_snippet
+from domain.text import resolve_context
+
+LEG_LIMIT = 20
+DEFAULT_CANDIDATE_LIMIT = 40
+STRONG_SIGNAL_SCORE = 0.85
+STRONG_SIGNAL_GAP = 0.15
+SNIPPET_CHARS = 300
+VECTOR_INDEX_MISSING = "Vector index not found. Run 'qmd embed' first to create embeddings."
+
+_VEC_NEGATION = re.compile(r"(^|\s)-[\w\"]")
+
+DocKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    document: Document
+    score: float
+    chunk_pos: int | None = None
+    source: str = "fts"
+
+
+@dataclass
+class _Ranked:
+    """Ranked lists for fusion plus the documents they name."""
+
+    lists: list[list[DocKey]] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+    documents: dict[DocKey, Document] = field(default_factory=dict)
+
+    def add(self, hits: Sequence[Candidate], weight: float) -> None:
+        if not hits:
+            return
+        keys: list[DocKey] = []
+        for hit in hits:
+            key = _key(hit.document)
+            self.documents.setdefault(key, hit.document)
+            keys.append(key)
+        self.lists.append(keys)
+        self.weights.append(weight)
+
+
+def _key(document: Document) -> DocKey:
+    return (document.meta.collection, document.meta.path)
+
+
+def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], str]) -> None:
+    """The original's structured-search checks, raised with its exact wording."""
+    for index, sub in enumerate(searches):
+        where = f"{label(index)} ({sub.type})"
+        if "\n" in sub.query or "\r" in sub.query:
+            raise QmdError(
+                INVALID_ARGUMENT,
+                f"{where}: queries must be single-line. Remove newline characters.",
+            )
+        if sub.type == "lex" and sub.query.count('"') % 2 == 1:
+            raise QmdError(
+                INVALID_ARGUMENT,
+                f'{where}: Lex query has an unmatched double quote ("). '
+                "Add the closing quote or remove it.",
+            )
+        if sub.type in ("vec", "hyde") and _VEC_NEGATION.search(sub.query):
+            raise QmdError(
+                INVALID_ARGUMENT,
+                f"{where}: Negation (-term) is not supported in vec/hyde queries. "
+                "Use lex for exclusions.",
+            )
+
+
+class Searcher:
+    """Every search mode over the lexical and vector indexes, with optional models."""
+
+    def __init__(
+        self,
+        store: DocumentStore,
+        lexical: LexicalIndex,
+        vectors: VectorIndex,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+        expander: QueryExpander | None = None,
+    ) -> None:
+        self._store = store
+        self._lexical = lexical
+        self._vectors = vectors
+        self._embedder = embedder
+        self._reranker = reranker
+        self._expander = expander
+
+    # -- collections --------------------------------------------------------------------------
+
+    def default_collections(self) -> list[str]:
+        """Collections included by default; every collection when none is."""
+        collections = self._store.list_collections()
+        included = [c.name for c in collections if c.include_by_default]
+        return included or [c.name for c in collections]
+
+    def has_vector_index(self) -> bool:
+        return self._vectors.has_vector_index()
+
+    # -- legs ---------------------------------------------------------------------------------
+
+    def _lex_leg(self, text: str, limit: int, collection: str | None) -> list[Candidate]:
+        query = parse_lex_query(text)
+        if not query.is_searchable:
+            return []
+        hits = self._lexical.search_lex(query, limit, collection)
+        return [Candidate(h.document, normalize_bm25(h.bm25)) for h in hits]
+
+    def _lex_merged(
+        self, text: str, limit: int, collections: Sequence[str] | None
+    ) -> list[Candidate]:
+        """One leg per collection, merged by best score per document (no starvation)."""
+        if collections is None:
+            return self._lex_leg(text, limit, None)
+        return _merge_best([self._lex_leg(text, limit, c) for c in collections], limit)
+
+    def _vec_leg(
+        self, vector: Sequence[float], limit: int, collection: str | None
+    ) -> list[Candidate]:
+        hits = self._vectors.search_vectors(vector, limit, collection)
+        return [Candidate(h.document, 1.0 - h.distance, h.chunk_pos, "vec") for h in hits]
+
+    def _vec_merged(
+        self, vector: Sequence[float], limit: int, collections: Sequence[str] | None
+    ) -> list[Candidate]:
+        if collections is None:
+            return self._vec_leg(vector, limit, None)
+        return _merge_best([self._vec_leg(vector, limit, c) for c in collections], limit)
+
+    def _require_embedder(self) -> Embedder:
+        if self._embedder is None:
+            raise QmdError(MODEL_UNAVAILABLE, "No embedding model is configured.")
+        return self._embedder
+
+    # -- result shaping -----------------------------------------------------------------------
+
+    def _context(self, document: Document) -> str | None:
+        collection = self._store.get_collection(document.meta.collection)
+        contexts = collection.contexts if collection else {}
+        return resolve_context(self._store.get_global_context(), contexts, document.meta.path)
+
+    def _result(
+        self,
+        candidate: Candidate,
+        score: float,
+        snippet_query: str,
+        intent: str | None = None,
+        chunk: tuple[int, int] | None = None,
+        snippet_chars: int = SNIPPET_CHARS,
+    ) -> SearchResult:
+        body = candidate.document.body
+        if chunk is not None:
+            snippet = extract_snippet(
+                body, snippet_query, snippet_chars, chunk[0], chunk[1], intent
+            )
+        elif candidate.chunk_pos is not None:
+            snippet = extract_snippet(
+                body, snippet_query, snippet_chars, candidate.chunk_pos, None, intent
+            )
+        else:
+            snippet = extract_snippet(body, snippet_query, snippet_chars, None, None, intent)
+        return SearchResult(
+            candidate.document, score, self._context(candidate.document), snippet, candidate.source
+        )
+
+    # -- public modes -------------------------------------------------------------------------
+
+    def lex_search(
+        self,
+        query: str,
+        limit: int = 10,
+        collections: Sequence[str] | None = None,
+        min_score: float = 0.0,
+        snippet_chars: int = SNIPPET_CHARS,
+    ) -> list[SearchResult]:
+        """BM25 search; scores are |bm25| / (1 + |bm25|)."""
+        hits = self._lex_merged(query, limit, collections)
+        return [
+            self._result(hit, hit.score, query, snippet_chars=snippet_chars)
+            for hit in hits
+            if hit.score >= min_score
+        ][:limit]
+
+    def vector_search(
+        self,
+        query: str,
+        limit: int = 10,
+        collections: Sequence[str] | None = None,
+        min_score: float = 0.3,
+        expand: bool = True,
+        snippet_chars: int = SNIPPET_CHARS,
+    ) -> list[SearchResult]:
+        """Embed the query (and its vec/hyde expansions), keep the best score per document."""
+        if not self._vectors.has_vector_index():
+            raise QmdError(UNAVAILABLE, VECTOR_INDEX_MISSING)
+        embedder = self._require_embedder()
+        texts = [query]
+        if expand and self._expander is not None:
+            texts += [s.query for s in self._expander.expand(query) if s.type in ("vec", "hyde")]
+        vectors = embedder.embed_queries(texts)
+        legs = [self._vec_merged(v, limit, collections) for v in vectors]
+        merged = _merge_best(legs, limit)
+        return [
+            self._result(c, c.score, query, snippet_chars=snippet_chars)
+            for c in merged
+            if c.score >= min_score
+        ]
+
+    def structured_query(
+        self,
+        searches: Sequence[SubQuery],
+        limit: int = 10,
+        collections: Sequence[str] | None = None,
+        min_score: float = 0.0,
+        candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
+        intent: str | None = None,
+        rerank: bool = True,
+        label: Callable[[int], str] = lambda _i: "Structured search",
+    ) -> list[SearchResult]:
+        """Typed sub-queries, no expansion: lex legs first, then vec/hyde, first list x2."""
+        validate_sub_queries(searches, label)
+        scopes: list[str | None] = list(collections) if collections else [None]
+        ranked = _Ranked()
+        for sub in searches:
+            if sub.type == "lex":
+                for scope in scopes:
+                    ranked.add(self._lex_leg(sub.query, LEG_LIMIT, scope), 1.0)
+        semantic = [s for s in searches if s.type in ("vec", "hyde")]
+        if semantic and self._vectors.has_vector_index():
+            vectors = self._require_embedder().embed_queries([s.query for s in semantic])
+            for vector in vectors:
+                for scope in scopes:
+                    ranked.add(self._vec_leg(vector, LEG_LIMIT, scope), 1.0)
+        if ranked.weights:
+            ranked.weights[0] = 2.0
+        primary = next((s.query for s in searches if s.type == "lex"), None)
+        if primary is None:
+            primary = next((s.query for s in searches if s.type == "vec"), searches[0].query)
+        return self._fuse_and_rank(
+            ranked, primary, limit, min_score, candidate_limit, intent, rerank
+        )
+
+    def hybrid_query(
+        self,
+        query: str,
+        limit: int = 10,
+        collections: Sequence[str] | None = None,
+        min_score: float = 0.0,
+        candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
+        intent: str | None = None,
+        rerank: bool = True,
+    ) -> list[SearchResult]:
+        """Probe BM25, expand unless the signal is strong, fuse BM25 + vectors, rerank, blend.
+
+        Without an expander, vectors or a reranker, each missing stage is skipped, so the
+        query degrades to BM25 with RRF positions (the spec's FTS-only fallback).
+        """
+        probe = self._lex_merged(query, LEG_LIMIT, collections)
+        expansions: list[SubQuery] = []
+        if self._expander is not None and not _strong_signal(probe, intent):
+            expansions = [s for s in self._expander.expand(query) if s.query != query]
+        ranked = _Ranked()
+        ranked.add(probe, 2.0)
+        for sub in expansions:
+            if sub.type == "lex":
+                ranked.add(self._lex_merged(sub.query, LEG_LIMIT, collections), 1.0)
+        if self._embedder is not None and self._vectors.has_vector_index():
+            semantic = [query] + [s.query for s in expansions if s.type in ("vec", "hyde")]
+            vectors = self._embedder.embed_queries(semantic)
+            for index, vector in enumerate(vectors):
+                ranked.add(
+                    self._vec_merged(vector, LEG_LIMIT, collections), 2.0 if index == 0 else 1.0
+                )
+        return self._fuse_and_rank(ranked, query, limit, min_score, candidate_limit, intent, rerank)
+
+    # -- fusion, chunk choice, rerank, blend ---------------------------------------------------
+
+    def _fuse_and_rank(
+        self,
+        ranked: _Ranked,
+        primary: str,
+        limit: int,
+        min_score: float,
+        candidate_limit: int,
+        intent: str | None,
+        rerank: bool,
+    ) -> list[SearchResult]:
+        fused = reciprocal_rank_fusion(ranked.lists, ranked.weights)[: max(candidate_limit, 0)]
+        candidates: list[tuple[Candidate, tuple[int, int]]] = []
+        for item in fused:
+            document = ranked.documents[item.key]
+            chunks = chunk_document(document.body)
+            best = chunks[best_chunk_index(chunks, primary, intent)] if chunks else None
+            chunk = (best.pos, len(best.text)) if best else (0, len(document.body))
+            candidates.append((Candidate(document, item.score), chunk))
+        if rerank and self._reranker is not None and candidates:
+            rerank_query = f"{intent}\n\n{primary}" if intent else primary
+            texts = [c.document.body[pos : pos + length] for c, (pos, length) in candidates]
+            rerank_scores = self._reranker.rerank(rerank_query, texts)
+            scores = [
+                blend(position, rerank_scores[position - 1])
+                for position in range(1, len(candidates) + 1)
+            ]
+        else:
+            scores = [1.0 / position for position in range(1, len(candidates) + 1)]
+        order = sorted(range(len(candidates)), key=lambda i: -scores[i])
+        results: list[SearchResult] = []
+        for index in order:
+            candidate, chunk = candidates[index]
+            if scores[index] < min_score:
+                continue
+            results.append(self._result(candidate, scores[index], primary, intent, chunk))
+            if len(results) >= limit:
+                break
+        return results
+
+
+def _strong_signal(probe: Sequence[Candidate], intent: str | None) -> bool:
+    if intent or not probe:
+        return False
+    top = probe[0].score
+    second = probe[1].score if len(probe) > 1 else 0.0
+    return top >= STRONG_SIGNAL_SCORE and top - second >= STRONG_SIGNAL_GAP
+
+
+def _merge_best(legs: Sequence[Sequence[Candidate]], limit: int) -> list[Candidate]:
+    """Best score per document over several legs, highest first (stable for ties)."""
+    best: dict[DocKey, Candidate] = {}
+    for leg in legs:
+        for candidate in leg:
+            key = _key(candidate.document)
+            current = best.get(key)
+            if current is None or candidate.score > current.score:
+                best[key] = candidate
+    return sorted(best.values(), key=lambda c: -c.score)[:limit]

@@ -1,0 +1,49 @@
+"""Index health: counts per collection and embedding backlog (req STAT-*)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from domain.model import CollectionStatus, IndexStatus
+from domain.ports import DocumentStore, VectorIndex
+
+
+@dataclass(frozen=True)
+class EmbeddingIdentity:
+    """Which vectors count as current: the embed model reference and its fingerprint."""
+
+    model: str
+    fingerprint: str
+
+
+class StatusReader:
+    def __init__(
+        self, store: DocumentStore, vectors: VectorIndex, identity: EmbeddingIdentity
+    ) -> None:
+        self._store = store
+        self._vectors = vectors
+        self._identity = identity
+
+    def status(self) -> IndexStatus:
+        """Collections with at least one active document, most recently updated first."""
+        configured = {c.name: c for c in self._store.list_collections()}
+        counts = sorted(
+            self._store.collection_counts(), key=lambda c: c.last_modified, reverse=True
+        )
+        collections = tuple(
+            CollectionStatus(
+                name=count.name,
+                path=configured[count.name].path if count.name in configured else None,
+                pattern=configured[count.name].pattern if count.name in configured else None,
+                documents=count.documents,
+                last_updated=count.last_modified,
+            )
+            for count in counts
+        )
+        pending = self._vectors.pending_hashes(self._identity.model, self._identity.fingerprint)
+        return IndexStatus(
+            total_documents=sum(c.documents for c in counts),
+            needs_embedding=len(pending),
+            has_vector_index=self._vectors.has_vector_index(),
+            collections=collections,
+        )
