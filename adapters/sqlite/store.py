@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.sqlite.driver import Connection, DatabaseError, connect
 from adapters.sqlite.fts import render_fts_query
@@ -665,3 +665,13 @@ _ORPHAN_VECTOR_COUNT = (
     "SELECT COUNT(*) FROM content_vectors cv WHERE NOT EXISTS ("
     "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
 )
+
+
+if TYPE_CHECKING:  # structural conformance, checked by mypy
+    from domain.ports import DocumentStore, LexicalIndex, LlmCache, VectorIndex
+
+    def _conforms(index: SqliteIndex) -> None:
+        _store: DocumentStore = index
+        _lex: LexicalIndex = index
+        _vec: VectorIndex = index
+        _cache: LlmCache = index

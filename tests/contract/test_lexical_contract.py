@@ -1,0 +1,191 @@
+"""LexicalIndex contract: InMemoryStore and SqliteIndex find and order the same documents."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from domain.lexquery import parse_lex_query
+from tests.contract.conftest import StoreLike
+
+T0 = "2025-01-01T00:00:00.000Z"
+
+CORPUS = {
+    ("handbook", "api/rate-limits.md"): (
+        "Rate Limits",
+        "# Rate Limits\n\nThe rate limiter allows 100 requests per minute per token.\n",
+    ),
+    ("handbook", "ops/redis.md"): (
+        "Redis Cache",
+        "# Redis Cache\n\nWe cache sessions in redis. See the timeline below.\n",
+    ),
+    ("handbook", "journal/2024.md"): (
+        "Journal",
+        "# Journal\n\nProject timeline: kickoff in March, release in June.\n",
+    ),
+    ("handbook", "lang/cpp.md"): (
+        "C Plus Plus",
+        "# C Plus Plus\n\nNotes on C++ performance and templates. Version 2.8.3 shipped.\n",
+    ),
+    ("handbook", "multi/agent.md"): (
+        "Agents",
+        "# Agents\n\nA multi-agent system coordinates workers. Say hello to the agents.\n",
+    ),
+    ("archive", "tokyo.md"): (
+        "東京ガイド",
+        "# 東京ガイド\n\n東京タワーと浅草の案内。timeline なし\n",
+    ),
+    ("archive", "old/timeline.md"): (
+        "Old Timeline",
+        "# Old Timeline\n\nArchived kumquat timeline of the project.\n",
+    ),
+}
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@pytest.fixture
+def index(store: StoreLike) -> StoreLike:
+    for (collection, path), (title, body) in CORPUS.items():
+        store.upsert_document(collection, path, title, sha(body), body, T0, T0)
+    return store
+
+
+def paths(index: StoreLike, text: str, limit: int = 20, collection: str | None = None) -> list[str]:
+    return [
+        h.document.meta.display_path
+        for h in index.search_lex(parse_lex_query(text), limit, collection)
+    ]
+
+
+def test_prefix_terms_and_ordering_title_beats_body(index: StoreLike) -> None:
+    hits = index.search_lex(parse_lex_query("timeline"), 20, None)
+    found = [h.document.meta.display_path for h in hits]
+    assert set(found) == {
+        "handbook/ops/redis.md",
+        "handbook/journal/2024.md",
+        "archive/tokyo.md",
+        "archive/old/timeline.md",
+    }
+    # filepath + title + body match beats body-only matches
+    assert found[0] == "archive/old/timeline.md"
+    scores = [h.bm25 for h in hits]
+    assert all(s < 0 for s in scores)
+    assert scores == sorted(scores)
+    assert hits[0].document.body == CORPUS[("archive", "old/timeline.md")][1]
+    # prefix match: "time" finds the same documents
+    assert set(paths(index, "time")) == set(found)
+
+
+def test_limit_and_collection_filter(index: StoreLike) -> None:
+    assert len(paths(index, "timeline", limit=2)) == 2
+    assert paths(index, "timeline", collection="archive")[0] == "archive/old/timeline.md"
+    assert set(paths(index, "timeline", collection="archive")) == {
+        "archive/old/timeline.md",
+        "archive/tokyo.md",
+    }
+    assert paths(index, "timeline", collection="nope") == []
+    assert paths(index, "timeline", limit=0) == []
+
+
+def test_and_semantics_and_negation(index: StoreLike) -> None:
+    assert paths(index, "redis timeline") == ["handbook/ops/redis.md"]
+    assert set(paths(index, "-redis timeline")) == {
+        "handbook/journal/2024.md",
+        "archive/tokyo.md",
+        "archive/old/timeline.md",
+    }
+    assert paths(index, "-redis -timeline") == []
+    negated_phrase = paths(index, 'timeline -"old timeline"')
+    assert "archive/old/timeline.md" not in negated_phrase
+    assert "handbook/ops/redis.md" in negated_phrase
+
+
+def test_phrases_and_hyphens(index: StoreLike) -> None:
+    assert paths(index, '"rate limiter"') == ["handbook/api/rate-limits.md"]
+    assert paths(index, "rate-limiter") == ["handbook/api/rate-limits.md"]
+    assert paths(index, '"limiter rate"') == []
+    assert paths(index, "multi-agent") == ["handbook/multi/agent.md"]
+    assert paths(index, '"hello to the"') == ["handbook/multi/agent.md"]
+
+
+def test_dotted_versions(index: StoreLike) -> None:
+    assert paths(index, "2.8.3") == ["handbook/lang/cpp.md"]
+    assert paths(index, "2.9.3") == []
+    assert "handbook/lang/cpp.md" not in paths(index, "notes -2.8.3")
+
+
+def test_cjk_runs_are_phrases(index: StoreLike) -> None:
+    assert paths(index, "東京") == ["archive/tokyo.md"]
+    assert paths(index, "タワー") == ["archive/tokyo.md"]
+    assert paths(index, "京東") == []
+    assert paths(index, "大阪") == []
+
+
+def test_inactive_documents_are_not_found(index: StoreLike) -> None:
+    index.deactivate_documents("archive", ["old/timeline.md"])
+    assert "archive/old/timeline.md" not in paths(index, "timeline")
+    assert paths(index, "kumquat") == []
+    body = "# Old Timeline\n\nRevived timeline.\n"
+    index.upsert_document("archive", "old/timeline.md", "Old Timeline", sha(body), body, T0, T0)
+    assert paths(index, "revived") == ["archive/old/timeline.md"]
+
+
+def test_updates_are_searchable(index: StoreLike) -> None:
+    body = "# Redis Cache\n\nNow we use memcached instead.\n"
+    index.upsert_document("handbook", "ops/redis.md", "Memcached", sha(body), body, T0, T0)
+    assert paths(index, "memcached") == ["handbook/ops/redis.md"]
+    assert paths(index, "sessions") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "C++",
+        "rate-limiter",
+        "-redis timeline",
+        "timeline:",
+        'say "hello',
+        '"',
+        '""',
+        "-",
+        "--",
+        "*",
+        "AND",
+        "OR NOT",
+        "NEAR(a b)",
+        "title:redis",
+        "(timeline",
+        "timeline)",
+        "^timeline",
+        "'",
+        "a'b",
+        "redis\x00",
+        "\u200b",
+        "💥",
+        '-"x" -y',
+        "   ",
+        "",
+        "a" * 5000,
+        "- - - timeline",
+        "timeline -",
+        "{timeline}",
+        "%_%",
+    ],
+)
+def test_hostile_input_never_raises(index: StoreLike, text: str) -> None:
+    hits = index.search_lex(parse_lex_query(text), 10, None)
+    assert isinstance(hits, list)
+    hits_scoped = index.search_lex(parse_lex_query(text), 10, "handbook")
+    assert all(h.document.meta.collection == "handbook" for h in hits_scoped)
+
+
+def test_hostile_inputs_still_find_their_words(index: StoreLike) -> None:
+    assert "handbook/lang/cpp.md" in paths(index, "C++")
+    assert paths(index, "timeline:") == paths(index, "timeline")
+    assert paths(index, 'say "hello') == ["handbook/multi/agent.md"]
+    assert paths(index, "") == []
+    assert paths(index, "-timeline") == []

@@ -1,0 +1,569 @@
+"""In-memory fakes of the ports, held to the same contract tests as the real adapters.
+
+* `InMemoryStore`: DocumentStore + LexicalIndex + VectorIndex + LlmCache (+ the config-mirror
+  methods `sync_config_to_store` uses). Lexical search is a small Python BM25 over the same three
+  weighted columns (filepath 1.5, title 4.0, body 1.0) with FTS5's matching rules (prefix terms,
+  phrases within one column, AND / NOT, CJK characters as single tokens); there is no Porter
+  stemming, so tests that must pass on both avoid stemmed forms.
+* `FakeContentSource`: a dict of files under one folder.
+* `FixedClock`: a settable `now_iso`.
+* `InMemoryConfigRepository`: ConfigRepository over a dict.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
+from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
+from domain.model import (
+    Collection,
+    Document,
+    DocumentMeta,
+    LexHit,
+    SourceFile,
+    VectorHit,
+)
+from domain.ports import CollectionCount, UpsertOutcome
+
+DIMENSION_MISMATCH = (
+    "Embedding dimension mismatch: existing vectors are {existing}d but the current model "
+    "produces {current}d. Run 'qmd embed -f' to re-embed with the new model."
+)
+_WEIGHTS = (1.5, 4.0, 1.0)
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _ascii_lower(text: str) -> str:
+    """SQLite LIKE folds ASCII letters only."""
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(space_cjk(text))]
+
+
+@dataclass
+class _Row:
+    id: int
+    collection: str
+    path: str
+    title: str
+    hash: str
+    created_at: str
+    modified_at: str
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class _Vector:
+    hash: str
+    seq: int
+    pos: int
+    model: str
+    fingerprint: str
+    total: int
+    embedding: tuple[float, ...]
+
+
+class InMemoryStore:
+    def __init__(self) -> None:
+        self._collections: dict[str, Collection] = {}
+        self._config: dict[str, str] = {}
+        self._content: dict[str, str] = {}
+        self._rows: dict[int, _Row] = {}
+        self._next_id = 1
+        self._vectors: dict[tuple[str, int], _Vector] = {}
+        self._dims: int | None = None
+        self._cache: dict[str, str] = {}
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        yield
+
+    # ------------------------------------------------------------------ collections
+
+    def list_collections(self) -> list[Collection]:
+        return list(self._collections.values())
+
+    def get_collection(self, name: str) -> Collection | None:
+        return self._collections.get(name)
+
+    def put_collection(self, collection: Collection) -> None:
+        self._collections[collection.name] = collection
+
+    def forget_collection(self, name: str) -> None:
+        self._collections.pop(name, None)
+
+    def delete_collection(self, name: str) -> int:
+        doomed = [r.id for r in self._rows.values() if r.collection == name]
+        for doc_id in doomed:
+            del self._rows[doc_id]
+        live = {r.hash for r in self._rows.values() if r.active}
+        for h in [h for h in self._content if h not in live]:
+            del self._content[h]
+        # ON DELETE CASCADE: rows pinned to deleted content go too
+        for doc_id in [i for i, r in self._rows.items() if r.hash not in self._content]:
+            del self._rows[doc_id]
+        self._collections.pop(name, None)
+        return len(doomed)
+
+    def rename_collection(self, old: str, new: str) -> None:
+        if old != new and new in self._collections:
+            raise QmdError(CONFLICT, f"Collection '{new}' already exists")
+        for row in self._rows.values():
+            if row.collection == old:
+                row.collection = new
+        if old in self._collections:
+            self._collections = {
+                (new if k == old else k): (replace(v, name=new) if k == old else v)
+                for k, v in self._collections.items()
+            }
+
+    def get_global_context(self) -> str | None:
+        return self._config.get("global_context") or None
+
+    def set_global_context(self, text: str | None) -> None:
+        self.set_config_value("global_context", text)
+
+    def get_config_value(self, key: str) -> str | None:
+        return self._config.get(key)
+
+    def set_config_value(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._config.pop(key, None)
+        else:
+            self._config[key] = value
+
+    # ------------------------------------------------------------------ indexing
+
+    def _meta(self, row: _Row) -> DocumentMeta:
+        return DocumentMeta(
+            id=row.id,
+            collection=row.collection,
+            path=row.path,
+            title=row.title,
+            hash=row.hash,
+            created_at=row.created_at,
+            modified_at=row.modified_at,
+            body_length=len(self._content.get(row.hash, "")),
+        )
+
+    def _active(self) -> list[_Row]:
+        return sorted((r for r in self._rows.values() if r.active), key=lambda r: r.id)
+
+    def active_documents(self, collection: str) -> dict[str, DocumentMeta]:
+        return {r.path: self._meta(r) for r in self._active() if r.collection == collection}
+
+    def upsert_document(
+        self,
+        collection: str,
+        path: str,
+        title: str,
+        content_hash: str,
+        body: str,
+        created_at: str,
+        modified_at: str,
+    ) -> UpsertOutcome:
+        row = next(
+            (r for r in self._rows.values() if r.collection == collection and r.path == path),
+            None,
+        )
+        if row is not None and row.active:
+            if row.hash == content_hash:
+                if row.title == title:
+                    return UpsertOutcome("unchanged")
+                row.title = title
+                row.modified_at = modified_at
+                return UpsertOutcome("updated")
+            self._content.setdefault(content_hash, body)
+            row.title, row.hash, row.modified_at = title, content_hash, modified_at
+            return UpsertOutcome("updated")
+        self._content.setdefault(content_hash, body)
+        if row is not None:  # an inactive row comes back (created_at kept)
+            row.title, row.hash, row.modified_at = title, content_hash, modified_at
+            row.active = True
+        else:
+            self._rows[self._next_id] = _Row(
+                self._next_id, collection, path, title, content_hash, created_at, modified_at
+            )
+            self._next_id += 1
+        return UpsertOutcome("indexed")
+
+    def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
+        wanted = set(paths)
+        changed = 0
+        for row in self._rows.values():
+            if row.active and row.collection == collection and row.path in wanted:
+                row.active = False
+                changed += 1
+        return changed
+
+    def delete_orphan_content(self) -> int:
+        used = {r.hash for r in self._rows.values()}
+        orphans = [h for h in self._content if h not in used]
+        for h in orphans:
+            del self._content[h]
+        return len(orphans)
+
+    # ------------------------------------------------------------------ lookups
+
+    def document_by_docid(self, prefix: str) -> DocumentMeta | None:
+        if not prefix:
+            return None
+        low = _ascii_lower(prefix)
+        for row in self._active():
+            if _ascii_lower(row.hash).startswith(low):
+                return self._meta(row)
+        return None
+
+    def document_by_path(self, collection: str, path: str) -> DocumentMeta | None:
+        for row in self._active():
+            if row.collection == collection and row.path == path:
+                return self._meta(row)
+        return None
+
+    def document_by_suffix(self, suffix: str) -> DocumentMeta | None:
+        low = _ascii_lower(suffix)
+        for row in self._active():
+            if _ascii_lower(f"qmd://{row.collection}/{row.path}").endswith(low):
+                return self._meta(row)
+        return None
+
+    def documents(self, collection: str | None = None) -> list[DocumentMeta]:
+        rows = self._active()
+        return [self._meta(r) for r in rows if collection is None or r.collection == collection]
+
+    def body(self, content_hash: str) -> str:
+        if content_hash not in self._content:
+            raise QmdError(NOT_FOUND, f"Content not found: {content_hash}")
+        return self._content[content_hash]
+
+    # ------------------------------------------------------------------ status and upkeep
+
+    def collection_counts(self) -> list[CollectionCount]:
+        grouped: dict[str, list[_Row]] = {}
+        for row in self._active():
+            grouped.setdefault(row.collection, []).append(row)
+        return [
+            CollectionCount(name, len(rows), max(r.modified_at for r in rows))
+            for name, rows in sorted(grouped.items())
+        ]
+
+    def cleanup(self) -> dict[str, int]:
+        cache = len(self._cache)
+        self._cache.clear()
+        live = {r.hash for r in self._rows.values() if r.active}
+        orphan_vectors = [k for k, v in self._vectors.items() if v.hash not in live]
+        for key in orphan_vectors:
+            del self._vectors[key]
+        inactive = [i for i, r in self._rows.items() if not r.active]
+        for doc_id in inactive:
+            del self._rows[doc_id]
+        return {
+            "cache_entries": cache,
+            "orphaned_vectors": len(orphan_vectors),
+            "inactive_documents": len(inactive),
+            "orphaned_content": self.delete_orphan_content(),
+        }
+
+    # ------------------------------------------------------------------ lexical search
+
+    def _columns(self, row: _Row) -> tuple[list[str], list[str], list[str]]:
+        return (
+            _tokens(f"{row.collection}/{row.path}"),
+            _tokens(row.title),
+            _tokens(self._content.get(row.hash, "")),
+        )
+
+    @staticmethod
+    def _term_words(term: LexTerm) -> list[str]:
+        return [w for word in term.words for w in _tokens(word)]
+
+    @classmethod
+    def _hits(cls, term: LexTerm, column: list[str]) -> int:
+        words = cls._term_words(term)
+        if not words:
+            return 0
+        count = 0
+        last = len(words) - 1
+        for start in range(len(column) - len(words) + 1):
+            ok = True
+            for i, word in enumerate(words):
+                token = column[start + i]
+                prefix = term.prefix and i == last
+                if not (token.startswith(word) if prefix else token == word):
+                    ok = False
+                    break
+            if ok:
+                count += 1
+        return count
+
+    @classmethod
+    def _clause_matches(cls, clause: LexClause, cols: Sequence[list[str]]) -> bool:
+        return all(
+            any(cls._hits(t, c) for c in cols) for t in clause.terms if cls._term_words(t)
+        ) and any(cls._term_words(t) for t in clause.terms)
+
+    def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]:
+        if limit <= 0 or not query.is_searchable:
+            return []
+        positives = [c for c in query.positives if any(self._term_words(t) for t in c.terms)]
+        if not positives:
+            return []
+        negatives = [c for c in query.negatives if any(self._term_words(t) for t in c.terms)]
+        everything = self._active()
+        columns = {r.id: self._columns(r) for r in everything}
+        total = max(len(everything), 1)
+        avg = [max(sum(len(columns[r.id][i]) for r in everything) / total, 1e-9) for i in range(3)]
+        terms = [t for c in positives for t in c.terms if self._term_words(t)]
+        scored: list[tuple[float, int, _Row]] = []
+        for row in everything:
+            cols = columns[row.id]
+            if not all(self._clause_matches(c, cols) for c in positives):
+                continue
+            if any(self._clause_matches(c, cols) for c in negatives):
+                continue
+            score = 0.0
+            for term in terms:
+                having = sum(
+                    1 for r in everything if any(self._hits(term, c) for c in columns[r.id])
+                )
+                idf = max(math.log((total - having + 0.5) / (having + 0.5)), 1e-6)
+                for i, column in enumerate(cols):
+                    tf = self._hits(term, column)
+                    if tf:
+                        norm = 1.2 * (1 - 0.75 + 0.75 * len(column) / avg[i])
+                        score += _WEIGHTS[i] * idf * tf * 2.2 / (tf + norm)
+            scored.append((-score, row.id, row))
+        scored.sort(key=lambda item: (item[0], item[1]))
+        hits = [
+            LexHit(Document(self._meta(row), self._content[row.hash]), bm25)
+            for bm25, _, row in scored
+            if collection is None or row.collection == collection
+        ]
+        return hits[:limit]
+
+    # ------------------------------------------------------------------ vectors
+
+    def has_vector_index(self) -> bool:
+        return self._dims is not None
+
+    def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
+        first_path: dict[str, str] = {}
+        for row in self._active():
+            if row.hash not in first_path or row.path < first_path[row.hash]:
+                first_path[row.hash] = row.path
+        pending = []
+        for content_hash in first_path:
+            mine = [
+                v
+                for v in self._vectors.values()
+                if v.hash == content_hash and v.model == model and v.fingerprint == fingerprint
+            ]
+            if not mine or len(mine) < max(v.total for v in mine):
+                pending.append(content_hash)
+        return sorted(pending, key=lambda h: (first_path[h], h))
+
+    def store_chunk_vectors(
+        self,
+        content_hash: str,
+        chunks: Sequence[tuple[int, int, Sequence[float]]],
+        model: str,
+        fingerprint: str,
+        embedded_at: str,
+    ) -> None:
+        if not chunks:
+            return
+        dims = len(chunks[0][2])
+        for _, _, vector in chunks:
+            if len(vector) != dims:
+                raise QmdError(
+                    INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
+                )
+        if self._dims is not None and self._dims != dims:
+            raise QmdError(
+                INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=self._dims, current=dims)
+            )
+        self._dims = dims
+        for key in [k for k in self._vectors if k[0] == content_hash]:
+            del self._vectors[key]
+        for seq, pos, vector in chunks:
+            self._vectors[(content_hash, seq)] = _Vector(
+                content_hash,
+                seq,
+                pos,
+                model,
+                fingerprint,
+                len(chunks),
+                tuple(float(x) for x in vector),
+            )
+
+    def clear_vectors(self) -> None:
+        self._vectors.clear()
+        self._dims = None
+
+    @staticmethod
+    def _cosine_distance(a: Sequence[float], b: Sequence[float]) -> float:
+        dot = sum(x * y for x, y in zip(a, b, strict=True))
+        na = math.sqrt(sum(x * x for x in a))
+        nb = math.sqrt(sum(y * y for y in b))
+        if na == 0 or nb == 0:
+            return 1.0
+        return 1.0 - dot / (na * nb)
+
+    def search_vectors(
+        self, vector: Sequence[float], limit: int, collection: str | None
+    ) -> list[VectorHit]:
+        if limit <= 0 or self._dims is None:
+            return []
+        if len(vector) != self._dims:
+            message = DIMENSION_MISMATCH.format(existing=self._dims, current=len(vector))
+            raise QmdError(INVALID_ARGUMENT, message)
+        best: dict[tuple[str, str], tuple[float, int, _Row]] = {}
+        for row in self._active():
+            if collection is not None and row.collection != collection:
+                continue
+            for v in self._vectors.values():
+                if v.hash != row.hash:
+                    continue
+                distance = self._cosine_distance(vector, v.embedding)
+                key = (row.collection, row.path)
+                if key not in best or distance < best[key][0]:
+                    best[key] = (distance, v.pos, row)
+        ranked = sorted(best.values(), key=lambda item: item[0])[:limit]
+        return [
+            VectorHit(Document(self._meta(row), self._content[row.hash]), distance, pos)
+            for distance, pos, row in ranked
+        ]
+
+    # ------------------------------------------------------------------ llm cache
+
+    def get(self, key: str) -> str | None:
+        return self._cache.get(key)
+
+    def put(self, key: str, value: str) -> None:
+        self._cache[key] = value
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+
+class FakeContentSource:
+    """Collection files in memory: `files` maps absolute path → text (None = unreadable)."""
+
+    def __init__(
+        self,
+        files: Mapping[str, str | None] | None = None,
+        times: Mapping[str, tuple[str, str]] | None = None,
+        directories: Sequence[str] = (),
+    ) -> None:
+        self.files: dict[str, str | None] = dict(files or {})
+        self.times: dict[str, tuple[str, str]] = dict(times or {})
+        self.directories = {d.rstrip("/") for d in directories}
+
+    def scan(self, collection: Collection) -> list[SourceFile]:
+        from domain.globs import glob_match, split_glob_mask
+
+        root = collection.path.rstrip("/")
+        patterns = split_glob_mask(collection.pattern)
+        ignores = [
+            *(f"**/{d}/**" for d in ("node_modules", ".git", ".cache", "vendor", "dist", "build")),
+            *collection.ignore,
+        ]
+        out = []
+        for absolute, text in self.files.items():
+            if not absolute.startswith(root + "/"):
+                continue
+            relative = absolute[len(root) + 1 :]
+            if any(part.startswith(".") for part in relative.split("/")):
+                continue
+            if not any(glob_match(p, relative) for p in patterns):
+                continue
+            if any(glob_match(g, relative) for g in ignores):
+                continue
+            created, modified = self.times.get(
+                absolute, ("2025-01-01T00:00:00.000Z", "2025-01-01T00:00:00.000Z")
+            )
+            size = len((text or "").encode("utf-8"))
+            out.append(SourceFile(relative, absolute, created, modified, size))
+        return sorted(out, key=lambda f: f.relative_path)
+
+    def read_text(self, absolute_path: str) -> str | None:
+        return self.files.get(absolute_path)
+
+    def is_directory(self, path: str) -> bool:
+        target = path.rstrip("/")
+        return target in self.directories or any(p.startswith(target + "/") for p in self.files)
+
+
+class FixedClock:
+    def __init__(self, now: str = "2025-01-01T00:00:00.000Z") -> None:
+        self.now = now
+
+    def now_iso(self) -> str:
+        return self.now
+
+
+class InMemoryConfigRepository:
+    """ConfigRepository over plain dicts."""
+
+    def __init__(self, collections: Sequence[Collection] = (), global_context: str | None = None):
+        self.collections: dict[str, Collection] = {c.name: c for c in collections}
+        self.global_context = global_context
+
+    def load_collections(self) -> list[Collection]:
+        return list(self.collections.values())
+
+    def save_collection(self, collection: Collection) -> None:
+        self.collections[collection.name] = collection
+
+    def delete_collection(self, name: str) -> None:
+        self.collections.pop(name, None)
+
+    def rename_collection(self, old: str, new: str) -> None:
+        if old not in self.collections:
+            raise QmdError(NOT_FOUND, f"Collection not found: {old}")
+        if new != old and new in self.collections:
+            raise QmdError(CONFLICT, f"Collection '{new}' already exists")
+        self.collections = {
+            (new if k == old else k): (replace(v, name=new) if k == old else v)
+            for k, v in self.collections.items()
+        }
+
+    def load_global_context(self) -> str | None:
+        return self.global_context
+
+    def save_global_context(self, text: str | None) -> None:
+        self.global_context = text
+
+
+if TYPE_CHECKING:  # structural conformance, checked by mypy
+    from domain.ports import (
+        Clock,
+        ConfigRepository,
+        ContentSource,
+        DocumentStore,
+        LexicalIndex,
+        LlmCache,
+        VectorIndex,
+    )
+
+    def _conforms(
+        store: InMemoryStore,
+        source: FakeContentSource,
+        clock: FixedClock,
+        config: InMemoryConfigRepository,
+    ) -> None:
+        _store: DocumentStore = store
+        _lex: LexicalIndex = store
+        _vec: VectorIndex = store
+        _cache: LlmCache = store
+        _source: ContentSource = source
+        _clock: Clock = clock
+        _config: ConfigRepository = config
