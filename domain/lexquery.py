@@ -33,6 +33,9 @@ class LexClause:
 @dataclass(frozen=True)
 class LexQuery:
     clauses: tuple[LexClause, ...]
+    # True: a document matching ANY positive clause qualifies (the spec surface's recall
+    # fallback); the original's rule, and the default, is that all of them must match.
+    match_any: bool = False
 
     @property
     def positives(self) -> tuple[LexClause, ...]:

@@ -4,7 +4,8 @@
 * a clause with several terms (a dotted token) → its terms joined with ` AND `; when positive
   they are flattened into the outer AND list, when negated the group is wrapped in parentheses;
 * positives joined with ` AND `, then ` NOT {negative}` appended for each negative clause;
-* no positive clause → `None` (nothing to search).
+* no positive clause → `None` (nothing to search);
+* `match_any` queries join the positive clauses with ` OR ` instead (recall fallback).
 
 Quotes inside a word are escaped by doubling, so the output is always a valid FTS5 string.
 """
@@ -40,11 +41,18 @@ def render_fts_query(query: LexQuery) -> str | None:
             continue
         if clause.negated:
             negatives.append(parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")")
+        elif query.match_any:
+            positives.append(parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")")
         else:
             positives.extend(parts)
     if not positives:
         return None
-    result = " AND ".join(positives)
+    if query.match_any:
+        result = " OR ".join(positives)
+        if negatives and len(positives) > 1:
+            result = f"({result})"
+    else:
+        result = " AND ".join(positives)
     for negative in negatives:
         result = f"{result} NOT {negative}"
     return result
