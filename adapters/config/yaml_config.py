@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
@@ -353,3 +353,10 @@ class YamlConfigRepository:
 
     def save_global_context(self, text: str | None) -> None:
         self.save(self.load().with_global_context(text))
+
+
+if TYPE_CHECKING:  # structural conformance, checked by mypy
+    from domain.ports import ConfigRepository
+
+    def _conforms(repository: YamlConfigRepository) -> None:
+        _config: ConfigRepository = repository

@@ -20,9 +20,13 @@ and returns None when the file can't be read. Whitespace-only files are returned
 
 from __future__ import annotations
 
+import ctypes
 import os
 import stat as stat_module
+import struct
+import sys
 from datetime import UTC, datetime
+from typing import Any
 
 from domain.globs import glob_match, split_glob_mask
 from domain.model import Collection, SourceFile
@@ -38,7 +42,46 @@ def iso_from_ns(ns: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
-def _birth_ns(st: os.stat_result) -> int:
+_STATX_BTIME = 0x800
+_AT_FDCWD = -100
+_AT_SYMLINK_NOFOLLOW = 0x100
+_statx: Any = None
+
+
+def _statx_birth_ns(path: str) -> int | None:
+    """File birth time through Linux statx(2) (Python 3.11's os.stat has no birth time there)."""
+    global _statx
+    if _statx is None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            _statx = libc.statx
+            _statx.argtypes = [
+                ctypes.c_int,
+                ctypes.c_char_p,
+                ctypes.c_int,
+                ctypes.c_uint,
+                ctypes.c_void_p,
+            ]
+            _statx.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            _statx = False
+    if _statx is False:
+        return None
+    buffer = ctypes.create_string_buffer(256)
+    flags = _AT_SYMLINK_NOFOLLOW
+    if _statx(_AT_FDCWD, os.fsencode(path), flags, _STATX_BTIME, buffer) != 0:
+        return None
+    mask = struct.unpack_from("<I", buffer, 0)[0]
+    if not mask & _STATX_BTIME:
+        return None
+    seconds, nanos = struct.unpack_from("<qI", buffer, 80)
+    return int(seconds) * 1_000_000_000 + int(nanos)
+
+
+def _birth_ns(st: os.stat_result, path: str) -> int:
+    statx_birth = _statx_birth_ns(path) if sys.platform.startswith("linux") else None
+    if statx_birth:
+        return statx_birth
     birth = getattr(st, "st_birthtime_ns", None)
     if isinstance(birth, int) and birth > 0:
         return birth
@@ -75,7 +118,7 @@ class FileSystemSource:
                 SourceFile(
                     relative_path=relative,
                     absolute_path=absolute,
-                    created_at=iso_from_ns(_birth_ns(st)),
+                    created_at=iso_from_ns(_birth_ns(st, absolute)),
                     modified_at=iso_from_ns(st.st_mtime_ns),
                     size=st.st_size,
                 )

@@ -1,0 +1,133 @@
+"""ContentSource contract: FakeContentSource and FileSystemSource list and read files alike."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from adapters.fs.clock import SystemClock
+from adapters.fs.content_source import FileSystemSource
+from domain.model import Collection
+from tests.fakes import FakeContentSource, FixedClock
+
+FILES = {
+    "a.md": "# A\n",
+    "sub/b.md": "# B\n",
+    "sub/deep/c.md": "# C\n",
+    "notes/n.txt": "text\n",
+    "top.txt": "top\n",
+    "UPPER.MD": "# upper\n",
+    ".hidden.md": "# hidden\n",
+    ".dir/x.md": "# x\n",
+    "sub/.private/y.md": "# y\n",
+    "node_modules/pkg/readme.md": "# pkg\n",
+    "sub/build/out.md": "# out\n",
+    "dist/d.md": "# d\n",
+    "vendor/v.md": "# v\n",
+    "drafts/wip.md": "# wip\n",
+    "blank.md": "   \n\n",
+    "日本/ノート.md": "# 日本\n",
+    "with space.md": "# space\n",
+}
+
+Source = FakeContentSource | FileSystemSource
+
+
+@pytest.fixture(params=["fake", "fs"])
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Source, str]:
+    root = str(tmp_path / "corpus")
+    if request.param == "fake":
+        return FakeContentSource({f"{root}/{rel}": text for rel, text in FILES.items()}), root
+    for rel, text in FILES.items():
+        target = Path(root) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return FileSystemSource(), root
+
+
+def listed(source: tuple[Source, str], pattern: str, ignore: tuple[str, ...] = ()) -> list[str]:
+    impl, root = source
+    return [
+        f.relative_path
+        for f in impl.scan(Collection(name="c", path=root, pattern=pattern, ignore=ignore))
+    ]
+
+
+def test_default_pattern_skips_dot_and_excluded_dirs(source: tuple[Source, str]) -> None:
+    assert listed(source, "**/*.md") == [
+        "a.md",
+        "blank.md",
+        "drafts/wip.md",
+        "sub/b.md",
+        "sub/deep/c.md",
+        "with space.md",
+        "日本/ノート.md",
+    ]
+
+
+def test_masks_commas_braces_and_ignores(source: tuple[Source, str]) -> None:
+    assert listed(source, "*.md,notes/*.txt") == [
+        "a.md",
+        "blank.md",
+        "notes/n.txt",
+        "with space.md",
+    ]
+    assert listed(source, "**/*.{md,txt}", ignore=("drafts/**", "**/deep/**")) == [
+        "a.md",
+        "blank.md",
+        "notes/n.txt",
+        "sub/b.md",
+        "top.txt",
+        "with space.md",
+        "日本/ノート.md",
+    ]
+    assert listed(source, "sub/*.md") == ["sub/b.md"]
+    assert listed(source, "*.MD") == ["UPPER.MD"]
+
+
+def test_source_file_fields(source: tuple[Source, str]) -> None:
+    impl, root = source
+    files = impl.scan(Collection(name="c", path=root, pattern="sub/*.md"))
+    assert len(files) == 1
+    found = files[0]
+    assert found.absolute_path == os.path.join(root, "sub", "b.md")
+    assert found.size == len(b"# B\n")
+    for stamp in (found.created_at, found.modified_at):
+        assert len(stamp) == 24 and stamp.endswith("Z") and stamp[19] == "."
+
+
+def test_read_text_and_is_directory(source: tuple[Source, str]) -> None:
+    impl, root = source
+    assert impl.read_text(os.path.join(root, "日本", "ノート.md")) == "# 日本\n"
+    assert impl.read_text(os.path.join(root, "blank.md")) == "   \n\n"
+    assert impl.read_text(os.path.join(root, "missing.md")) is None
+    assert impl.is_directory(root)
+    assert impl.is_directory(os.path.join(root, "sub"))
+    assert not impl.is_directory(os.path.join(root, "a.md"))
+    assert not impl.is_directory(os.path.join(root, "nope"))
+
+
+def test_fs_skips_symlinks_and_replaces_bad_utf8(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.md").write_text("# secret\n")
+    (root / "real.md").write_text("# real\n")
+    (root / "link.md").symlink_to(outside / "secret.md")
+    (root / "inner-link.md").symlink_to(root / "real.md")
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)
+    (root / "bad.md").write_bytes(b"\xff\xfe bad \xc3\n")
+    source = FileSystemSource()
+    found = [f.relative_path for f in source.scan(Collection(name="c", path=str(root)))]
+    assert found == ["bad.md", "real.md"]
+    assert source.read_text(str(root / "bad.md")) == "\ufffd\ufffd bad \ufffd\n"
+    assert source.scan(Collection(name="c", path=str(tmp_path / "missing"))) == []
+
+
+@pytest.mark.parametrize("clock", [FixedClock("2025-05-05T05:05:05.005Z"), SystemClock()])
+def test_clock_format(clock: FixedClock | SystemClock) -> None:
+    stamp = clock.now_iso()
+    assert len(stamp) == 24 and stamp[10] == "T" and stamp.endswith("Z") and stamp[19] == "."
