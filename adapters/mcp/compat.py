@@ -9,6 +9,7 @@ Deliberate divergences are listed in docs/spec/compat-divergences.md.
 from __future__ import annotations
 
 import json
+import logging
 from importlib import resources
 from typing import Any
 
@@ -30,6 +31,7 @@ from domain.paths import decode_uri_component, encode_qmd_path
 from domain.text import add_line_numbers, slice_lines
 from domain.usecases.retrieval import merge_get_arguments
 
+log = logging.getLogger("qmd.mcp")
 COMPAT_VERSION = "2.8.3"
 DEFAULT_MAX_BYTES = 65536
 # The adapter slices with JavaScript semantics itself, so the use case returns everything.
@@ -135,6 +137,9 @@ class CompatSurface:
             return text_result(not_found_text(error), is_error=True)
         except QmdError as error:
             return text_result(error.message, is_error=True)
+        except Exception as error:  # the original answers a failing call with its message
+            log.exception("tool %s failed", name)
+            return text_result(str(error) or type(error).__name__, is_error=True)
 
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         plain = args.get("query")

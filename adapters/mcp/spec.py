@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+import logging
 from importlib import resources
 from typing import Any
 
@@ -25,6 +26,7 @@ from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.services import Services
 from adapters.mcp.validation import validate_arguments, with_defaults
 from domain.errors import (
+    INTERNAL_ERROR,
     INVALID_ARGUMENT,
     NOT_FOUND,
     DocumentNotFound,
@@ -37,6 +39,7 @@ from domain.scoring import js_round
 from domain.text import add_line_numbers, slice_lines
 from domain.usecases.retrieval import merge_get_arguments
 
+log = logging.getLogger("qmd.mcp")
 SPEC_MAX_BYTES = 10240
 MAX_ITEMS = 200  # seed 001 NFR-4: list results are bounded
 HYBRID_CANDIDATES = 30
@@ -249,6 +252,11 @@ class SpecSurface:
             return error_result(error.code, not_found_message(error))
         except QmdError as error:
             return error_result(error.code, error.message)
+        except Exception as error:  # seed 001: one failing call must not end the server
+            log.exception("tool %s failed", name)
+            return error_result(
+                INTERNAL_ERROR, f"Internal error while running {name}: {type(error).__name__}"
+            )
 
     def _search_args(self, args: dict[str, Any]) -> tuple[str, int, float, list[str]]:
         query = args["query"].strip()

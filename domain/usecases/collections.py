@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -144,9 +145,9 @@ class CollectionManager:
         self._save(replace(collection, contexts=contexts))
         return f"qmd://{collection.name}/{prefix}"
 
-    def list_contexts(self) -> list[tuple[str, str]]:
+    def list_contexts(self) -> builtins.list[tuple[str, str]]:
         """(`qmd://c/prefix` or `/`, text) pairs, global first."""
-        rows: list[tuple[str, str]] = []
+        rows: builtins.list[tuple[str, str]] = []
         global_context = self._store.get_global_context()
         if global_context:
             rows.append(("/", global_context))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from domain.errors import EXCLUDED, INVALID_ARGUMENT, DocumentNotFound, QmdError
@@ -193,11 +193,12 @@ class Retrieval:
             if found is None:
                 raise QmdError("not-found", f"File not found: {name}")
             return found
-        tiers = (
+        lowered = "/" + name.lower()
+        tiers: tuple[Callable[[DocumentMeta], bool], ...] = (
             lambda m: m.virtual_path == name,
             lambda m: m.display_path == name,
             lambda m: m.path == name,
-            lambda m: m.virtual_path.lower().endswith("/" + name.lower()),
+            lambda m: m.virtual_path.lower().endswith(lowered),
         )
         for matches in tiers:
             hits = [m for m in all_docs if matches(m)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from domain.chunking import best_chunk_index, chunk_document
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
@@ -134,6 +134,28 @@ class Searcher:
             return self._lex_leg(text, limit, None)
         return _merge_best([self._lex_leg(text, limit, c) for c in collections], limit)
 
+    def _lex_relaxed(
+        self, text: str, limit: int, collections: Sequence[str] | None
+    ) -> list[Candidate]:
+        """All-term matches first, then any-term matches to fill the limit (spec surface).
+
+        The original ANDs every term, which leaves natural-language questions with no hits;
+        see docs/decisions/0007-multi-term-lexical-ranking.md for the measured choice.
+        """
+        strict = self._lex_merged(text, limit, collections)
+        query = parse_lex_query(text)
+        if len(strict) >= limit or len(query.positives) < 2:
+            return strict
+        loose_query = replace(query, match_any=True)
+        scopes: list[str | None] = list(collections) if collections is not None else [None]
+        legs = []
+        for scope in scopes:
+            hits = self._lexical.search_lex(loose_query, limit + len(strict), scope)
+            legs.append([Candidate(h.document, normalize_bm25(h.bm25)) for h in hits])
+        seen = {_key(c.document) for c in strict}
+        loose = [c for c in _merge_best(legs, limit + len(strict)) if _key(c.document) not in seen]
+        return (strict + loose)[:limit]
+
     def _vec_leg(
         self, vector: Sequence[float], limit: int, collection: str | None
     ) -> list[Candidate]:
@@ -195,6 +217,22 @@ class Searcher:
     ) -> list[SearchResult]:
         """BM25 search; scores are |bm25| / (1 + |bm25|)."""
         hits = self._lex_merged(query, limit, collections)
+        return [
+            self._result(hit, hit.score, query, snippet_chars=snippet_chars)
+            for hit in hits
+            if hit.score >= min_score
+        ][:limit]
+
+    def lex_search_relaxed(
+        self,
+        query: str,
+        limit: int = 10,
+        collections: Sequence[str] | None = None,
+        min_score: float = 0.0,
+        snippet_chars: int = SNIPPET_CHARS,
+    ) -> list[SearchResult]:
+        """BM25 search that falls back to any-term matches when all-term ones run out."""
+        hits = self._lex_relaxed(query, limit, collections)
         return [
             self._result(hit, hit.score, query, snippet_chars=snippet_chars)
             for hit in hits
@@ -269,13 +307,15 @@ class Searcher:
         candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
         intent: str | None = None,
         rerank: bool = True,
+        relaxed_lex: bool = False,
     ) -> list[SearchResult]:
         """Probe BM25, expand unless the signal is strong, fuse BM25 + vectors, rerank, blend.
 
         Without an expander, vectors or a reranker, each missing stage is skipped, so the
         query degrades to BM25 with RRF positions (the spec's FTS-only fallback).
         """
-        probe = self._lex_merged(query, LEG_LIMIT, collections)
+        lex = self._lex_relaxed if relaxed_lex else self._lex_merged
+        probe = lex(query, LEG_LIMIT, collections)
         expansions: list[SubQuery] = []
         if self._expander is not None and not _strong_signal(probe, intent):
             expansions = [s for s in self._expander.expand(query) if s.query != query]
@@ -283,7 +323,7 @@ class Searcher:
         ranked.add(probe, 2.0)
         for sub in expansions:
             if sub.type == "lex":
-                ranked.add(self._lex_merged(sub.query, LEG_LIMIT, collections), 1.0)
+                ranked.add(lex(sub.query, LEG_LIMIT, collections), 1.0)
         if self._embedder is not None and self._vectors.has_vector_index():
             semantic = [query] + [s.query for s in expansions if s.type in ("vec", "hyde")]
             vectors = self._embedder.embed_queries(semantic)
