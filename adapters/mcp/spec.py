@@ -7,8 +7,8 @@ Requirement IDs are in docs/spec/; the ones this module implements are cited inl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 import logging
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
