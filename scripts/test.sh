@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The project's test command: static gates, then every test (unit, contract, integration,
+# end-to-end, conformance against the original QMD and against ours). Run scripts/setup.sh first.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+BIN=.venv/bin
+
+echo "==> ruff"; "$BIN/ruff" check . && "$BIN/ruff" format --check .
+echo "==> mypy --strict"; "$BIN/mypy" --strict
+echo "==> import-linter"; "$BIN/lint-imports"
+echo "==> pytest"; "$BIN/python" -m pytest "$@"
