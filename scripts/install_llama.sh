@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds llama-cpp-python from source (PyPI ships only the sdist) as a portable wheel and installs
+# it into the project venv. Idempotent: a wheel already in .cache/wheels is reused, and nothing
+# is done when the right version is already importable.
+#
+#   scripts/install_llama.sh            # CPU build (AVX2/FMA/F16C, no -march=native)
+#   QMD_LLAMA_CUDA=1 scripts/install_llama.sh   # CUDA build (needs nvcc; see docs/decisions/0005)
+#
+# Env: PYTHON (default .venv/bin/python), LLAMA_CPP_VERSION (default 0.3.36),
+#      QMD_WHEEL_DIR (default .cache/wheels), CMAKE_BUILD_PARALLEL_LEVEL (default: nproc).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-.venv/bin/python}"
+VERSION="${LLAMA_CPP_VERSION:-0.3.36}"
+WHEEL_DIR="${QMD_WHEEL_DIR:-.cache/wheels}"
+
+installed="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))' 2>/dev/null || true)"
+if [[ "$installed" == "$VERSION" && -z "${QMD_LLAMA_REINSTALL:-}" ]]; then
+    echo "llama-cpp-python $VERSION already installed in $PYTHON"
+    exit 0
+fi
+
+if [[ -n "${QMD_LLAMA_CUDA:-}" ]]; then
+    # A CUDA wheel is a different artefact: keep it apart so a CPU wheel is never mistaken for it.
+    WHEEL_DIR="$WHEEL_DIR/cuda"
+    FLAGS="-DGGML_CUDA=on -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF"
+else
+    # No -march=native: the wheel must run on any x86-64 CI runner with AVX2, not only this CPU.
+    FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF"
+fi
+mkdir -p "$WHEEL_DIR"
+
+shopt -s nullglob
+wheels=("$WHEEL_DIR"/llama_cpp_python-"$VERSION"-*.whl)
+if (( ${#wheels[@]} == 0 )); then
+    echo "building llama-cpp-python $VERSION wheel (takes ~5 min on 2 cores) with: $FLAGS"
+    start=$SECONDS
+    CMAKE_ARGS="${CMAKE_ARGS:-$FLAGS}" \
+    CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+        "$PYTHON" -m pip wheel --no-deps -w "$WHEEL_DIR" "llama-cpp-python==$VERSION"
+    echo "built in $((SECONDS - start)) s"
+    wheels=("$WHEEL_DIR"/llama_cpp_python-"$VERSION"-*.whl)
+else
+    echo "reusing ${wheels[0]}"
+fi
+
+"$PYTHON" -m pip install --force-reinstall --no-deps "${wheels[0]}"
+# The wheel's own runtime deps (numpy, typing-extensions, diskcache, jinja2) come from PyPI.
+"$PYTHON" -m pip install "numpy>=1.20" "typing-extensions>=4.5" "diskcache>=5.6.1" "jinja2>=2.11.3"
+"$PYTHON" -c 'import llama_cpp; print("llama-cpp-python", llama_cpp.__version__, "ok")'
