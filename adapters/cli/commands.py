@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import posixpath
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -15,7 +14,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from adapters.cli import formats as fmt
-from adapters.cli.main import PROG, CommandError, UsageError, package_version
+from adapters.cli.errors import CommandError, UsageError
+from adapters.cli.main import PROG, package_version
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
@@ -375,6 +375,8 @@ def update(args: argparse.Namespace) -> int:
 
 
 def _run_update_command(collection: Collection) -> None:
+    import subprocess
+
     command = collection.update_command or ""
     out(f"    Running update command: {command}\n")
     sys.stdout.flush()
@@ -743,9 +745,16 @@ def query(args: argparse.Namespace) -> int:
     candidates = args.candidate_limit or DEFAULT_CANDIDATE_LIMIT
     with open_app(args, with_models=True) as app:
         names = _collections_for(app, args.collection)
+        _warn_pending(app)
         if document is not None and document.searches:
             labels = "+".join(s.type for s in document.searches)
             err(f"Structured search: {len(document.searches)} queries ({labels})")
+            if intent:
+                err(f"├─ intent: {intent}")
+            for sub in document.searches:
+                preview = sub.query if len(sub.query) <= 72 else sub.query[:69] + "..."
+                err(f"├─ {sub.type}: {preview}")
+            err("└─ Searching...")
             results = app.searcher.structured_query(
                 document.searches,
                 limit,

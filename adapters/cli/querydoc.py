@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import cast
 
-from adapters.cli.main import CommandError
+from adapters.cli.errors import CommandError
 from domain.model import SubQuery, SubQueryType
 
 _TYPED = re.compile(r"^(lex|vec|hyde):\s*", re.IGNORECASE)
