@@ -1,0 +1,616 @@
+"""Embedder, Reranker and QueryExpander over llama.cpp (llama-cpp-python).
+
+* Nothing is imported or loaded until a model is first needed, so a CLI run that never touches
+  vectors never pays for llama.cpp (or fails on its absence).
+* `verbose=False` keeps llama.cpp quiet: only errors reach stderr, nothing reaches stdout (the
+  MCP stdio channel). Note llama-cpp-python silences fd 1/2 while a model loads (~0.1–1 s);
+  servers should call `warm_up()` before they start answering on stdout.
+* GPU: all layers are offloaded when the build supports it, unless `force_cpu` (`--no-gpu`),
+  `QMD_FORCE_CPU` or `QMD_LLAMA_GPU=false` says otherwise.
+* One llama.cpp context is not thread-safe, so every call on a model holds that model's lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from adapters.models.references import (
+    ENV_VARS,
+    ROLES,
+    ModelResolver,
+    select_model_refs,
+)
+from domain.errors import MODEL_UNAVAILABLE, QmdError
+from domain.model import SubQuery, SubQueryType
+from domain.ports import LlmCache
+
+EmbedFamily = Literal["embeddinggemma", "qwen3", "plain"]
+
+DEFAULT_EMBED_CONTEXT = 2048
+DEFAULT_RERANK_CONTEXT = 4096
+DEFAULT_EXPAND_CONTEXT = 2048
+RERANK_QUERY_RESERVE = 512  # tokens kept for the chat template around query and document
+TRUNCATION_MARGIN = 4  # the original truncates to limit - 4 tokens
+
+RERANK_SYSTEM = (
+    "Judge whether the Document meets the requirements based on the Query and the Instruct "
+    'provided. Note that the answer can only be "yes" or "no".'
+)
+RERANK_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+QWEN_EMBED_INSTRUCTION = "Retrieve relevant documents for the given query"
+
+EXPAND_PROMPT = "/no_think Expand this search query: {query}"
+# One or more `type: text` lines; what the original constrains its expansion model with.
+EXPAND_GRAMMAR = r"""
+root    ::= line+
+line    ::= type ": " content "\n"
+type    ::= "lex" | "vec" | "hyde"
+content ::= [^\n]+
+"""
+_EXPAND_TYPES: dict[str, SubQueryType] = {"lex": "lex", "vec": "vec", "hyde": "hyde"}
+_QWEN_EMBED = re.compile(r"qwen.*embed|embed.*qwen", re.IGNORECASE)
+_PLAIN_EMBED = re.compile(r"minilm|mpnet|bge-|/bge|e5-|gte-|nomic|bert", re.IGNORECASE)
+
+_LOAD_LOCK = threading.Lock()
+
+
+# ---------------------------------------------------------------------------- runtime helpers
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def import_llama_cpp() -> Any:
+    """The `llama_cpp` module, or MODEL_UNAVAILABLE saying how to install it."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise QmdError(
+            MODEL_UNAVAILABLE,
+            "llama-cpp-python is not installed, so local models cannot run. Install it with "
+            "`scripts/install_llama.sh` (CPU) or `QMD_LLAMA_CUDA=1 scripts/install_llama.sh`.",
+        ) from exc
+    return llama_cpp
+
+
+def use_gpu(force_cpu: bool = False, env: Mapping[str, str] | None = None) -> bool:
+    env = os.environ if env is None else env
+    if force_cpu or _truthy(env.get("QMD_FORCE_CPU")):
+        return False
+    if (env.get("QMD_LLAMA_GPU") or "").strip().lower() in ("false", "0", "off", "no", "cpu"):
+        return False
+    return bool(import_llama_cpp().llama_supports_gpu_offload())
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def llm_cache_key(tag: str, body: Mapping[str, Any]) -> str:
+    """The original's cache key: sha256(tag + JSON.stringify(body)), keys in insertion order."""
+    payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256((tag + payload).encode("utf-8")).hexdigest()
+
+
+class _LazyModel:
+    """A `llama_cpp.Llama`, resolved and loaded on first use, shared under one lock."""
+
+    def __init__(
+        self,
+        reference: str,
+        role: str,
+        resolver: ModelResolver | None,
+        force_cpu: bool,
+        n_threads: int | None,
+        options: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.reference = reference
+        self.role = role
+        self._resolver = resolver
+        self._force_cpu = force_cpu
+        self._n_threads = n_threads
+        self._options = options
+        self._llm: Any = None
+        self.path: Path | None = None
+        self.lock = threading.RLock()
+
+    def get(self) -> Any:
+        with self.lock:
+            if self._llm is None:
+                self._llm = self.load(**self._options())
+            return self._llm
+
+    def load(self, **options: Any) -> Any:
+        llama_cpp = import_llama_cpp()
+        if self.path is None:
+            resolver = self._resolver or ModelResolver()
+            self.path = resolver.resolve(self.reference, self.role)
+        kwargs: dict[str, Any] = {
+            "model_path": str(self.path),
+            "n_gpu_layers": -1 if use_gpu(self._force_cpu) else 0,
+            "verbose": False,
+        }
+        if self._n_threads:
+            kwargs["n_threads"] = self._n_threads
+        kwargs.update(options)
+        with _LOAD_LOCK:
+            try:
+                return llama_cpp.Llama(**kwargs)
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise QmdError(
+                    MODEL_UNAVAILABLE,
+                    f"The {self.role} model {self.reference!r} ({self.path}) could not be "
+                    f"loaded by llama.cpp: {exc}",
+                ) from exc
+
+    def replace(self, llm: Any) -> None:
+        with self.lock:
+            self.close()
+            self._llm = llm
+
+    def close(self) -> None:
+        with self.lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+
+def _tokenize(llm: Any, text: str, add_bos: bool = False) -> list[int]:
+    return list(llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=False))
+
+
+def _detokenize(llm: Any, tokens: Sequence[int]) -> str:
+    return bytes(llm.detokenize(list(tokens))).decode("utf-8", errors="ignore")
+
+
+# ---------------------------------------------------------------------------- embeddings
+
+
+def detect_family(reference: str) -> EmbedFamily:
+    """Prompt format by model name: Qwen3-Embedding, classic sentence encoders, else gemma."""
+    if _QWEN_EMBED.search(reference):
+        return "qwen3"
+    if _PLAIN_EMBED.search(reference):
+        return "plain"
+    # The original formats every other model the embeddinggemma way.
+    return "embeddinggemma"
+
+
+class LlamaEmbedder:
+    """`Embedder` over a GGUF embedding model (embeddinggemma, Qwen3-Embedding, BERT family).
+
+    `model` is the reference as configured (`hf:…` or a path); it is also the model name
+    stored with every vector.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        resolver: ModelResolver | None = None,
+        family: EmbedFamily | None = None,
+        context_size: int | None = None,
+        batch_size: int = 32,
+        force_cpu: bool = False,
+        n_threads: int | None = None,
+    ) -> None:
+        self._name = model
+        self.family: EmbedFamily = family or detect_family(model)
+        self.context_size = context_size or _env_int(
+            "QMD_EMBED_CONTEXT_SIZE", DEFAULT_EMBED_CONTEXT
+        )
+        self.batch_size = max(1, batch_size)
+        self._model = _LazyModel(model, "embed", resolver, force_cpu, n_threads, self._load_options)
+        self._limit: int | None = None
+
+    def _load_options(self) -> dict[str, Any]:
+        # Encoders see a whole sequence in one micro-batch, so batch = ubatch = context.
+        n = self.context_size
+        return {"embedding": True, "n_ctx": n, "n_batch": n, "n_ubatch": n}
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    def _llm(self) -> Any:
+        llm = self._model.get()
+        if self._limit is None:
+            trained = int(llm._model.n_ctx_train())
+            if 0 < trained < self.context_size:
+                # A BERT with 512 positions cannot see more; reload with the smaller context
+                # instead of keeping a cache it can never fill.
+                self.context_size = trained
+                llm = self._model.load(**self._load_options())
+                self._model.replace(llm)
+            self._limit = min(self.context_size, int(llm.n_ctx())) - TRUNCATION_MARGIN
+        return llm
+
+    @property
+    def dimensions(self) -> int:
+        with self._model.lock:
+            return int(self._llm().n_embd())
+
+    def warm_up(self) -> None:
+        with self._model.lock:
+            self._llm()
+
+    def close(self) -> None:
+        self._model.close()
+        self._limit = None
+
+    def format_query(self, text: str) -> str:
+        if self.family == "embeddinggemma":
+            return f"task: search result | query: {text}"
+        if self.family == "qwen3":
+            return f"Instruct: {QWEN_EMBED_INSTRUCTION}\nQuery: {text}"
+        return text
+
+    def format_document(self, title: str, text: str) -> str:
+        if self.family == "embeddinggemma":
+            return f"title: {title or 'none'} | text: {text}"
+        return f"{title}\n{text}" if title else text
+
+    def count_tokens(self, text: str) -> int:
+        with self._model.lock:
+            return len(_tokenize(self._llm(), text))
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed([self.format_query(t) for t in texts])
+
+    def embed_documents(self, items: Sequence[tuple[str, str]]) -> list[list[float]]:
+        return self._embed([self.format_document(title, text) for title, text in items])
+
+    def _truncate(self, llm: Any, text: str) -> str:
+        assert self._limit is not None
+        tokens = _tokenize(llm, text)
+        if len(tokens) <= self._limit:
+            return text
+        return _detokenize(llm, tokens[: self._limit])
+
+    def _embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._model.lock:
+            llm = self._llm()
+            out: list[list[float]] = []
+            for start in range(0, len(texts), self.batch_size):
+                batch = [self._truncate(llm, t) for t in texts[start : start + self.batch_size]]
+                vectors = llm.embed(batch, normalize=True, truncate=True)
+                out.extend([float(x) for x in v] for v in vectors)
+            return out
+
+
+# ---------------------------------------------------------------------------- reranking
+
+
+def rerank_prompt_parts(query: str, instruction: str = RERANK_INSTRUCTION) -> tuple[str, str]:
+    """Qwen3-Reranker's chat layout around the document: (before, after)."""
+    before = (
+        f"<|im_start|>system\n{RERANK_SYSTEM}<|im_end|>\n"
+        f"<|im_start|>user\n<Instruct>: {instruction}\n<Query>: {query}\n<Document>: "
+    )
+    after = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    return before, after
+
+
+class LlamaReranker:
+    """`Reranker`: P(yes) from the {yes, no} logits at the last prompt position.
+
+    Built for Qwen3-Reranker; any causal GGUF runs the same code path (used in tests with
+    gemma-3-270m, whose scores are not meaningful).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        resolver: ModelResolver | None = None,
+        context_size: int | None = None,
+        instruction: str = RERANK_INSTRUCTION,
+        cache: LlmCache | None = None,
+        force_cpu: bool = False,
+        n_threads: int | None = None,
+    ) -> None:
+        self._name = model
+        self.context_size = context_size or _env_int(
+            "QMD_RERANK_CONTEXT_SIZE", DEFAULT_RERANK_CONTEXT
+        )
+        self.instruction = instruction
+        self._cache = cache
+        self._model = _LazyModel(
+            model,
+            "rerank",
+            resolver,
+            force_cpu,
+            n_threads,
+            lambda: {"n_ctx": self.context_size, "n_batch": 512, "logits_all": False},
+        )
+        self._answer_ids: tuple[int, int] | None = None
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    def warm_up(self) -> None:
+        self._model.get()
+
+    def close(self) -> None:
+        self._model.close()
+
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        scores: dict[str, float] = {}
+        missing: list[str] = []
+        for doc in dict.fromkeys(documents):  # identical texts are scored once
+            cached = self._cached(query, doc)
+            if cached is None:
+                missing.append(doc)
+            else:
+                scores[doc] = cached
+        if missing:
+            with self._model.lock:
+                llm = self._model.get()
+                for doc in missing:
+                    scores[doc] = self._score(llm, query, doc)
+                    self._store(query, doc, scores[doc])
+        return [scores[d] for d in documents]
+
+    def _key(self, query: str, doc: str) -> str:
+        return llm_cache_key("rerank", {"query": query, "model": self._name, "chunk": doc})
+
+    def _cached(self, query: str, doc: str) -> float | None:
+        if self._cache is None:
+            return None
+        raw = self._cache.get(self._key(query, doc))
+        try:
+            return float(raw) if raw is not None else None
+        except ValueError:
+            return None
+
+    def _store(self, query: str, doc: str, score: float) -> None:
+        if self._cache is not None:
+            self._cache.put(self._key(query, doc), json.dumps(score))
+
+    def _answers(self, llm: Any) -> tuple[int, int]:
+        if self._answer_ids is None:
+            yes, no = _tokenize(llm, "yes"), _tokenize(llm, "no")
+            if not yes or not no:
+                raise QmdError(
+                    MODEL_UNAVAILABLE, f"{self._name}: cannot tokenize the yes/no answers"
+                )
+            self._answer_ids = (yes[0], no[0])
+        return self._answer_ids
+
+    def _score(self, llm: Any, query: str, doc: str) -> float:
+        llama_cpp = import_llama_cpp()
+        yes_id, no_id = self._answers(llm)
+        before, after = rerank_prompt_parts(query, self.instruction)
+        # `special=True` so the chat markers become control tokens where the vocabulary has them.
+        head = list(llm.tokenize(before.encode("utf-8"), add_bos=True, special=True))
+        tail = list(llm.tokenize(after.encode("utf-8"), add_bos=False, special=True))
+        # The original's budget: context - 512 (template allowance) - query tokens.
+        budget = self.context_size - RERANK_QUERY_RESERVE - len(_tokenize(llm, query))
+        doc_tokens = _tokenize(llm, doc)[: max(1, budget)]
+        llm.reset()
+        llm.eval(head + doc_tokens + tail)
+        logits = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+        yes, no = float(logits[yes_id]), float(logits[no_id])
+        # softmax over the two answers == sigmoid of their difference
+        return 1.0 / (1.0 + math.exp(no - yes))
+
+
+# ---------------------------------------------------------------------------- query expansion
+
+
+def query_terms(query: str) -> list[str]:
+    """The original's filter terms: lower-case, non [a-z0-9 whitespace] -> space, split."""
+    return re.sub(r"[^a-z0-9\s]", " ", query.lower()).split()
+
+
+def filter_expansions(query: str, items: Sequence[SubQuery]) -> list[SubQuery]:
+    """Keep lines that mention a query term; keep all when the query has no ASCII terms."""
+    terms = query_terms(query)
+    if not terms:
+        return list(items)
+    return [s for s in items if any(t in s.query.lower() for t in terms)]
+
+
+def parse_expansion(text: str) -> list[SubQuery]:
+    """`type: text` lines; anything else (other types, no colon, empty text) is dropped."""
+    items: list[SubQuery] = []
+    for line in text.strip().split("\n"):
+        kind, colon, rest = line.partition(":")
+        kind, rest = kind.strip(), rest.strip()
+        if colon and rest and kind in _EXPAND_TYPES:
+            items.append(SubQuery(_EXPAND_TYPES[kind], rest))
+    return items
+
+
+def fallback_expansion(query: str) -> list[SubQuery]:
+    """When generation yields nothing usable."""
+    return [
+        SubQuery("hyde", f"Information about {query}"),
+        SubQuery("lex", query),
+        SubQuery("vec", query),
+    ]
+
+
+def error_expansion(query: str) -> list[SubQuery]:
+    """When generation fails outright."""
+    return [SubQuery("lex", query), SubQuery("vec", query)]
+
+
+def chat_prompt(template: str, user: str) -> str:
+    """Wrap `user` in the model's chat turn markers (ChatML or Gemma), or leave it raw."""
+    if "<|im_start|>" in template:
+        return f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    if "<start_of_turn>" in template:
+        return f"<start_of_turn>user\n{user}<end_of_turn>\n<start_of_turn>model\n"
+    return f"{user}\n"
+
+
+class LlamaQueryExpander:
+    """`QueryExpander`: grammar-constrained `lex|vec|hyde: text` lines from a small LLM."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        resolver: ModelResolver | None = None,
+        context_size: int | None = None,
+        cache: LlmCache | None = None,
+        max_tokens: int = 600,
+        temperature: float = 0.7,
+        top_k: int = 20,
+        top_p: float = 0.8,
+        presence_penalty: float = 0.5,
+        seed: int = 42,
+        force_cpu: bool = False,
+        n_threads: int | None = None,
+    ) -> None:
+        self._name = model
+        self.context_size = context_size or _env_int(
+            "QMD_EXPAND_CONTEXT_SIZE", DEFAULT_EXPAND_CONTEXT
+        )
+        self._cache = cache
+        self.max_tokens = max_tokens
+        self.sampling = {
+            "temperature": temperature,
+            "top_k": top_k,
+            "top_p": top_p,
+            "presence_penalty": presence_penalty,
+            # a fixed seed makes the same query expand the same way on every run
+            "seed": seed,
+        }
+        self._model = _LazyModel(
+            model,
+            "generate",
+            resolver,
+            force_cpu,
+            n_threads,
+            lambda: {"n_ctx": self.context_size, "seed": seed},
+        )
+        self._grammar: Any = None
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    def warm_up(self) -> None:
+        self._model.get()
+
+    def close(self) -> None:
+        self._model.close()
+
+    def cache_key(self, query: str) -> str:
+        return llm_cache_key("expandQuery", {"query": query, "model": self._name})
+
+    def expand(self, query: str) -> list[SubQuery]:
+        key = self.cache_key(query)
+        if self._cache is not None and (raw := self._cache.get(key)) is not None:
+            cached = _decode_expansion(raw)
+            if cached is not None:
+                return cached
+        try:
+            text = self.generate(query)
+        except QmdError:
+            raise  # the model is missing: callers decide whether search goes on without it
+        except Exception:  # llama.cpp failures surface as assorted exception types
+            return error_expansion(query)
+        items = filter_expansions(query, parse_expansion(text)) or fallback_expansion(query)
+        if self._cache is not None:
+            self._cache.put(key, _encode_expansion(items))
+        return items
+
+    def generate(self, query: str) -> str:
+        """Raw grammar-constrained model output for `query`."""
+        llama_cpp = import_llama_cpp()
+        with self._model.lock:
+            llm = self._model.get()
+            if self._grammar is None:
+                self._grammar = llama_cpp.LlamaGrammar.from_string(EXPAND_GRAMMAR, verbose=False)
+            template = str(llm.metadata.get("tokenizer.chat_template", ""))
+            prompt = chat_prompt(template, EXPAND_PROMPT.format(query=query))
+            # A fresh state per call, as the original uses a fresh context: the result must
+            # not depend on what was generated before.
+            llm.reset()
+            result = llm(
+                prompt,
+                max_tokens=self.max_tokens,
+                grammar=self._grammar,
+                **self.sampling,
+            )
+            return str(result["choices"][0]["text"])
+
+
+def _encode_expansion(items: Sequence[SubQuery]) -> str:
+    return json.dumps(
+        [{"type": s.type, "query": s.query} for s in items],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def _decode_expansion(raw: str) -> list[SubQuery] | None:
+    try:
+        data = json.loads(raw)
+        items = [SubQuery(d["type"], str(d["query"])) for d in data]
+    except (ValueError, KeyError, TypeError):
+        return None
+    valid = all(s.type in ("lex", "vec", "hyde") for s in items)
+    return items if items and valid else None
+
+
+# ---------------------------------------------------------------------------- doctor
+
+
+def describe_backend(
+    configured: Mapping[str, str] | None = None,
+    *,
+    resolver: ModelResolver | None = None,
+    force_cpu: bool = False,
+) -> dict[str, Any]:
+    """What `qmd doctor` reports: runtime, GPU offload, and where each model would come from.
+
+    Never downloads: models are looked up in the cache and on disk only.
+    """
+    info: dict[str, Any] = {"llama_cpp": None, "gpu_offload": None, "force_cpu": force_cpu}
+    try:
+        llama_cpp = import_llama_cpp()
+    except QmdError as exc:
+        info["error"] = exc.message
+    else:
+        info["llama_cpp"] = str(getattr(llama_cpp, "__version__", "unknown"))
+        info["gpu_offload"] = bool(llama_cpp.llama_supports_gpu_offload())
+        info["gpu_used"] = use_gpu(force_cpu)
+    resolver = resolver or ModelResolver()
+    info["cache_dir"] = str(resolver.cache_dir)
+    models: dict[str, Any] = {}
+    for role, ref in select_model_refs(configured).items():
+        entry: dict[str, Any] = {"reference": ref, "env": ENV_VARS[role]}
+        try:
+            path = resolver.find_cached(ref)
+        except QmdError as exc:
+            entry.update(available=False, error=exc.message)
+        else:
+            entry.update(available=path is not None, path=str(path) if path else None)
+        models[role] = entry
+    info["models"] = {role: models[role] for role in ROLES}
+    return info

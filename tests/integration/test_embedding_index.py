@@ -1,0 +1,240 @@
+"""`EmbedIndex` over the in-memory store and SQLite: resumable, all-or-nothing per document."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from adapters.models.llama import LlamaEmbedder
+from adapters.models.references import DEFAULT_MODELS
+from adapters.sqlite.store import SqliteIndex
+from domain.errors import INTERNAL_ERROR, QmdError
+from domain.text import content_hash
+from domain.usecases.embedding import (
+    EmbedIndex,
+    EmbedProgress,
+    embed_fingerprint,
+    fingerprint_for,
+)
+from tests.fakes import FixedClock, InMemoryStore
+from tests.model_fakes import FakeEmbedder, FlakyEmbedder
+
+StoreLike = InMemoryStore | SqliteIndex
+T0 = "2025-01-01T00:00:00.000Z"
+
+
+@pytest.fixture(params=["fake", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreLike]:
+    if request.param == "fake":
+        yield InMemoryStore()
+        return
+    index = SqliteIndex.open(tmp_path / "index.sqlite")
+    try:
+        yield index
+    finally:
+        index.close()
+
+
+def add(store: StoreLike, collection: str, path: str, body: str, title: str = "") -> str:
+    digest = content_hash(body)
+    store.upsert_document(collection, path, title or path, digest, body, T0, T0)
+    return digest
+
+
+def long_body(topic: str, words: int) -> str:
+    """Markdown with headings every 100 words so the chunker has break points."""
+    parts = []
+    for i in range(words // 100):
+        parts.append(f"## {topic} part {i}\n\n" + " ".join(f"{topic}{i}w{j}" for j in range(100)))
+    return "\n\n".join(parts)
+
+
+def seed(store: StoreLike, docs: int = 10) -> list[str]:
+    hashes = [
+        add(store, "notes", f"doc{i:02d}.md", f"# Note {i}\n\nshort body number {i}")
+        for i in range(docs)
+    ]
+    hashes.append(add(store, "notes", "long.md", long_body("long", 2500)))
+    return hashes
+
+
+def vector_sets(store: StoreLike) -> dict[str, tuple[int, int]]:
+    """hash -> (stored chunk count, declared total) for every hash with any vector."""
+    if isinstance(store, SqliteIndex):
+        rows = store.connection.query(
+            "SELECT hash, COUNT(*), MAX(total_chunks), MIN(total_chunks), "
+            "COUNT(DISTINCT seq) FROM content_vectors GROUP BY hash"
+        )
+        vec_rows = (
+            store.connection.scalar("SELECT COUNT(*) FROM vectors_vec")
+            if store.has_vector_index()
+            else 0
+        )
+        assert vec_rows == sum(int(r[1]) for r in rows), (
+            "vectors_vec out of step with content_vectors"
+        )
+        for r in rows:
+            assert r[2] == r[3] and r[1] == r[4], f"inconsistent rows for {r[0]}"
+        return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
+    sets: dict[str, tuple[int, int]] = {}
+    for (digest, _seq), vector in store._vectors.items():
+        count, _ = sets.get(digest, (0, 0))
+        sets[digest] = (count + 1, vector.total)
+    return sets
+
+
+def assert_consistent(store: StoreLike) -> dict[str, tuple[int, int]]:
+    sets = vector_sets(store)
+    partial = {h: s for h, s in sets.items() if s[0] != s[1]}
+    assert not partial, f"partial vector sets: {partial}"
+    return sets
+
+
+# ------------------------------------------------------------------------------ fingerprint
+
+
+def test_fingerprint_matches_the_original_for_its_default_models() -> None:
+    # Values computed by @tobilu/qmd 2.8.3's getEmbeddingFingerprint for the same URIs.
+    gemma = LlamaEmbedder(DEFAULT_MODELS["embed"])
+    qwen = LlamaEmbedder("hf:Qwen/Qwen3-Embedding-0.6B-GGUF/Qwen3-Embedding-0.6B-Q8_0.gguf")
+    assert fingerprint_for(gemma) == "c37385"
+    assert fingerprint_for(qwen) == "3f4dfd"
+
+
+def test_fingerprint_changes_with_model_and_format() -> None:
+    base = embed_fingerprint("m", "q", "d")
+    assert len(base) == 6 and int(base, 16) >= 0
+    assert embed_fingerprint("m2", "q", "d") != base
+    assert embed_fingerprint("m", "q2", "d") != base
+    assert embed_fingerprint("m", "q", "d2") != base
+    assert embed_fingerprint("m", "q", "d") == base
+
+
+# ------------------------------------------------------------------------------ runs
+
+
+def test_run_embeds_every_pending_document_once(store: StoreLike) -> None:
+    hashes = seed(store)
+    embedder = FakeEmbedder()
+    use_case = EmbedIndex(store, store, embedder, FixedClock())
+    events: list[EmbedProgress] = []
+    report = use_case.run(progress=events.append, batch_docs=4, batch_chunks=3)
+
+    assert report.pending_documents == len(hashes)
+    assert report.embedded_documents == len(hashes)
+    assert report.failed_documents == 0
+    assert report.fingerprint == fingerprint_for(embedder)
+    assert use_case.pending() == []
+    sets = assert_consistent(store)
+    assert set(sets) == set(hashes)
+    assert sets[hashes[-1]][0] > 1  # the long document was split
+    assert report.embedded_chunks == sum(count for count, _ in sets.values())
+    done = [e.done_documents for e in events]
+    assert done == sorted(done) and done[-1] == len(hashes)
+
+    calls = embedder.calls
+    again = use_case.run()
+    assert again.pending_documents == 0 and embedder.calls == calls
+
+
+def test_vectors_are_chunk_embeddings_with_the_title(store: StoreLike) -> None:
+    digest = add(store, "notes", "a.md", "cats sleep all day", title="Cats")
+    embedder = FakeEmbedder()
+    EmbedIndex(store, store, embedder, FixedClock()).run()
+    (hit,) = store.search_vectors(
+        embedder.embed_documents([("Cats", "cats sleep all day")])[0], 5, None
+    )
+    assert hit.document.meta.hash == digest
+    assert hit.distance == pytest.approx(0.0, abs=1e-5)
+
+
+def test_shared_and_empty_bodies(store: StoreLike) -> None:
+    shared = add(store, "a", "x.md", "same text")
+    add(store, "b", "y.md", "same text")
+    empty = add(store, "a", "empty.md", "")
+    report = EmbedIndex(store, store, FakeEmbedder(), FixedClock()).run()
+    assert report.embedded_documents == 2
+    assert assert_consistent(store) == {shared: (1, 1), empty: (1, 1)}
+
+
+def test_force_re_embeds_everything(store: StoreLike) -> None:
+    hashes = seed(store, docs=3)
+    use_case = EmbedIndex(store, store, FakeEmbedder(), FixedClock())
+    use_case.run()
+    report = use_case.run(force=True)
+    assert report.cleared and report.embedded_documents == len(hashes)
+    assert set(assert_consistent(store)) == set(hashes)
+
+
+def test_other_model_or_fingerprint_needs_its_own_vectors(store: StoreLike) -> None:
+    hashes = seed(store, docs=2)
+    EmbedIndex(store, store, FakeEmbedder(), FixedClock()).run()
+    other = EmbedIndex(store, store, FakeEmbedder(model_name="other"), FixedClock())
+    assert other.pending() == store.pending_hashes("other", other.fingerprint)
+    assert set(other.pending()) == set(hashes)
+    pinned = EmbedIndex(store, store, FakeEmbedder(), FixedClock(), fingerprint="abcdef")
+    assert set(pinned.pending()) == set(hashes)
+
+
+# ------------------------------------------------------------------------------ failures
+
+
+def test_interrupted_run_leaves_complete_sets_and_resumes(store: StoreLike) -> None:
+    hashes = seed(store)
+    flaky = FlakyEmbedder(ok_calls=3, error=KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        EmbedIndex(store, store, flaky, FixedClock()).run(batch_docs=4, batch_chunks=2)
+
+    sets = assert_consistent(store)
+    assert 0 < len(sets) < len(hashes)
+    resumed = EmbedIndex(store, store, FakeEmbedder(), FixedClock())
+    assert set(resumed.pending()) == set(hashes) - set(sets)
+    report = resumed.run(batch_docs=4, batch_chunks=2)
+    assert report.embedded_documents == len(hashes) - len(sets)
+    assert resumed.pending() == []
+    assert set(assert_consistent(store)) == set(hashes)
+
+
+class PoisonEmbedder(FakeEmbedder):
+    """Fails on every batch that contains the word `poison`; `transient` failures fail once."""
+
+    def __init__(self, transient: int = 0) -> None:
+        super().__init__()
+        self.transient = transient
+
+    def embed_documents(self, items: Sequence[tuple[str, str]]) -> list[list[float]]:
+        if self.transient > 0:
+            self.transient -= 1
+            raise RuntimeError("temporary failure")
+        if any("poison" in text for _, text in items):
+            raise RuntimeError("cannot embed this")
+        return super().embed_documents(items)
+
+
+def test_failed_documents_stay_pending_and_are_reported(store: StoreLike) -> None:
+    hashes = seed(store, docs=5)
+    bad = add(store, "notes", "bad.md", "poison pill")
+    report = EmbedIndex(store, store, PoisonEmbedder(), FixedClock()).run(batch_chunks=1)
+    assert report.failed_documents == 1
+    assert report.errors and "cannot embed this" in report.errors[0]
+    assert store.pending_hashes(report.model, report.fingerprint) == [bad]
+    assert set(assert_consistent(store)) == set(hashes)
+
+
+def test_transient_failures_are_retried(store: StoreLike) -> None:
+    hashes = seed(store, docs=3)
+    report = EmbedIndex(store, store, PoisonEmbedder(transient=2), FixedClock()).run()
+    assert report.failed_documents == 0 and report.errors == ()
+    assert set(assert_consistent(store)) == set(hashes)
+
+
+def test_mostly_failing_run_aborts(store: StoreLike) -> None:
+    for i in range(5):
+        add(store, "notes", f"p{i}.md", f"poison number {i}")
+    with pytest.raises(QmdError) as raised:
+        EmbedIndex(store, store, PoisonEmbedder(), FixedClock()).run(batch_chunks=1)
+    assert raised.value.code == INTERNAL_ERROR
+    assert "5 of 5" in raised.value.message
+    assert_consistent(store)
