@@ -20,7 +20,13 @@ from typing import Any
 
 import pytest
 
-from adapters.config.yaml_config import QmdConfig, load_config, save_config, sync_config_to_store
+from adapters.config.yaml_config import (
+    QmdConfig,
+    config_hash,
+    load_config,
+    save_config,
+    sync_config_to_store,
+)
 from adapters.fs.content_source import FileSystemSource
 from adapters.sqlite.driver import dbapi
 from adapters.sqlite.store import SqliteIndex
@@ -221,6 +227,13 @@ def test_index_written_by_the_original_reads_the_same(tmp_path: Path) -> None:
             assert meta.title == extract_title(body, meta.path)
             assert index.body(meta.hash) == body
         assert [c.name for c in index.list_collections()] == ["notes", "extra"]
+        # the YAML the original wrote reads back, and hashes to the value it stored
+        written = load_config(qmd.config_path)
+        assert list(written.collections) == ["notes", "extra"]
+        assert written.collections["notes"].path == str(notes)
+        assert dict(written.collections["notes"].contexts) == {"api": "HTTP API documentation"}
+        assert index.get_config_value("config_hash") == config_hash(written)
+        assert sync_config_to_store(written, index) is False
         assert dict(index.get_collection("notes").contexts) == {  # type: ignore[union-attr]
             "api": "HTTP API documentation"
         }
@@ -293,3 +306,55 @@ def test_index_written_by_us_is_served_by_the_original(tmp_path: Path) -> None:
     update = qmd.run("update")
     assert "0 new, 0 updated, 11 unchanged, 0 removed" in update, update
     assert "0 new, 0 updated, 1 unchanged, 0 removed" in update, update
+
+
+def test_vectors_we_store_are_maintained_by_the_original(tmp_path: Path) -> None:
+    qmd = original_qmd(tmp_path / "home")
+    notes = tmp_path / "notes"
+    write_corpus(notes, NOTES)
+    collection = Collection(name="notes", path=str(notes))
+    save_config(
+        qmd.config_path,
+        QmdConfig(collections={"notes": collection}, models={"embed": "/nonexistent/e.gguf"}),
+    )
+    redis = content_hash(NOTES["ops/redis.md"])
+    curry = content_hash(NOTES["recipes/curry.md"])
+    deploy = content_hash(NOTES["ops/deploy.md"])
+    index = SqliteIndex.open(qmd.db_path)
+    try:
+        sync_config_to_store(load_config(qmd.config_path), index)
+        index_with_our_adapters(index, collection)
+        when = "2025-01-01T00:00:00.000Z"
+        index.store_chunk_vectors(
+            redis, [(0, 0, [1.0, 0.0, 0.0, 0.0]), (1, 60, [0.0, 1.0, 0.0, 0.0])], "m", "f", when
+        )
+        index.store_chunk_vectors(curry, [(0, 0, [0.0, 0.0, 1.0, 0.0])], "m", "f", when)
+        index.store_chunk_vectors(deploy, [(0, 0, [0.0, 0.0, 0.0, 1.0])], "m", "f", when)
+        index.deactivate_documents("notes", ["ops/deploy.md"])
+        index.put("cache-key", "cached")
+    finally:
+        index.close()
+
+    status = qmd.run("status")
+    assert "Vectors:  4 embedded" in status, status
+    assert "Orphaned: 1 embedding chunks" in status, status
+    cleanup = qmd.run("cleanup")
+    assert "Cleared 1 cached API responses" in cleanup, cleanup
+    assert "Removed 1 orphaned embedding chunks" in cleanup, cleanup
+    assert "Removed 1 inactive document records" in cleanup, cleanup
+    assert "Removed 1 orphaned content hashes" in cleanup, cleanup
+
+    index = SqliteIndex.open(qmd.db_path)
+    try:
+        assert index.has_vector_index() and index.vector_dimensions() == 4
+        assert index.vector_count() == 3
+        hits = index.search_vectors([0.1, 0.9, 0.0, 0.0], 10, "notes")
+        assert [(h.document.meta.path, h.chunk_pos) for h in hits[:1]] == [("ops/redis.md", 60)]
+        assert {h.document.meta.path for h in hits} == {
+            "ops/redis.md",
+            "recipes/curry.md",
+            "meetings/copy.md",
+        }
+        assert index.pending_hashes("m", "f") != [] and redis not in index.pending_hashes("m", "f")
+    finally:
+        index.close()
