@@ -110,7 +110,7 @@ class FakeExpander:
     def expand(self, query: str) -> list[SubQuery]:
         terms = words(query)
         return [
-            SubQuery("lex", " ".join(terms) or query),
+            SubQuery("lex", " ".join([*terms, "basics"])),
             SubQuery("vec", f"{query} explained"),
             SubQuery("hyde", f"This document describes {query} in detail."),
         ]

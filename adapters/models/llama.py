@@ -523,6 +523,8 @@ class LlamaQueryExpander:
         return llm_cache_key("expandQuery", {"query": query, "model": self._name})
 
     def expand(self, query: str) -> list[SubQuery]:
+        """Cached expansion; items equal to the query itself are dropped (as the original's
+        store does) and only a non-empty result is cached."""
         key = self.cache_key(query)
         if self._cache is not None and (raw := self._cache.get(key)) is not None:
             cached = _decode_expansion(raw)
@@ -533,9 +535,11 @@ class LlamaQueryExpander:
         except QmdError:
             raise  # the model is missing: callers decide whether search goes on without it
         except Exception:  # llama.cpp failures surface as assorted exception types
-            return error_expansion(query)
-        items = filter_expansions(query, parse_expansion(text)) or fallback_expansion(query)
-        if self._cache is not None:
+            items = error_expansion(query)
+        else:
+            items = filter_expansions(query, parse_expansion(text)) or fallback_expansion(query)
+        items = [s for s in items if s.query != query]
+        if items and self._cache is not None:
             self._cache.put(key, _encode_expansion(items))
         return items
 
@@ -569,12 +573,13 @@ def _encode_expansion(items: Sequence[SubQuery]) -> str:
 
 
 def _decode_expansion(raw: str) -> list[SubQuery] | None:
+    """A cached `[{type, query}]` list (older entries say `text`); None when unusable."""
     try:
         data = json.loads(raw)
-        items = [SubQuery(d["type"], str(d["query"])) for d in data]
+        items = [SubQuery(d["type"], str(d["query"] if "query" in d else d["text"])) for d in data]
     except (ValueError, KeyError, TypeError):
         return None
-    valid = all(s.type in ("lex", "vec", "hyde") for s in items)
+    valid = all(s.type in _EXPAND_TYPES for s in items)
     return items if items and valid else None
 
 
