@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import statistics
 import subprocess
@@ -115,8 +114,8 @@ def _base_env(home: Path) -> dict[str, str]:
     return env
 
 
-def ours(home: Path) -> Implementation:
-    """Our `qmd`, with all of its state under `home`."""
+def ours(home: Path, extra_env: dict[str, str] | None = None) -> Implementation:
+    """Our `qmd`, with all of its state under `home` (plus `extra_env`, e.g. model paths)."""
     explicit = os.environ.get("QMD_BIN")
     if explicit:
         command: tuple[str, ...] = (explicit,)
@@ -133,6 +132,7 @@ def ours(home: Path) -> Implementation:
     home.mkdir(parents=True, exist_ok=True)
     env = _base_env(home)
     env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra_env or {})
     return Implementation("ours", command, env, home)
 
 
@@ -342,7 +342,3 @@ def summary_ms(values: list[float]) -> dict[str, float]:
         "min_ms": min(values) * 1000,
         "max_ms": max(values) * 1000,
     }
-
-
-def rusage_children_maxrss_kib() -> int:
-    return int(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
