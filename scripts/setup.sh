@@ -17,6 +17,9 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[dev]"
+# Byte-compile our own packages: environments that set PYTHONDONTWRITEBYTECODE would
+# otherwise recompile them on every `qmd` start (about a second on a small machine).
+.venv/bin/python -m compileall -q domain adapters conformance >/dev/null
 
 if [[ "${QMD_SETUP_SKIP_MODELS:-0}" != 1 ]]; then
   step "llama-cpp-python (built from source once, then cached in .cache/wheels)"

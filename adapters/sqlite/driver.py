@@ -10,8 +10,10 @@ Connections run in autocommit mode (`isolation_level=None`); callers group write
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sqlite3 as _stdlib_sqlite3
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -48,6 +50,7 @@ class Connection:
         self.vec_available = vec_available
         self.vec_error = vec_error
         self._depth = 0
+        self._lock = threading.RLock()
 
     def execute(self, sql: str, params: Any = ()) -> Any:
         return self.raw.execute(sql, params)
@@ -71,7 +74,16 @@ class Connection:
 
     @contextmanager
     def transaction(self, immediate: bool = True) -> Iterator[None]:
-        """BEGIN [IMMEDIATE] … COMMIT, rolled back on error; nested calls join the outer one."""
+        """BEGIN [IMMEDIATE] … COMMIT, rolled back on error; nested calls join the outer one.
+
+        Held under a re-entrant lock, so threads sharing the connection take turns.
+        """
+        with self._lock:
+            with self._transaction(immediate):
+                yield
+
+    @contextmanager
+    def _transaction(self, immediate: bool) -> Iterator[None]:
         if self._depth > 0 or self.raw.in_transaction:
             self._depth += 1
             try:
@@ -108,17 +120,28 @@ def busy_timeout_ms(env: Mapping[str, str] | None = None) -> int:
     return int(value)
 
 
+def sqlite_vec_library() -> str | None:
+    """Path of the sqlite-vec loadable library, found without importing `sqlite_vec`.
+
+    Importing the package pulls in numpy (about half a second), which every CLI call and
+    every MCP server start would pay; the extension itself is all we load.
+    """
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
+
+
 def _load_sqlite_vec(raw: Any) -> tuple[bool, str | None]:
-    try:
-        import sqlite_vec
-    except ImportError as exc:
-        return False, f"sqlite-vec is not installed ({exc})"
+    library = sqlite_vec_library()
+    if library is None:
+        return False, "sqlite-vec is not installed"
     if not hasattr(raw, "enable_load_extension"):
         return False, "the SQLite driver cannot load extensions"
     try:
         raw.enable_load_extension(True)
         try:
-            sqlite_vec.load(raw)
+            raw.load_extension(library)
         finally:
             raw.enable_load_extension(False)
         version = raw.execute("SELECT vec_version()").fetchone()
@@ -157,5 +180,8 @@ def connect(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) 
     raw.execute(f"PRAGMA busy_timeout = {timeout}")
     if target != ":memory:":
         _enable_wal(raw, timeout)
+    # WAL + NORMAL never corrupts; it only lets the last commits of a power cut roll back,
+    # and it avoids one fsync per upsert (a connection setting, not stored in the file).
+    raw.execute("PRAGMA synchronous = NORMAL")
     raw.execute("PRAGMA foreign_keys = ON")
     return Connection(raw, target, vec_available, vec_error)

@@ -173,9 +173,13 @@ def test_multi_get_glob_list_skips_and_no_match(server: StdioServer) -> None:
     globbed = server.call("multi_get", {"pattern": "engineering/api/*.md"})
     uris = [c["resource"]["uri"] for c in globbed["content"] if c["type"] == "resource"]
     assert len(uris) == 3
-    listed = server.call("multi_get", {"pattern": "README.md, nosuch.md"})
-    assert listed["content"][0]["type"] == "text"
-    assert listed["content"][0]["text"].startswith("Errors:\nFile not found: nosuch.md")
+    listed = server.call("multi_get", {"pattern": "handbook/README.md, nosuch.md"})
+    assert listed["content"][0] == {"type": "text", "text": "Errors:\nFile not found: nosuch.md"}
+    assert listed["content"][1]["resource"]["uri"] == "qmd://handbook/README.md"
+    ambiguous = server.call("multi_get", {"pattern": "README.md, journal/2026-01.md"})
+    assert ambiguous["content"][0]["text"] == (
+        "Errors:\nAmbiguous path README.md: qmd://handbook/README.md, qmd://archive/README.md"
+    )
     big = server.call("multi_get", {"pattern": "**/*.md", "maxBytes": 10240})
     skipped = [c["text"] for c in big["content"] if c["type"] == "text" and "SKIPPED" in c["text"]]
     assert skipped and "File too large" in skipped[0]
