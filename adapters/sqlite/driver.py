@@ -78,9 +78,8 @@ class Connection:
 
         Held under a re-entrant lock, so threads sharing the connection take turns.
         """
-        with self._lock:
-            with self._transaction(immediate):
-                yield
+        with self._lock, self._transaction(immediate):
+            yield
 
     @contextmanager
     def _transaction(self, immediate: bool) -> Iterator[None]:
