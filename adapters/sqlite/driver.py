@@ -128,7 +128,7 @@ def sqlite_vec_library() -> str | None:
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
 def _load_sqlite_vec(raw: Any) -> tuple[bool, str | None]:
