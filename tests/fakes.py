@@ -325,7 +325,8 @@ class InMemoryStore:
         scored: list[tuple[float, int, _Row]] = []
         for row in everything:
             cols = columns[row.id]
-            if not all(self._clause_matches(c, cols) for c in positives):
+            combine = any if query.match_any else all
+            if not combine(self._clause_matches(c, cols) for c in positives):
                 continue
             if any(self._clause_matches(c, cols) for c in negatives):
                 continue

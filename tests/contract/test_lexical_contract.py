@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 import pytest
 
@@ -139,6 +140,21 @@ def test_updates_are_searchable(index: StoreLike) -> None:
     index.upsert_document("handbook", "ops/redis.md", "Memcached", sha(body), body, T0, T0)
     assert paths(index, "memcached") == ["handbook/ops/redis.md"]
     assert paths(index, "sessions") == []
+
+
+def test_match_any_is_a_union_of_positive_clauses(index: StoreLike) -> None:
+    def any_of(text: str, collection: str | None = None) -> list[str]:
+        query = replace(parse_lex_query(text), match_any=True)
+        return [h.document.meta.display_path for h in index.search_lex(query, 20, collection)]
+
+    assert paths(index, "curry kumquat") == []
+    assert set(any_of("kumquat sessions")) == {"archive/old/timeline.md", "handbook/ops/redis.md"}
+    assert set(any_of("kumquat 2.8.3")) == {"archive/old/timeline.md", "handbook/lang/cpp.md"}
+    assert any_of("kumquat sessions -redis") == ["archive/old/timeline.md"]
+    assert any_of("kumquat sessions", "handbook") == ["handbook/ops/redis.md"]
+    assert any_of("-kumquat") == []
+    # a document matching more clauses ranks first
+    assert any_of("redis sessions kumquat")[0] == "handbook/ops/redis.md"
 
 
 @pytest.mark.parametrize(

@@ -358,3 +358,11 @@ def test_vectors_we_store_are_maintained_by_the_original(tmp_path: Path) -> None
         assert index.pending_hashes("m", "f") != [] and redis not in index.pending_hashes("m", "f")
     finally:
         index.close()
+
+
+def test_a_missing_original_fails_with_the_install_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("QMD_ORIGINAL_BIN", str(tmp_path / "nowhere" / "qmd"))
+    with pytest.raises(pytest.fail.Exception, match=r"scripts/install_original\.sh"):
+        original_qmd(tmp_path / "home")
