@@ -216,6 +216,15 @@ def test_index_written_by_the_original_reads_the_same(tmp_path: Path) -> None:
     assert counts == {"notes": len(expected_paths), "extra": len(EXTRA)}
 
     before = snapshot(qmd.db_path)
+    # a fresh index of ours has exactly the original's schema text, pragmas and markers
+    fresh_path = tmp_path / "fresh" / "index.sqlite"
+    SqliteIndex.open(fresh_path).close()
+    fresh = snapshot(fresh_path)
+    assert fresh["schema"] == before["schema"]
+    assert fresh["user_version"] == before["user_version"] == 1
+    assert ("fts_cjk_normalized_version", "1") in fresh["store_config"]
+    assert ("fts_cjk_normalized_version", "1") in before["store_config"]
+
     index = SqliteIndex.open(qmd.db_path)
     try:
         assert snapshot(qmd.db_path) == before, "opening the original's index changed it"
