@@ -641,7 +641,12 @@ def _serve_stdio(args: argparse.Namespace) -> int:
     force_root = os.path.realpath(args.force_root) if args.force_root else None
     if force_root is not None and not os.path.isdir(force_root):
         raise CommandError(f"--force-root: not a directory: {args.force_root}", code=2)
-    app = build_app(args.index, with_models=True, force_cpu=bool(args.no_gpu))
+    import contextlib
+
+    # stdout belongs to JSON-RPC frames: anything an adapter prints while the app is being
+    # assembled goes to stderr instead.
+    with contextlib.redirect_stdout(sys.stderr):
+        app = build_app(args.index, with_models=True, force_cpu=bool(args.no_gpu))
     return run_stdio_server(app, args.compat, package_version(), force_root)
 
 
@@ -694,7 +699,8 @@ def search(args: argparse.Namespace) -> int:
         if not results or not rows_source:
             out(fmt.format_empty_results(kind, below_min_score=bool(results)))
             return 0
-        out(fmt.format_results(_rows(rows_source, query, kind, args, chunked=False), kind))
+        rows = _rows(app, rows_source, query, kind, args, chunked=False)
+        out(fmt.format_results(rows, kind))
     return 0
 
 
@@ -718,7 +724,7 @@ def vsearch(args: argparse.Namespace) -> int:
         if not results:
             out(fmt.format_empty_results(kind))
             return 0
-        out(fmt.format_results(_rows(results, query, kind, args, chunked=False), kind))
+        out(fmt.format_results(_rows(app, results, query, kind, args, chunked=False), kind))
     return 0
 
 
@@ -782,11 +788,12 @@ def query(args: argparse.Namespace) -> int:
             return 0
         if args.explain and kind != "cli":
             err("Note: --explain traces are only shown in the cli format.")
-        out(fmt.format_results(_rows(kept, display, kind, args, chunked=True), kind))
+        out(fmt.format_results(_rows(app, kept, display, kind, args, chunked=True), kind))
     return 0
 
 
 def _rows(
+    app: App,
     results: Sequence[SearchResult],
     query: str,
     kind: str,
@@ -826,7 +833,7 @@ def _rows(
             fmt.ResultRow(
                 docid=meta.docid,
                 score=result.score,
-                file=_display_uri(args, meta.collection, meta.path),
+                file=_result_path(app, args, meta.collection, meta.path),
                 title=meta.title,
                 context=result.context,
                 line=snippet.line,
@@ -837,6 +844,15 @@ def _rows(
             )
         )
     return rows
+
+
+def _result_path(app: App, args: argparse.Namespace, collection: str, path: str) -> str:
+    """`--full-path` shows the file on disk when it still exists, else the `qmd://` URI."""
+    if getattr(args, "full_path", False):
+        on_disk = _full_path(_collection_root(app, collection), path)
+        if on_disk is not None:
+            return on_disk
+    return _display_uri(args, collection, path)
 
 
 def _display_uri(args: argparse.Namespace, collection: str, path: str) -> str:

@@ -97,7 +97,7 @@ def _search_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--full", action="store_true", help="show whole documents")
     parser.add_argument("--line-numbers", action="store_true", help="number the lines shown")
-    parser.add_argument("--full-path", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--full-path", action="store_true", help="show on-disk paths")
     parser.add_argument("--intent", metavar="TEXT", help="what the search is for")
     parser.add_argument("--no-rerank", action="store_true", help="skip reranking")
     parser.add_argument(

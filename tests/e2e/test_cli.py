@@ -365,6 +365,8 @@ def test_search_full_and_line_numbers(shared: Qmd) -> None:
     )
     assert data[0]["body"].startswith("1: Setext Title\n2: ============")
     assert "snippet" not in data[0]
+    on_disk = list(csv.reader(io.StringIO(shared.ok("search", "setext", "--files", "--full-path"))))
+    assert on_disk[0][2] == "./handbook/notes/setext.md"
 
 
 def test_query_document_uses_typed_lines_and_reports_bad_documents(shared: Qmd) -> None:
