@@ -105,8 +105,9 @@ def _run(argv: list[str]) -> int:
     from adapters.cli.parser import COMMANDS, build_parser, first_command
 
     if not argv:
+        # Like the original: no command prints the help and fails.
         build_parser().print_help()
-        return 0
+        return 1
 
     word = first_command(argv)
     if word is not None and word not in COMMANDS and not _help_or_version(argv):

@@ -581,3 +581,9 @@ def test_python_dash_m_adapters_cli_runs_the_same_program(fresh: Qmd) -> None:
     done = fresh.run("--version", command=[sys.executable, "-m", "adapters.cli"])
     assert done.returncode == 0
     assert done.stdout.startswith("qmd ")
+
+
+def test_no_command_prints_help_and_fails_like_the_original(fresh: Qmd) -> None:
+    done = fresh.run()
+    assert done.returncode == 1
+    assert done.stdout.startswith("usage: qmd")
