@@ -52,7 +52,7 @@ def envelope_for(error: QmdError) -> dict[str, Any]:
     return error_envelope(error.code, error.message)
 
 
-class DocumentNotFound(QmdError):
+class DocumentNotFoundError(QmdError):
     """A lookup that missed; `suggestions` are collection-relative paths that are close."""
 
     def __init__(self, reference: str, suggestions: list[str] | None = None) -> None:

@@ -8,6 +8,7 @@ contract tests as the real adapters.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +39,10 @@ class CollectionCount:
 
 class DocumentStore(Protocol):
     """Collections, documents and their content-addressed bodies."""
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Group many writes into one atomic commit (an `update` of a whole collection)."""
+        ...
 
     # collections and contexts
     def list_collections(self) -> list[Collection]: ...

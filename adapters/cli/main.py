@@ -76,9 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _report_unexpected(error: Exception) -> int:
-    from domain.errors import DocumentNotFound, QmdError
+    from domain.errors import DocumentNotFoundError, QmdError
 
-    if isinstance(error, DocumentNotFound):
+    if isinstance(error, DocumentNotFoundError):
         from adapters.cli.formats import format_not_found
 
         sys.stderr.write(format_not_found(error.reference, error.suggestions))

@@ -25,7 +25,7 @@ from adapters.mcp.formatting import (
 from adapters.mcp.protocol import INVALID_PARAMS, JsonRpcError
 from adapters.mcp.services import Services
 from adapters.mcp.validation import validate_arguments, with_defaults
-from domain.errors import EXCLUDED, DocumentNotFound, QmdError
+from domain.errors import EXCLUDED, DocumentNotFoundError, QmdError
 from domain.model import SubQuery
 from domain.paths import decode_uri_component, encode_qmd_path
 from domain.text import add_line_numbers, slice_lines
@@ -52,7 +52,7 @@ _TEMPLATE = {
 }
 
 
-def not_found_text(error: DocumentNotFound) -> str:
+def not_found_text(error: DocumentNotFoundError) -> str:
     text = f"Document not found: {error.reference}"
     if error.suggestions:
         listed = "\n".join(f"  - {path}" for path in error.suggestions)
@@ -133,7 +133,7 @@ class CompatSurface:
             if name == "multi_get":
                 return self._multi_get(args)
             return self._status()
-        except DocumentNotFound as error:
+        except DocumentNotFoundError as error:
             return text_result(not_found_text(error), is_error=True)
         except QmdError as error:
             return text_result(error.message, is_error=True)
@@ -270,7 +270,7 @@ class CompatSurface:
         retrieval = self._services.retrieval
         try:
             meta = retrieval.find(path)
-        except DocumentNotFound:
+        except DocumentNotFoundError:
             return {"contents": [{"uri": uri, "text": f"Document not found: {path}"}]}
         except QmdError as error:
             if error.code == EXCLUDED:

@@ -29,7 +29,7 @@ from domain.errors import (
     INTERNAL_ERROR,
     INVALID_ARGUMENT,
     NOT_FOUND,
-    DocumentNotFound,
+    DocumentNotFoundError,
     QmdError,
     error_envelope,
 )
@@ -183,7 +183,7 @@ def error_result(code: str, message: str) -> dict[str, Any]:
     return result
 
 
-def not_found_message(error: DocumentNotFound) -> str:
+def not_found_message(error: DocumentNotFoundError) -> str:
     text = f"Document not found: {error.reference}"
     if error.suggestions:
         listed = "\n".join(f"  - {path}" for path in error.suggestions)
@@ -248,7 +248,7 @@ class SpecSurface:
             )
         try:
             return self._handlers[name](with_defaults(schema, arguments))
-        except DocumentNotFound as error:
+        except DocumentNotFoundError as error:
             return error_result(error.code, not_found_message(error))
         except QmdError as error:
             return error_result(error.code, error.message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from domain.errors import EXCLUDED, INVALID_ARGUMENT, DocumentNotFound, QmdError
+from domain.errors import EXCLUDED, INVALID_ARGUMENT, DocumentNotFoundError, QmdError
 from domain.globs import glob_match, is_comma_list, split_comma_list
 from domain.model import Collection, DocumentMeta
 from domain.paths import normalize_docid, parse_line_ref, parse_virtual_path
@@ -86,7 +86,7 @@ class Retrieval:
     def find(self, reference: str, *, original: str | None = None) -> DocumentMeta:
         """Resolve a path, `qmd://` URI or docid to an active document.
 
-        Raises DocumentNotFound (with suggestions for paths) or QmdError(EXCLUDED).
+        Raises DocumentNotFoundError (with suggestions for paths) or QmdError(EXCLUDED).
         """
         shown = original if original is not None else reference
         target = parse_line_ref(reference).target.strip()
@@ -96,7 +96,7 @@ class Retrieval:
         if docid is not None:
             found = self._store.document_by_docid(docid)
             if found is None:
-                raise DocumentNotFound(shown)
+                raise DocumentNotFoundError(shown)
             return found
         if self._home and (target == "~" or target.startswith("~/")):
             target = self._home + target[1:]
@@ -105,7 +105,7 @@ class Retrieval:
             return meta
         self._raise_if_excluded(target, shown)
         paths = [m.path for m in self._store.documents()]
-        raise DocumentNotFound(
+        raise DocumentNotFoundError(
             shown,
             similar_paths(target, paths, GET_SUGGESTION_DISTANCE, GET_SUGGESTION_LIMIT),
         )
