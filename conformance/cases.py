@@ -1,0 +1,121 @@
+"""Loading and validating case files (JSON data, checked against the shipped schema)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+ERAS = ("2025", "2026-07-28")
+SURFACES = ("compat-2.8.3", "spec")
+
+
+class CaseError(ValueError):
+    """Case data is invalid (exit code 4)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    requirements: tuple[str, ...]
+    surfaces: tuple[str, ...]
+    eras: tuple[str, ...]
+    transports: tuple[str, ...]
+    handshake: bool
+    steps: tuple[dict[str, Any], ...]
+    source: Path
+
+    @property
+    def uses_golden(self) -> bool:
+        return any(s["expect"].get("golden") for s in self.steps)
+
+
+def package_dir() -> Path:
+    return Path(str(resources.files("conformance")))
+
+
+def default_cases_dir() -> Path:
+    return package_dir() / "cases"
+
+
+def load_schema() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((package_dir() / "schema" / "case.schema.json").read_text())
+    return data
+
+
+@functools.cache
+def validator() -> jsonschema.Draft202012Validator:
+    # Built once: compiling the schema per case made loading ~150 cases take seconds.
+    schema = load_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+
+
+def validate_case_data(data: Any, source: Path) -> Case:
+    errors = sorted(validator().iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [
+            f"{source}: {'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}"
+            for e in errors[:10]
+        ]
+        raise CaseError("\n".join(lines))
+    steps = tuple(data["steps"])
+    surfaces = tuple(data["surfaces"])
+    case = Case(
+        id=data["id"],
+        title=data["title"],
+        requirements=tuple(data["requirements"]),
+        surfaces=surfaces,
+        eras=tuple(data["eras"]),
+        transports=tuple(data["transports"]),
+        handshake=data.get("handshake", True),
+        steps=steps,
+        source=source,
+    )
+    # Rules the schema cannot express.
+    if source.stem != case.id:
+        raise CaseError(f"{source}: file name must be <id>.json (id is {case.id!r})")
+    if case.uses_golden and surfaces != ("compat-2.8.3",):
+        raise CaseError(f"{source}: golden expectations only exist for the compat-2.8.3 surface")
+    for n, step in enumerate(steps):
+        if "handshake" in step and (n != 0 or not case.handshake):
+            raise CaseError(
+                f"{source}: a handshake step must be the first step of a case whose handshake is on"
+            )
+        kind = "send" if "send" in step else "other"
+        exp = step["expect"]
+        if kind == "send" and ("quietMs" in exp or "noReplyWithinMs" in exp):
+            raise CaseError(
+                f"{source}: step {n}: requests always wait for their reply; "
+                "use notify/raw for no-reply expectations"
+            )
+        if "envelope" in step and "send" not in step and "notify" not in step:
+            raise CaseError(f"{source}: step {n}: envelope only applies to send/notify")
+    return case
+
+
+def load_cases(directory: Path | None = None) -> list[Case]:
+    directory = directory or default_cases_dir()
+    cases: list[Case] = []
+    seen: dict[str, Path] = {}
+    for path in sorted(directory.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise CaseError(f"{path}: not JSON: {exc}") from exc
+        case = validate_case_data(data, path)
+        if case.id in seen:
+            raise CaseError(f"{path}: duplicate case id {case.id!r} (also {seen[case.id]})")
+        seen[case.id] = path
+        cases.append(case)
+    if not cases:
+        raise CaseError(f"no cases under {directory}")
+    return sorted(cases, key=lambda c: c.id)

@@ -1,0 +1,169 @@
+"""Structural comparison of parsed JSON, and JSON-path matchers for spec-written cases."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from conformance import jsonpath
+
+
+@dataclass(frozen=True)
+class Difference:
+    path: str
+    expected: Any
+    actual: Any
+    note: str = ""
+
+    def render(self) -> str:
+        head = f"{self.path}: {self.note}" if self.note else f"{self.path}:"
+        return f"{head}\n    expected {_show(self.expected)}\n    got      {_show(self.actual)}"
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+
+def _show(value: Any, limit: int = 600) -> str:
+    if value is MISSING:
+        return "<missing>"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    # JSON has one number type: 1 and 1.0 are the same value, but true is not 1.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
+
+
+def diff(expected: Any, actual: Any, path: str = "$") -> list[Difference]:
+    """Every place where actual differs from expected, deepest first-class path named."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out: list[Difference] = []
+        for key in expected:
+            sub = jsonpath.child(path, key)
+            if key not in actual:
+                out.append(Difference(sub, expected[key], MISSING, "missing"))
+            else:
+                out += diff(expected[key], actual[key], sub)
+        for key in actual:
+            if key not in expected:
+                out.append(
+                    Difference(jsonpath.child(path, key), MISSING, actual[key], "unexpected")
+                )
+        return out
+    if isinstance(expected, list) and isinstance(actual, list):
+        out = []
+        for idx in range(max(len(expected), len(actual))):
+            sub = jsonpath.child(path, idx)
+            if idx >= len(actual):
+                out.append(Difference(sub, expected[idx], MISSING, "missing item"))
+            elif idx >= len(expected):
+                out.append(Difference(sub, MISSING, actual[idx], "unexpected item"))
+            else:
+                out += diff(expected[idx], actual[idx], sub)
+        return out
+    if _same_scalar(expected, actual):
+        return []
+    note = ""
+    if isinstance(expected, str) and isinstance(actual, str):
+        note = _first_difference(expected, actual)
+    return [Difference(path, expected, actual, note)]
+
+
+def _first_difference(a: str, b: str) -> str:
+    i = next((n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return f"strings differ at char {i} (expected len {len(a)}, got len {len(b)})"
+
+
+# --- matchers --------------------------------------------------------------------------
+
+MATCH_OPS = (
+    "equals",
+    "absent",
+    "present",
+    "type",
+    "contains",
+    "notContains",
+    "startsWith",
+    "regex",
+    "length",
+    "oneOf",
+)
+
+
+def check_matcher(message: Any, matcher: dict[str, Any]) -> list[Difference]:
+    path = matcher["path"]
+    nodes = list(jsonpath.find(message, path))
+    if matcher.get("absent"):
+        return [Difference(p, MISSING, v, "must be absent") for p, v in nodes]
+    if not nodes:
+        wanted = {k: v for k, v in matcher.items() if k != "path"}
+        return [Difference(path, wanted, MISSING, "no such node")]
+    out: list[Difference] = []
+    for where, value in nodes:
+        out += _check_node(where, value, matcher)
+    return out
+
+
+def _check_node(where: str, value: Any, m: dict[str, Any]) -> list[Difference]:
+    out: list[Difference] = []
+    if "equals" in m:
+        out += diff(m["equals"], value, where)
+    if "type" in m:
+        allowed = m["type"] if isinstance(m["type"], list) else [m["type"]]
+        got = _json_type(value)
+        ok = got in allowed or (got == "integer" and "number" in allowed)
+        if not ok:
+            out.append(Difference(where, f"type {allowed}", value, "wrong type"))
+    if "contains" in m:
+        needle = m["contains"]
+        if isinstance(value, str):
+            if not (isinstance(needle, str) and needle in value):
+                out.append(Difference(where, f"a string containing {needle!r}", value))
+        elif isinstance(value, list):
+            if not any(not diff(needle, item) for item in value):
+                out.append(Difference(where, f"an array containing {_show(needle)}", value))
+        else:
+            out.append(Difference(where, f"something containing {_show(needle)}", value))
+    if "notContains" in m:
+        needle = m["notContains"]
+        if (isinstance(value, str) and isinstance(needle, str) and needle in value) or (
+            isinstance(value, list) and any(not diff(needle, item) for item in value)
+        ):
+            out.append(Difference(where, f"nothing containing {_show(needle)}", value))
+    if "startsWith" in m and not (isinstance(value, str) and value.startswith(m["startsWith"])):
+        out.append(Difference(where, f"a string starting with {m['startsWith']!r}", value))
+    if "regex" in m and not (isinstance(value, str) and re.search(m["regex"], value, re.S)):
+        out.append(Difference(where, f"a string matching /{m['regex']}/", value))
+    if "length" in m and not (isinstance(value, list | str | dict) and len(value) == m["length"]):
+        out.append(Difference(where, f"length {m['length']}", value))
+    if "oneOf" in m and not any(not diff(option, value) for option in m["oneOf"]):
+        out.append(Difference(where, f"one of {_show(m['oneOf'])}", value))
+    return out

@@ -1,0 +1,154 @@
+"""Builds the fixture index once per (implementation, fixture) in a scratch directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from conformance.profiles import Profile, repo_root
+from conformance.transport import ServerStartError
+
+# Variables that would let the caller's own QMD state (or CI switches) leak into a run.
+_SCRUBBED_PREFIXES = ("QMD_", "XDG_")
+_SCRUBBED = {"INDEX_PATH", "CI", "NODE_OPTIONS"}
+
+
+def default_fixtures_dir() -> Path:
+    env = os.environ.get("QMD_CONFORMANCE_FIXTURES")
+    if env:
+        return Path(env)
+    for cand in (repo_root() / "fixtures", Path.cwd() / "fixtures"):
+        if (cand / "setup.json").is_file():
+            return cand
+    raise FileNotFoundError("fixtures/setup.json not found; pass --fixtures DIR")
+
+
+@dataclass
+class Scratch:
+    root: Path
+    fixtures: Path  # the copy every implementation indexes
+    index: Path
+    config_dir: Path
+    home: Path
+    setup: dict[str, Any]
+
+    def placeholders(self, qmd: str | None) -> dict[str, str]:
+        return {
+            "fixtures": str(self.fixtures),
+            "index": str(self.index),
+            "config_dir": str(self.config_dir),
+            "home": str(self.home),
+            "qmd": qmd or "qmd",
+        }
+
+    def fixture_roots(self) -> list[str]:
+        """The copy's path first (what setup passed to the server), then its realpath."""
+        roots = [str(self.fixtures)]
+        if str(self.fixtures.resolve()) != roots[0]:
+            roots.append(str(self.fixtures.resolve()))
+        return roots
+
+
+def make_scratch(base: Path, fixtures_src: Path) -> Scratch:
+    setup = json.loads((fixtures_src / "setup.json").read_text(encoding="utf-8"))
+    fixtures = base / "fixtures"
+    shutil.copytree(fixtures_src, fixtures)
+    for coll in setup["collections"]:
+        stamp = datetime.fromisoformat(coll["mtime"].replace("Z", "+00:00")).timestamp()
+        top = fixtures / coll["path"]
+        for path in sorted(top.rglob("*")):
+            os.utime(path, (stamp, stamp), follow_symlinks=False)
+        os.utime(top, (stamp, stamp))
+    home = base / "home"
+    config_dir = base / "config"
+    for d in (home, config_dir):
+        d.mkdir()
+    return Scratch(base, fixtures, base / "index.sqlite", config_dir, home, setup)
+
+
+def server_env(scratch: Scratch, profile: Profile, path_dirs: list[str]) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in _SCRUBBED and not k.startswith(_SCRUBBED_PREFIXES)
+    }
+    env.update(
+        {
+            "HOME": str(scratch.home),
+            "XDG_CACHE_HOME": str(scratch.home / ".cache"),
+            "XDG_CONFIG_HOME": str(scratch.home / ".config"),
+            "INDEX_PATH": str(scratch.index),
+            "QMD_CONFIG_DIR": str(scratch.config_dir),
+            "NO_COLOR": "1",
+            "QMD_FIXTURE_ROOT": str(scratch.fixtures),
+            "QMD_FIXTURE_SETUP": str(scratch.fixtures / "setup.json"),
+        }
+    )
+    if path_dirs:
+        env["PATH"] = os.pathsep.join([*path_dirs, env.get("PATH", "")])
+    subst = scratch.placeholders(None)
+    for key, value in profile.env.items():
+        env[key] = value.format(**subst)
+    return env
+
+
+def expand(argv: list[str], values: dict[str, str]) -> list[str]:
+    return [part.format(**values) for part in argv]
+
+
+def setup_commands(scratch: Scratch, profile: Profile, qmd: str | None) -> list[list[str]]:
+    """The argv list the profile's setup steps expand to, in setup.json order."""
+    base = scratch.placeholders(qmd)
+    steps = scratch.setup
+    out: list[list[str]] = []
+    tmpl = profile.setup
+    for coll in steps["collections"]:
+        out.append(
+            expand(
+                tmpl["collection"],
+                {
+                    **base,
+                    "name": coll["name"],
+                    "path": str(scratch.fixtures / coll["path"]),
+                    "mask": coll["mask"],
+                },
+            )
+        )
+    for ctx in steps.get("contexts", []):
+        out.append(expand(tmpl["context"], {**base, "target": ctx["target"], "text": ctx["text"]}))
+    for name in steps.get("exclude", []):
+        out.append(expand(tmpl["exclude"], {**base, "name": name}))
+    return out
+
+
+def run_setup(scratch: Scratch, profile: Profile, qmd: str | None, env: dict[str, str]) -> str:
+    """Run the setup; returns a transcript for the log. Raises ServerStartError on failure."""
+    log: list[str] = []
+    if profile.setup_shell is not None:
+        cmds: list[list[str]] = [
+            ["bash", "-c", profile.setup_shell.format(**scratch.placeholders(qmd))]
+        ]
+    elif profile.setup:
+        cmds = setup_commands(scratch, profile, qmd)
+    else:
+        return "(no setup)"
+    for argv in cmds:
+        try:
+            proc = subprocess.run(
+                argv, env=env, cwd=scratch.root, capture_output=True, text=True, timeout=300
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ServerStartError(f"setup command {argv!r} failed: {exc}") from exc
+        log.append(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}")
+        if proc.returncode != 0:
+            raise ServerStartError(
+                f"setup command {argv!r} exited {proc.returncode}:\n"
+                f"{proc.stdout[-1500:]}{proc.stderr[-1500:]}"
+            )
+    return "\n".join(log)

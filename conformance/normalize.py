@@ -1,0 +1,133 @@
+"""Normalisation of volatile fields: assert the field is there and looks right, then replace.
+
+Only a short, fixed list of things may vary between two runs of the same server on the same
+fixture (its version string, timestamps, where the fixture was copied to, durations).
+Everything else is compared exactly. A rule that finds nothing to replace is a failure,
+so a server cannot pass by leaving a field out.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from conformance import jsonpath
+
+Kind = Literal["server-version", "timestamp", "fixture-root", "duration"]
+
+PLACEHOLDERS: dict[str, str] = {
+    "server-version": "${SERVER_VERSION}",
+    "timestamp": "${TIMESTAMP}",
+    "fixture-root": "${FIXTURE_ROOT}",
+    "duration": "${DURATION}",
+}
+
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+ENVELOPE_KEYS = {
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    path: str
+    kind: Kind
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+
+
+def builtin_rules(era: str, request: dict[str, Any] | None, response: Any) -> list[Rule]:
+    """Rules implied by what was asked; a case may add more of its own."""
+    if not isinstance(response, dict) or "result" not in response:
+        return []
+    rules: list[Rule] = []
+    method = request.get("method") if request else None
+    if method == "initialize":
+        rules.append(Rule("$.result.serverInfo.version", "server-version", "release string"))
+    if era == "2026-07-28" and _has_envelope(request):
+        rules.append(
+            Rule(
+                f'$.result._meta["{SERVER_INFO_META}"].version',
+                "server-version",
+                "every 2026-07-28 result names the server",
+            )
+        )
+    params = request.get("params") if request else None
+    result = response["result"]
+    if (
+        method == "tools/call"
+        and isinstance(params, dict)
+        and params.get("name") == "status"
+        and isinstance(result, dict)
+        and not result.get("isError")
+    ):
+        rules += [
+            Rule("$.result.structuredContent.collections[*].lastUpdated", "timestamp", "mtime"),
+            Rule("$.result.structuredContent.collections[*].path", "fixture-root", "scratch dir"),
+            Rule("$.result.content[0].text", "fixture-root", "status text names each path"),
+        ]
+    return rules
+
+
+def _has_envelope(request: dict[str, Any] | None) -> bool:
+    # Only a request that carried the 2026-07-28 envelope gets a modern result; the original
+    # answers envelope-less requests the 2025 way even after server/discover.
+    params = request.get("params") if request else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and set(meta) >= ENVELOPE_KEYS
+
+
+def normalize(
+    message: Any, rules: Iterable[Rule], fixture_roots: Iterable[str]
+) -> tuple[Any, list[Problem]]:
+    """Return a normalised deep copy of message and the assertions that failed."""
+    out = copy.deepcopy(message)
+    problems: list[Problem] = []
+    roots = sorted({r for r in fixture_roots if r}, key=len, reverse=True)
+    for rule in rules:
+        nodes = list(jsonpath.find(out, rule.path))
+        if not nodes:
+            problems.append(Problem(rule.path, f"volatile field ({rule.kind}) is missing"))
+            continue
+        for where, value in nodes:
+            fixed, why_not = _replace(rule.kind, value, roots)
+            if why_not:
+                problems.append(Problem(where, why_not))
+            else:
+                jsonpath.set_value(out, where, fixed)
+    return out, problems
+
+
+def _replace(kind: Kind, value: Any, roots: list[str]) -> tuple[Any, str | None]:
+    if kind == "server-version":
+        if isinstance(value, str) and value.strip():
+            return PLACEHOLDERS[kind], None
+        return value, f"expected a non-empty version string, got {value!r}"
+    if kind == "timestamp":
+        if isinstance(value, str) and _ISO.match(value):
+            return PLACEHOLDERS[kind], None
+        return value, f"expected an ISO 8601 timestamp, got {value!r}"
+    if kind == "duration":
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            return PLACEHOLDERS[kind], None
+        return value, f"expected a non-negative duration, got {value!r}"
+    # fixture-root: the absolute scratch path must appear, and only it is rewritten.
+    if not isinstance(value, str):
+        return value, f"expected a string containing the fixture root, got {value!r}"
+    hit = next((r for r in roots if r in value), None)
+    if hit is None:
+        return value, f"expected the fixture root {roots[:1]} in {value!r}"
+    text = value
+    for root in roots:
+        text = text.replace(root, PLACEHOLDERS[kind])
+    return text, None

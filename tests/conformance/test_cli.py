@@ -1,0 +1,210 @@
+"""The command line end to end against a tiny real stdio server (no QMD needed)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from tests.conformance.helpers import HERE, run_cli
+
+MINI = [sys.executable, str(HERE / "mini_server.py")]
+
+
+def _case(
+    cid: str, steps: list[dict[str, Any]], eras: tuple[str, ...] = ("2025",)
+) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "title": cid,
+        "requirements": ["REQ-SPEC-RPC-003"],
+        "surfaces": ["spec"],
+        "fixture": "default",
+        "eras": list(eras),
+        "transports": ["stdio"],
+        "steps": steps,
+    }
+
+
+def _cases_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "cases"
+    d.mkdir()
+    cases = [
+        _case(
+            "mini.tools",
+            [
+                {
+                    "send": {"method": "tools/list"},
+                    "expect": {"match": [{"path": "$.result.tools[0].name", "equals": "echo"}]},
+                }
+            ],
+        ),
+        _case(
+            "mini.unknown",
+            [
+                {
+                    "send": {"method": "foo/bar"},
+                    "expect": {"match": [{"path": "$.error.code", "equals": -32601}]},
+                }
+            ],
+        ),
+        _case(
+            "mini.silence",
+            [
+                {"notify": {"method": "notifications/x"}, "expect": {"noReplyWithinMs": 200}},
+                {
+                    "raw": "not json",
+                    "expect": {
+                        "quietMs": 500,
+                        "match": [
+                            {"path": "$.error.code", "equals": -32700},
+                            {"path": "$.id", "equals": None},
+                        ],
+                    },
+                },
+                {
+                    "send": {"method": "ping", "id": "s"},
+                    "expect": {
+                        "match": [
+                            {"path": "$.id", "equals": "s"},
+                            {"path": "$.result", "equals": {}},
+                        ]
+                    },
+                },
+            ],
+        ),
+    ]
+    for c in cases:
+        (d / f"{c['id']}.json").write_text(json.dumps(c))
+    return d
+
+
+def _run(tmp_path: Path, *extra: str, wrong: bool = False) -> Any:
+    server = shlex.join([*MINI, "--wrong"] if wrong else MINI)
+    return run_cli(
+        "run",
+        "--server-cmd",
+        server,
+        "--surface",
+        "spec",
+        "--cases-dir",
+        str(_cases_dir(tmp_path)),
+        *extra,
+        timeout=120,
+    )
+
+
+def test_conformant_server_exits_0_with_summary_and_reports(tmp_path: Path) -> None:
+    proc = _run(
+        tmp_path,
+        "--report-json",
+        str(tmp_path / "r.json"),
+        "--report-junit",
+        str(tmp_path / "r.xml"),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.rstrip().splitlines()
+    assert lines[0].startswith("Running 3 cases (3 case/era runs) covering 1 requirement IDs")
+    assert lines[-1] == "3 passed, 0 failed, 0 skipped"
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["summary"] == {"passed": 3, "failed": 0, "skipped": 0}
+    assert data["requirements"] == ["REQ-SPEC-RPC-003"]
+    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == "3" and suite.get("failures") == "0"
+
+
+def test_a_wrong_answer_exits_1_naming_case_era_and_path(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "--report-junit", str(tmp_path / "r.xml"), wrong=True)
+    assert proc.returncode == 1
+    assert "FAIL  mini.tools [2025]" in proc.stdout
+    assert "case mini.tools, era 2025" in proc.stdout
+    assert "$.result.tools[0].name" in proc.stdout
+    assert 'expected "echo"' in proc.stdout and 'got      "ekho"' in proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1] == "2 passed, 1 failed, 0 skipped"
+    failure = ET.parse(tmp_path / "r.xml").getroot().find(".//testcase[@name='mini.tools']/failure")
+    assert failure is not None and "$.result.tools[0].name" in (failure.text or "")
+
+
+def test_baseline_turns_a_known_failure_into_an_expected_one(tmp_path: Path) -> None:
+    base = tmp_path / "b.yaml"
+    base.write_text("expected_failures:\n  - {case: mini.tools, era: all, reason: seeded}\n")
+    proc = _run(tmp_path, "--baseline", str(base), wrong=True)
+    assert proc.returncode == 0, proc.stdout
+    assert "XFAIL mini.tools [2025]" in proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1] == "2 passed, 0 failed, 1 skipped"
+
+
+def test_stale_baseline_entry_fails_the_run(tmp_path: Path) -> None:
+    base = tmp_path / "b.yaml"
+    base.write_text("expected_failures:\n  - {case: mini.tools, era: '2025', reason: old}\n")
+    proc = _run(tmp_path, "--baseline", str(base))
+    assert proc.returncode == 1
+    assert "STALE mini.tools [2025]" in proc.stdout and "remove it" in proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1] == "2 passed, 1 failed, 0 skipped"
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert run_cli("run", timeout=60).returncode == 2
+    assert run_cli("run", "--impl", "nosuch", timeout=60).returncode == 2
+    both = run_cli("run", "--impl", "ours-spec", "--server-cmd", "x", timeout=60)
+    assert both.returncode == 2
+    assert run_cli("run", "--impl", "ours-spec", "--setup-cmd", "x", timeout=60).returncode == 2
+
+
+def test_server_that_cannot_start_exits_3(tmp_path: Path) -> None:
+    proc = run_cli(
+        "run",
+        "--server-cmd",
+        str(tmp_path / "no-such-server"),
+        "--surface",
+        "spec",
+        "--cases-dir",
+        str(_cases_dir(tmp_path)),
+        timeout=60,
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "could not start" in proc.stderr
+
+
+def test_failing_setup_exits_3(tmp_path: Path) -> None:
+    proc = run_cli(
+        "run",
+        "--server-cmd",
+        shlex.join(MINI),
+        "--setup-cmd",
+        "exit 7",
+        "--surface",
+        "spec",
+        "--cases-dir",
+        str(_cases_dir(tmp_path)),
+        timeout=60,
+    )
+    assert proc.returncode == 3
+    assert "setup" in proc.stderr
+
+
+def test_invalid_case_data_exits_4(tmp_path: Path) -> None:
+    d = tmp_path / "cases"
+    d.mkdir()
+    (d / "bad.json").write_text(json.dumps({"id": "bad", "title": "no steps"}))
+    proc = run_cli("run", "--server-cmd", shlex.join(MINI), "--cases-dir", str(d), timeout=60)
+    assert proc.returncode == 4
+    assert "invalid case data" in proc.stderr
+
+
+def test_help_explains_the_one_command_run() -> None:
+    proc = run_cli("run", "--help", timeout=60)
+    assert proc.returncode == 0
+    assert "--server-cmd" in proc.stdout and "--setup-cmd" in proc.stdout
+    assert "exit codes" in proc.stdout
+
+
+def test_validate_and_list() -> None:
+    proc = run_cli("validate", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    listed = run_cli("list", timeout=120)
+    assert listed.returncode == 0
+    assert "requirement IDs covered" in listed.stdout

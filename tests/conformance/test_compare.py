@@ -1,0 +1,68 @@
+"""Structural diff and matchers: parsed JSON is compared, and failures name a JSON path."""
+
+from __future__ import annotations
+
+from conformance.compare import MISSING, check_matcher, diff
+
+
+def test_identical_documents_have_no_difference() -> None:
+    doc = {"result": {"content": [{"type": "text", "text": "a"}]}, "id": 1}
+    assert diff(doc, {"id": 1, "result": {"content": [{"text": "a", "type": "text"}]}}) == []
+
+
+def test_a_changed_character_is_reported_at_its_path() -> None:
+    exp = {"result": {"content": [{"type": "text", "text": "Found 3 results"}]}}
+    got = {"result": {"content": [{"type": "text", "text": "Found 4 results"}]}}
+    (d,) = diff(exp, got)
+    assert d.path == "$.result.content[0].text"
+    assert "char 6" in d.note
+    rendered = d.render()
+    assert '"Found 3 results"' in rendered and '"Found 4 results"' in rendered
+
+
+def test_missing_and_unexpected_members() -> None:
+    found = {d.path: d for d in diff({"a": 1, "b": 2}, {"a": 1, "c": 3})}
+    assert found["$.b"].actual is MISSING and found["$.b"].note == "missing"
+    assert found["$.c"].expected is MISSING and found["$.c"].note == "unexpected"
+
+
+def test_numbers_compare_by_value_but_booleans_are_not_numbers() -> None:
+    assert diff({"score": 1}, {"score": 1.0}) == []
+    assert diff({"n": 1}, {"n": True})
+    assert diff({"id": "1"}, {"id": 1})
+
+
+def test_odd_keys_are_quoted_in_paths() -> None:
+    exp = {"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "qmd"}}}
+    got = {"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "other"}}}
+    (d,) = diff(exp, got)
+    assert d.path == '$._meta["io.modelcontextprotocol/serverInfo"].name'
+
+
+def test_array_length_differences() -> None:
+    paths = [d.path for d in diff([1, 2], [1])]
+    assert paths == ["$[1]"]
+
+
+def test_matchers() -> None:
+    msg = {
+        "result": {
+            "isError": True,
+            "content": [{"type": "text", "text": "Document not found"}],
+            "items": ["a", "b"],
+        }
+    }
+    assert check_matcher(msg, {"path": "$.result.isError", "equals": True}) == []
+    assert check_matcher(msg, {"path": "$.result.content[0].text", "startsWith": "Document"}) == []
+    assert check_matcher(msg, {"path": "$.result.content[0].text", "regex": "not found$"}) == []
+    assert check_matcher(msg, {"path": "$.result.items", "length": 2}) == []
+    assert check_matcher(msg, {"path": "$.result.items", "contains": "b"}) == []
+    assert check_matcher(msg, {"path": "$.result.items[*]", "oneOf": ["a", "b"]}) == []
+    assert check_matcher(msg, {"path": "$.result.structuredContent", "absent": True}) == []
+    assert check_matcher(msg, {"path": "$.result.isError", "type": "boolean"}) == []
+    (miss,) = check_matcher(msg, {"path": "$.result.nothing", "equals": 1})
+    assert miss.note == "no such node"
+    (bad,) = check_matcher(msg, {"path": "$.result.isError", "absent": True})
+    assert bad.path == "$.result.isError"
+    assert check_matcher(msg, {"path": "$.result.items[*]", "oneOf": ["a"]})
+    assert check_matcher(msg, {"path": "$.result.content[0].text", "notContains": "found"})
