@@ -135,10 +135,19 @@ def recall_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
 
 
 def evaluate(run: Run, qrels: Qrels) -> dict[str, float]:
-    """Mean nDCG@10 and Recall@100 over every judged query (a query with no results scores 0)."""
-    ndcg = [ndcg_at(run.get(q, []), rel, 10) for q, rel in qrels.items()]
-    recall = [recall_at(run.get(q, []), rel, 100) for q, rel in qrels.items()]
-    return {"ndcg@10": statistics.fmean(ndcg), "recall@100": statistics.fmean(recall)}
+    """Mean nDCG@10 and Recall@100 over every judged query; a query with no results scores 0
+    (the `trec_eval -c` convention). BEIR's own script averages only over the queries that got
+    results (pytrec_eval drops the others); that variant is kept as `*_answered`."""
+    ndcg = {q: ndcg_at(run.get(q, []), rel, 10) for q, rel in qrels.items()}
+    recall = {q: recall_at(run.get(q, []), rel, 100) for q, rel in qrels.items()}
+    answered = [q for q in qrels if run.get(q)]
+    return {
+        "ndcg@10": statistics.fmean(ndcg.values()),
+        "recall@100": statistics.fmean(recall.values()),
+        "ndcg@10_answered": statistics.fmean(ndcg[q] for q in answered) if answered else 0.0,
+        "recall@100_answered": statistics.fmean(recall[q] for q in answered) if answered else 0.0,
+        "answered": float(len(answered)),
+    }
 
 
 # -- running the modes ------------------------------------------------------------------------
@@ -246,6 +255,12 @@ def report(results: list[ModeResult], meta: dict[str, Any]) -> str:
         )
     lines.append("-" * 84)
     for r in results:
+        if r.available and r.empty:
+            lines.append(
+                f"{r.mode}: over the {int(r.metrics['answered'])} queries with results only "
+                f"(BEIR script convention): nDCG@10 {r.metrics['ndcg@10_answered']:.4f}, "
+                f"R@100 {r.metrics['recall@100_answered']:.4f}"
+            )
         if r.first_error:
             lines.append(f"{r.mode}: first error: {r.first_error}")
     lines.append(
