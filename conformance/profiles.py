@@ -98,6 +98,14 @@ def repo_root() -> Path:
     return package_dir().parent
 
 
+def _binary_root(spec: dict[str, Any]) -> Path:
+    """Where the profile's default patterns are looked up (an install dir, or the repo)."""
+    env_name = spec.get("root_env")
+    if env_name and os.environ.get(env_name):
+        return Path(os.environ[env_name])
+    return repo_root() / str(spec.get("root", "."))
+
+
 def resolve_binary(profile: Profile, explicit: str | None) -> tuple[str | None, list[str]]:
     """Return (qmd executable, directories to put first on PATH)."""
     spec = profile.binary
@@ -109,13 +117,11 @@ def resolve_binary(profile: Profile, explicit: str | None) -> tuple[str | None, 
     env_name = spec.get("env")
     if env_name and os.environ.get(env_name):
         candidates.append(os.environ[env_name])
-    root = repo_root()
+    # Either the executable or the folder holding it may be given.
+    candidates = [str(Path(c) / "qmd") if Path(c).is_dir() else c for c in candidates]
+    root = _binary_root(spec)
     for pattern in spec.get("defaults", []):
-        candidates += sorted(glob.glob(str(root / pattern), recursive=True))
-    if spec.get("path_lookup"):
-        found = shutil.which(spec["path_lookup"])
-        if found:
-            candidates.append(found)
+        candidates += sorted(glob.glob(str(root / pattern)))
     qmd = next((c for c in candidates if Path(c).is_file() and os.access(c, os.X_OK)), None)
     if qmd is None:
         hint = spec.get("install_hint", "")
@@ -146,7 +152,7 @@ def _resolve_node(spec: dict[str, Any], root: Path, qmd: Path) -> str:
     if env_name and os.environ.get(env_name):
         candidates.append(os.environ[env_name])
     for pattern in spec.get("defaults", []):
-        candidates += sorted(glob.glob(str(root / pattern), recursive=True))
+        candidates += sorted(glob.glob(str(root / pattern)))
     # An install that keeps node next to qmd (…/node22/…/bin/node beside …/qmd/…).
     for parent in list(qmd.resolve().parents)[:6]:
         candidates += sorted(glob.glob(str(parent / "*" / "node_modules" / "*" / "bin" / "node")))
