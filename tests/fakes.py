@@ -355,6 +355,9 @@ class InMemoryStore:
     def has_vector_index(self) -> bool:
         return self._dims is not None
 
+    def pending_count(self, model: str, fingerprint: str) -> int:
+        return len(self.pending_hashes(model, fingerprint))
+
     def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
         first_path: dict[str, str] = {}
         for row in self._active():

@@ -463,8 +463,11 @@ class SqliteIndex:
             " FROM documents_fts WHERE documents_fts MATCH ?"
             f" ORDER BY bm25_score ASC LIMIT {int(fts_limit)})"
             f" SELECT {_META_COLUMNS}, content.doc, fm.bm25_score"
-            " FROM fts_matches fm JOIN documents d ON d.id = fm.rowid"
-            " JOIN content ON content.hash = d.hash WHERE d.active = 1"
+            # CROSS JOIN pins the join order: probe the few FTS hits by primary key. Left to
+            # itself the planner walks the whole collection (reading every body) when a
+            # collection filter is present: 9.5 ms instead of 1.4 ms on 5,000 documents.
+            " FROM fts_matches fm CROSS JOIN documents d ON d.id = fm.rowid"
+            " CROSS JOIN content ON content.hash = d.hash WHERE d.active = 1"
         )
         params: list[Any] = [match]
         if collection:
@@ -500,6 +503,19 @@ class SqliteIndex:
             (model, fingerprint),
         )
         return [str(r[0]) for r in rows]
+
+    def pending_count(self, model: str, fingerprint: str) -> int:
+        """How many hashes `pending_hashes` would list, without listing them (for status)."""
+        return int(
+            self._conn.scalar(
+                "SELECT COUNT(DISTINCT d.hash) FROM documents d LEFT JOIN ("
+                " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
+                " FROM content_vectors WHERE model = ? AND embed_fingerprint = ?"
+                " GROUP BY hash) v ON d.hash = v.hash"
+                " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)",
+                (model, fingerprint),
+            )
+        )
 
     def store_chunk_vectors(
         self,

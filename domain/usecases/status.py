@@ -40,10 +40,10 @@ class StatusReader:
             )
             for count in counts
         )
-        pending = self._vectors.pending_hashes(self._identity.model, self._identity.fingerprint)
+        pending = self._vectors.pending_count(self._identity.model, self._identity.fingerprint)
         return IndexStatus(
             total_documents=sum(c.documents for c in counts),
-            needs_embedding=len(pending),
+            needs_embedding=pending,
             has_vector_index=self._vectors.has_vector_index(),
             collections=collections,
         )

@@ -26,16 +26,19 @@ def test_pending_hashes_until_complete(store: StoreLike) -> None:
     b = add(store, "c", "a-first.md", "beta")
     add(store, "d", "z.md", "alpha")  # same content as a: one hash
     assert store.pending_hashes("m", "fp") == [b, a]  # ordered by first path
+    assert store.pending_count("m", "fp") == 2
     assert not store.has_vector_index()
     store.store_chunk_vectors(a, [(0, 0, [1.0, 0.0, 0.0]), (1, 50, [0.0, 1.0, 0.0])], "m", "fp", T0)
     assert store.has_vector_index()
     assert store.pending_hashes("m", "fp") == [b]
+    assert store.pending_count("m", "fp") == 1
     # another model or fingerprint still needs everything
     assert store.pending_hashes("m", "other") == [b, a]
     assert store.pending_hashes("m2", "fp") == [b, a]
     # inactive documents need nothing
     store.deactivate_documents("c", ["a-first.md"])
     assert store.pending_hashes("m", "fp") == []
+    assert store.pending_count("m", "fp") == 0
 
 
 def test_store_replaces_previous_vectors(store: StoreLike) -> None:
