@@ -174,7 +174,7 @@ def verify(models_dir: Path, outtype: str) -> None:
         raise SystemExit("embedding model verification failed")
 
     gen = llama_cpp.Llama(str(models_dir / PREPARED_GENERATE_FILE), n_ctx=256, verbose=False)
-    out = gen("The capital of France is", max_tokens=4, temperature=0.0)
+    out: Any = gen("The capital of France is", max_tokens=4, temperature=0.0)
     text = out["choices"][0]["text"]
     gen.close()
     say(f"generate check: 'The capital of France is' -> {text!r}")

@@ -12,11 +12,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import math
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -60,6 +62,7 @@ _QWEN_EMBED = re.compile(r"qwen.*embed|embed.*qwen", re.IGNORECASE)
 _PLAIN_EMBED = re.compile(r"minilm|mpnet|bge-|/bge|e5-|gte-|nomic|bert", re.IGNORECASE)
 
 _LOAD_LOCK = threading.Lock()
+GGML_LOG_LEVEL_ERROR = 4  # ggml: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5
 
 
 # ---------------------------------------------------------------------------- runtime helpers
@@ -69,8 +72,12 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+_quiet_logger: Any = None  # the ctypes callback must stay referenced while llama.cpp holds it
+
+
 def import_llama_cpp() -> Any:
     """The `llama_cpp` module, or MODEL_UNAVAILABLE saying how to install it."""
+    global _quiet_logger
     try:
         import llama_cpp
     except ImportError as exc:
@@ -79,6 +86,15 @@ def import_llama_cpp() -> Any:
             "llama-cpp-python is not installed, so local models cannot run. Install it with "
             "`scripts/install_llama.sh` (CPU) or `QMD_LLAMA_CUDA=1 scripts/install_llama.sh`.",
         ) from exc
+    if _quiet_logger is None and not _truthy(os.environ.get("QMD_LLAMA_VERBOSE")):
+        # llama-cpp-python's callback maps ggml's levels one step off, so with verbose=False
+        # it still prints warnings (e.g. gemma-3's iSWA cache note); keep only errors.
+        def log(level: int, text: bytes, _user: Any) -> None:
+            if level == GGML_LOG_LEVEL_ERROR:
+                sys.stderr.write(text.decode("utf-8", errors="replace"))
+
+        _quiet_logger = llama_cpp.llama_log_callback(log)
+        llama_cpp.llama_log_set(_quiet_logger, ctypes.c_void_p(0))
     return llama_cpp
 
 

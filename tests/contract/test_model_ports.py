@@ -64,7 +64,7 @@ def expander(request: pytest.FixtureRequest) -> Iterator[QueryExpander]:
         yield FakeExpander()
         return
     real = LlamaQueryExpander(
-        str(prepared_model(PREPARED_GENERATE_FILE)), context_size=512, max_tokens=64
+        str(prepared_model(PREPARED_GENERATE_FILE)), context_size=512, max_tokens=24
     )
     yield real
     real.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from adapters.models.llama import LlamaEmbedder
-from adapters.models.references import DEFAULT_MODELS
+from adapters.models.references import DEFAULT_MODELS, PREPARED_EMBED_FILE
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import INTERNAL_ERROR, QmdError
 from domain.text import content_hash
@@ -19,7 +19,7 @@ from domain.usecases.embedding import (
     fingerprint_for,
 )
 from tests.fakes import FixedClock, InMemoryStore
-from tests.model_fakes import FakeEmbedder, FlakyEmbedder
+from tests.model_fakes import FakeEmbedder, FlakyEmbedder, prepared_model
 
 StoreLike = InMemoryStore | SqliteIndex
 T0 = "2025-01-01T00:00:00.000Z"
@@ -238,3 +238,30 @@ def test_mostly_failing_run_aborts(store: StoreLike) -> None:
     assert raised.value.code == INTERNAL_ERROR
     assert "5 of 5" in raised.value.message
     assert_consistent(store)
+
+
+# ------------------------------------------------------------------------------ real model
+
+
+@pytest.mark.models
+def test_minilm_embeddings_find_the_right_document(tmp_path: Path) -> None:
+    index = SqliteIndex.open(tmp_path / "index.sqlite")
+    embedder = LlamaEmbedder(str(prepared_model(PREPARED_EMBED_FILE)))
+    try:
+        cats = add(index, "notes", "cats.md", "# Cats\n\nCats sleep up to sixteen hours a day.")
+        add(index, "notes", "tax.md", "# Taxes\n\nQuarterly tax filings are due in April.")
+        # ~1600 one-token words: two chunks of at most 900 tokens
+        fox = "## Foxes\n\n" + "The quick brown fox jumps over the lazy dog. " * 40
+        add(index, "notes", "long.md", "\n\n".join([fox] * 4))
+        report = EmbedIndex(index, index, embedder, FixedClock()).run()
+        assert report.embedded_documents == 3 and report.failed_documents == 0
+        assert embedder.dimensions == 384
+        assert index.vector_dimensions() == 384
+        sets = assert_consistent(index)
+        assert max(count for count, _ in sets.values()) > 1
+        (query,) = embedder.embed_queries(["how long do cats sleep"])
+        hits = index.search_vectors(query, 3, None)
+        assert hits[0].document.meta.hash == cats
+    finally:
+        embedder.close()
+        index.close()

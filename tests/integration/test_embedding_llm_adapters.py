@@ -6,6 +6,9 @@ model would raise `model-unavailable`.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from adapters.models.llama import (
@@ -20,10 +23,16 @@ from adapters.models.llama import (
     rerank_prompt_parts,
     use_gpu,
 )
-from adapters.models.references import DEFAULT_MODELS, ModelResolver
+from adapters.models.references import (
+    DEFAULT_MODELS,
+    PREPARED_DIR_NAME,
+    PREPARED_GENERATE_FILE,
+    ModelResolver,
+)
 from domain.errors import MODEL_UNAVAILABLE, QmdError
 from domain.model import SubQuery
 from tests.fakes import InMemoryStore
+from tests.model_fakes import REPO_ROOT, prepared_model
 
 MISSING = "/nonexistent/model.gguf"
 
@@ -139,3 +148,40 @@ def test_cpu_can_be_forced() -> None:
     assert use_gpu(force_cpu=True) is False
     assert use_gpu(env={"QMD_FORCE_CPU": "1"}) is False
     assert use_gpu(env={"QMD_LLAMA_GPU": "false"}) is False
+
+
+# ------------------------------------------------------------------------------ real model
+
+
+@pytest.mark.models
+def test_real_expansion_and_scores_are_cached_under_the_original_keys(tmp_path: Path) -> None:
+    path = prepared_model(PREPARED_GENERATE_FILE)
+    reference = f"{PREPARED_DIR_NAME}/{path.name}"  # relative: resolves only under REPO_ROOT
+    cache = InMemoryStore()
+    present = ModelResolver(base_dir=REPO_ROOT, allow_download=False)
+    absent = ModelResolver(base_dir=tmp_path, allow_download=False)
+
+    expander = LlamaQueryExpander(
+        reference, cache=cache, resolver=present, context_size=512, max_tokens=24
+    )
+    items = expander.expand("sqlite vector search")
+    expander.close()
+    raw = cache.get(
+        llm_cache_key("expandQuery", {"query": "sqlite vector search", "model": reference})
+    )
+    assert raw is not None
+    assert json.loads(raw) == [{"type": s.type, "query": s.query} for s in items]
+    offline = LlamaQueryExpander(reference, cache=cache, resolver=absent)
+    assert offline.expand("sqlite vector search") == items  # no model needed the second time
+
+    reranker = LlamaReranker(reference, cache=cache, resolver=present, context_size=1024)
+    scores = reranker.rerank("cats", ["Cats sleep a lot.", "Taxes are due."])
+    reranker.close()
+    for chunk, score in zip(["Cats sleep a lot.", "Taxes are due."], scores, strict=True):
+        stored = cache.get(
+            llm_cache_key("rerank", {"query": "cats", "model": reference, "chunk": chunk})
+        )
+        assert stored is not None and float(stored) == score
+    assert LlamaReranker(reference, cache=cache, resolver=absent).rerank(
+        "cats", ["Taxes are due.", "Cats sleep a lot."]
+    ) == list(reversed(scores))

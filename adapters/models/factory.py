@@ -1,0 +1,77 @@
+"""Build the model adapters the composition root hands to the use cases.
+
+Nothing is loaded here: the adapters resolve and load their GGUF files on first use, so
+building them is cheap and never touches the network.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from adapters.bootstrap import Models
+from adapters.config.yaml_config import load_config
+from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
+from adapters.models.references import (
+    ModelResolver,
+    model_cache_dir,
+    parse_model_ref,
+    select_model_refs,
+)
+from domain.ports import LlmCache
+from domain.usecases.embedding import fingerprint_for
+from domain.usecases.status import EmbeddingIdentity
+
+
+def llama_available() -> bool:
+    """Whether llama-cpp-python is installed (checked without importing it)."""
+    try:
+        return importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def configured_refs(config_path: str, env: Mapping[str, str]) -> dict[str, str]:
+    """Model reference per role. A relative path from index.yml is taken relative to the
+    file's folder, so the index does not change meaning with the working directory."""
+    from_yaml = load_config(config_path).models
+    refs: dict[str, str] = {str(k): v for k, v in select_model_refs(from_yaml, env).items()}
+    base = Path(config_path).resolve().parent
+    for role, ref in refs.items():
+        came_from_yaml = bool((from_yaml.get(role) or "").strip())
+        parsed = parse_model_ref(ref)
+        if came_from_yaml and parsed.kind == "path":
+            path = Path(ref).expanduser()
+            refs[role] = str(path if path.is_absolute() else base / path)
+    return refs
+
+
+def models_from_config(
+    config_path: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    force_cpu: bool = False,
+    cache: LlmCache | None = None,
+) -> Models:
+    """Embedder, reranker and expander for `index.yml` + environment.
+
+    Without llama-cpp-python only the embedding identity is filled in (so `status` still
+    counts pending documents) and search runs without model stages.
+    """
+    environ = os.environ if env is None else env
+    refs = configured_refs(config_path, environ)
+    resolver = ModelResolver(model_cache_dir(environ), env=environ)
+    embedder = LlamaEmbedder(refs["embed"], resolver=resolver, force_cpu=force_cpu)
+    identity = EmbeddingIdentity(refs["embed"], fingerprint_for(embedder))
+    if not llama_available():
+        return Models(identity=identity)
+    return Models(
+        embedder=embedder,
+        reranker=LlamaReranker(refs["rerank"], resolver=resolver, cache=cache, force_cpu=force_cpu),
+        expander=LlamaQueryExpander(
+            refs["generate"], resolver=resolver, cache=cache, force_cpu=force_cpu
+        ),
+        identity=identity,
+    )
