@@ -36,9 +36,14 @@ def js_split_ws(text: str) -> list[str]:
     return _JS_WS_RUN.split(text)
 
 
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+
+
 def utf16_len(text: str) -> int:
     """`String.prototype.length`: astral characters count twice."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    if text.isascii():  # the common case, answered without a per-character loop
+        return len(text)
+    return len(text) + len(_ASTRAL.findall(text))
 
 
 def utf16_prefix(text: str, units: int) -> str:
@@ -49,6 +54,8 @@ def utf16_prefix(text: str, units: int) -> str:
     """
     if units <= 0:
         return ""
+    if _ASTRAL.search(text) is None:  # every character is one unit: a plain slice
+        return text[:units]
     used = 0
     for index, ch in enumerate(text):
         width = 2 if ord(ch) > 0xFFFF else 1

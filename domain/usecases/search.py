@@ -7,7 +7,7 @@ candidate counts, collection defaults) and format the results.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from domain.chunking import best_chunk_index, chunk_document
@@ -62,6 +62,26 @@ class _Ranked:
 
 def _key(document: Document) -> DocKey:
     return (document.meta.collection, document.meta.path)
+
+
+class _Contexts:
+    """Context lookups memoised for one search call (a result page shares a few collections)."""
+
+    def __init__(self, store: DocumentStore) -> None:
+        self._store = store
+        self._global: str | None = None
+        self._loaded_global = False
+        self._by_collection: dict[str, Mapping[str, str]] = {}
+
+    def __call__(self, document: Document) -> str | None:
+        if not self._loaded_global:
+            self._global = self._store.get_global_context()
+            self._loaded_global = True
+        name = document.meta.collection
+        if name not in self._by_collection:
+            collection = self._store.get_collection(name)
+            self._by_collection[name] = collection.contexts if collection else {}
+        return resolve_context(self._global, self._by_collection[name], document.meta.path)
 
 
 def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], str]) -> None:
@@ -176,13 +196,9 @@ class Searcher:
 
     # -- result shaping -----------------------------------------------------------------------
 
-    def _context(self, document: Document) -> str | None:
-        collection = self._store.get_collection(document.meta.collection)
-        contexts = collection.contexts if collection else {}
-        return resolve_context(self._store.get_global_context(), contexts, document.meta.path)
-
     def _result(
         self,
+        contexts: _Contexts,
         candidate: Candidate,
         score: float,
         snippet_query: str,
@@ -202,7 +218,7 @@ class Searcher:
         else:
             snippet = extract_snippet(body, snippet_query, snippet_chars, None, None, intent)
         return SearchResult(
-            candidate.document, score, self._context(candidate.document), snippet, candidate.source
+            candidate.document, score, contexts(candidate.document), snippet, candidate.source
         )
 
     # -- public modes -------------------------------------------------------------------------
@@ -217,8 +233,9 @@ class Searcher:
     ) -> list[SearchResult]:
         """BM25 search; scores are |bm25| / (1 + |bm25|)."""
         hits = self._lex_merged(query, limit, collections)
+        contexts = _Contexts(self._store)
         return [
-            self._result(hit, hit.score, query, snippet_chars=snippet_chars)
+            self._result(contexts, hit, hit.score, query, snippet_chars=snippet_chars)
             for hit in hits
             if hit.score >= min_score
         ][:limit]
@@ -233,8 +250,9 @@ class Searcher:
     ) -> list[SearchResult]:
         """BM25 search that falls back to any-term matches when all-term ones run out."""
         hits = self._lex_relaxed(query, limit, collections)
+        contexts = _Contexts(self._store)
         return [
-            self._result(hit, hit.score, query, snippet_chars=snippet_chars)
+            self._result(contexts, hit, hit.score, query, snippet_chars=snippet_chars)
             for hit in hits
             if hit.score >= min_score
         ][:limit]
@@ -258,8 +276,9 @@ class Searcher:
         vectors = embedder.embed_queries(texts)
         legs = [self._vec_merged(v, limit, collections) for v in vectors]
         merged = _merge_best(legs, limit)
+        contexts = _Contexts(self._store)
         return [
-            self._result(c, c.score, query, snippet_chars=snippet_chars)
+            self._result(contexts, c, c.score, query, snippet_chars=snippet_chars)
             for c in merged
             if c.score >= min_score
         ]
@@ -365,11 +384,12 @@ class Searcher:
             scores = [1.0 / position for position in range(1, len(candidates) + 1)]
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])
         results: list[SearchResult] = []
+        contexts = _Contexts(self._store)
         for index in order:
             candidate, chunk = candidates[index]
             if scores[index] < min_score:
                 continue
-            results.append(self._result(candidate, scores[index], primary, intent, chunk))
+            results.append(self._result(contexts, candidate, scores[index], primary, intent, chunk))
             if len(results) >= limit:
                 break
         return results
