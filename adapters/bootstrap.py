@@ -123,7 +123,11 @@ def build_app(
     index = SqliteIndex.open(db_path, environ)
     if os.path.exists(config_path):
         sync_config_to_store(load_config(config_path), index)
-    models = build_models(config_path, environ, force_cpu=force_cpu) if with_models else Models()
+    models = (
+        build_models(config_path, environ, force_cpu=force_cpu, cache=index)
+        if with_models
+        else Models()
+    )
     app = assemble(
         store=index,
         lexical=index,
@@ -140,10 +144,13 @@ def build_app(
     return app
 
 
-def build_models(config_path: str, env: Mapping[str, str], force_cpu: bool = False) -> Models:
-    """GGUF model adapters, loaded lazily on first use (see adapters.models)."""
-    try:
-        from adapters.models.factory import models_from_config
-    except ImportError:
-        return Models()
-    return models_from_config(config_path, env, force_cpu=force_cpu)
+def build_models(
+    config_path: str,
+    env: Mapping[str, str],
+    force_cpu: bool = False,
+    cache: LlmCache | None = None,
+) -> Models:
+    """GGUF model adapters; they resolve and load their files lazily, on first use."""
+    from adapters.models.factory import models_from_config  # imports model code on demand
+
+    return models_from_config(config_path, env, force_cpu=force_cpu, cache=cache)

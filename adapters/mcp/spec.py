@@ -317,6 +317,7 @@ class SpecSurface:
             min_score=min_score,
             candidate_limit=HYBRID_CANDIDATES,
             relaxed_lex=True,
+            degrade=True,
         )
         return self._payload(results, query)
 

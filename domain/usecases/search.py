@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from domain.chunking import best_chunk_index, chunk_document
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
@@ -327,30 +328,42 @@ class Searcher:
         intent: str | None = None,
         rerank: bool = True,
         relaxed_lex: bool = False,
+        degrade: bool = False,
     ) -> list[SearchResult]:
         """Probe BM25, expand unless the signal is strong, fuse BM25 + vectors, rerank, blend.
 
-        Without an expander, vectors or a reranker, each missing stage is skipped, so the
-        query degrades to BM25 with RRF positions (the spec's FTS-only fallback).
+        Stages whose adapter is not configured are skipped. With `degrade` (the spec
+        surface), a missing vector index means BM25 only (no expansion, no rerank), and a
+        model that cannot be loaded skips its stage instead of failing the call; without it
+        (the compat surface, like the original) such a model failure is the answer.
         """
         lex = self._lex_relaxed if relaxed_lex else self._lex_merged
         probe = lex(query, LEG_LIMIT, collections)
-        expansions: list[SubQuery] = []
-        if self._expander is not None and not _strong_signal(probe, intent):
-            expansions = [s for s in self._expander.expand(query) if s.query != query]
         ranked = _Ranked()
         ranked.add(probe, 2.0)
+        if degrade and not self._vectors.has_vector_index():
+            return self._fuse_and_rank(
+                ranked, query, limit, min_score, candidate_limit, intent, rerank=False
+            )
+        expansions: list[SubQuery] = []
+        expander = self._expander
+        if expander is not None and not _strong_signal(probe, intent):
+            expanded = _optional_stage(degrade, lambda: expander.expand(query)) or []
+            expansions = [s for s in expanded if s.query != query]
         for sub in expansions:
             if sub.type == "lex":
                 ranked.add(lex(sub.query, LEG_LIMIT, collections), 1.0)
-        if self._embedder is not None and self._vectors.has_vector_index():
+        embedder = self._embedder
+        if embedder is not None and self._vectors.has_vector_index():
             semantic = [query] + [s.query for s in expansions if s.type in ("vec", "hyde")]
-            vectors = self._embedder.embed_queries(semantic)
+            vectors = _optional_stage(degrade, lambda: embedder.embed_queries(semantic)) or []
             for index, vector in enumerate(vectors):
                 ranked.add(
                     self._vec_merged(vector, LEG_LIMIT, collections), 2.0 if index == 0 else 1.0
                 )
-        return self._fuse_and_rank(ranked, query, limit, min_score, candidate_limit, intent, rerank)
+        return self._fuse_and_rank(
+            ranked, query, limit, min_score, candidate_limit, intent, rerank, degrade
+        )
 
     # -- fusion, chunk choice, rerank, blend ---------------------------------------------------
 
@@ -363,6 +376,7 @@ class Searcher:
         candidate_limit: int,
         intent: str | None,
         rerank: bool,
+        degrade: bool = False,
     ) -> list[SearchResult]:
         fused = reciprocal_rank_fusion(ranked.lists, ranked.weights)[: max(candidate_limit, 0)]
         candidates: list[tuple[Candidate, tuple[int, int]]] = []
@@ -372,10 +386,13 @@ class Searcher:
             best = chunks[best_chunk_index(chunks, primary, intent)] if chunks else None
             chunk = (best.pos, len(best.text)) if best else (0, len(document.body))
             candidates.append((Candidate(document, item.score), chunk))
-        if rerank and self._reranker is not None and candidates:
+        reranker = self._reranker
+        rerank_scores: list[float] | None = None
+        if rerank and reranker is not None and candidates:
             rerank_query = f"{intent}\n\n{primary}" if intent else primary
             texts = [c.document.body[pos : pos + length] for c, (pos, length) in candidates]
-            rerank_scores = self._reranker.rerank(rerank_query, texts)
+            rerank_scores = _optional_stage(degrade, lambda: reranker.rerank(rerank_query, texts))
+        if rerank_scores is not None:
             scores = [
                 blend(position, rerank_scores[position - 1])
                 for position in range(1, len(candidates) + 1)
@@ -393,6 +410,19 @@ class Searcher:
             if len(results) >= limit:
                 break
         return results
+
+
+T = TypeVar("T")
+
+
+def _optional_stage(degrade: bool, stage: Callable[[], T]) -> T | None:
+    """Run a model stage; when degrading, a model that cannot be had skips the stage."""
+    try:
+        return stage()
+    except QmdError as error:
+        if degrade and error.code == MODEL_UNAVAILABLE:
+            return None
+        raise
 
 
 def _strong_signal(probe: Sequence[Candidate], intent: str | None) -> bool:
