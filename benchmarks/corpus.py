@@ -237,7 +237,8 @@ class _Writer:
 
 
 def _pick_query(rng: random.Random, vocabulary: list[str], used: list[int], terms: int) -> str:
-    """`terms` distinct mid-frequency words from one document, so an AND query has a hit."""
+    """`terms` distinct words of frequency rank 40 to 2,499 (mostly mid-frequency pseudo-words,
+    now and then one of the last function words) from one document, so an AND query has a hit."""
     candidates = sorted({i for i in used if 40 <= i < 2500})
     if len(candidates) < terms:
         candidates = sorted({i for i in used if i >= len(FUNCTION_WORDS)})
