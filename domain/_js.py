@@ -36,7 +36,7 @@ def js_split_ws(text: str) -> list[str]:
     return _JS_WS_RUN.split(text)
 
 
-_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def utf16_len(text: str) -> int:

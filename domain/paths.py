@@ -161,3 +161,32 @@ def parse_line_ref(reference: str) -> LineRef:
     if match is not None:
         return LineRef(reference[: match.start()], int(match.group(1)), None)
     return LineRef(reference, None, None)
+
+
+_RESERVED_EXPANSION_SAFE = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;="
+)
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def expand_reserved(value: str) -> str:
+    """RFC 6570 reserved expansion (`{+var}`): keep reserved and unreserved characters and
+    existing `%XX` triplets, percent-encode everything else as UTF-8.
+
+    The original echoes a `qmd://{+path}` resource URI re-expanded this way, so a raw space
+    comes back as `%20` while an already-encoded `%20` is left alone.
+    """
+    out: list[str] = []
+    index = 0
+    while index < len(value):
+        char = value[index]
+        if char in _RESERVED_EXPANSION_SAFE:
+            out.append(char)
+        elif char == "%" and len(value) >= index + 3 and set(value[index + 1 : index + 3]) <= _HEX:
+            out.append(value[index : index + 3])
+            index += 3
+            continue
+        else:
+            out.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
+        index += 1
+    return "".join(out)

@@ -27,7 +27,7 @@ from adapters.mcp.services import Services
 from adapters.mcp.validation import validate_arguments, with_defaults
 from domain.errors import EXCLUDED, DocumentNotFoundError, QmdError
 from domain.model import SubQuery
-from domain.paths import decode_uri_component, encode_qmd_path
+from domain.paths import decode_uri_component, encode_qmd_path, expand_reserved
 from domain.text import add_line_numbers, slice_lines
 from domain.usecases.retrieval import merge_get_arguments
 
@@ -267,6 +267,7 @@ class CompatSurface:
         if not uri.startswith("qmd://"):
             raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
         path = decode_uri_component(uri[len("qmd://") :])
+        uri = "qmd://" + expand_reserved(uri[len("qmd://") :])
         retrieval = self._services.retrieval
         try:
             meta = retrieval.find(path)

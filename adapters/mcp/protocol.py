@@ -1,9 +1,9 @@
 """JSON-RPC 2.0 session for MCP: message checks, protocol eras and method dispatch.
 
-Both eras are spoken on one connection type, and the first request pins which one:
-`initialize` (or any request without the 2026 `_meta` envelope) selects the 2025 handshake
-era; a request carrying the envelope selects the stateless 2026-07-28 era, after which every
-request must carry it. What the tools do is the business of a `Surface`.
+Both eras are spoken on one connection, request by request, as the original does: a request
+carrying the 2026-07-28 `_meta` envelope is answered in that stateless era (validated
+envelope, decorated results, no `initialize`/`ping`); any other request is answered the 2025
+way. What the tools do is the business of a `Surface`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,12 @@ UNSUPPORTED_VERSION = -32022
 _CACHE_HINTS: dict[str, int] = {
     "server/discover": 60000,
     "tools/list": 60000,
+    "resources/list": 0,
     "resources/templates/list": 0,
     "resources/read": 0,
 }
+# Methods of the 2025 handshake era that a 2026-07-28 request cannot call.
+_LEGACY_ONLY = frozenset({"initialize", "ping"})
 
 log = logging.getLogger("qmd.mcp")
 
@@ -97,7 +100,7 @@ class Session:
 
     def __init__(self, surface: Surface) -> None:
         self.surface = surface
-        self.era: str | None = None
+        self.era: str | None = None  # the era of the request being handled
 
     # -- envelope --------------------------------------------------------------------------
 
@@ -160,14 +163,16 @@ class Session:
 
     # -- eras -----------------------------------------------------------------------------
 
-    def _meta(self, params: Any) -> dict[str, Any] | None:
+    @staticmethod
+    def _meta(params: Any) -> dict[str, Any] | None:
         if isinstance(params, dict) and isinstance(params.get("_meta"), dict):
             meta: dict[str, Any] = params["_meta"]
             if META_VERSION in meta:
                 return meta
         return None
 
-    def _check_modern_envelope(self, meta: dict[str, Any]) -> None:
+    @staticmethod
+    def _check_modern_envelope(meta: dict[str, Any]) -> None:
         version = meta.get(META_VERSION)
         if version != MODERN:
             raise JsonRpcError(
@@ -176,46 +181,28 @@ class Session:
                 {"supported": [MODERN], "requested": version},
             )
         if not isinstance(meta.get(META_CAPABILITIES), dict):
-            state = "missing" if META_CAPABILITIES not in meta else "expected object"
+            problem = "missing" if META_CAPABILITIES not in meta else "invalid"
             raise JsonRpcError(
                 INVALID_PARAMS,
                 f"Invalid _meta envelope for protocol revision {MODERN}: "
-                f"{META_CAPABILITIES}: {state}",
+                f"{META_CAPABILITIES}: {problem}",
+                {"envelope": {"key": META_CAPABILITIES, "problem": problem}},
             )
 
-    def _select_era(self, request: _Request) -> None:
+    def _era_of(self, request: _Request) -> str:
+        """Each request carries its own era, as the original serves them: one with the
+        2026-07-28 `_meta` envelope is modern, anything else is handled the 2025 way."""
         meta = self._meta(request.params)
-        if self.era is None:
-            if request.method != "initialize" and meta is not None:
-                self._check_modern_envelope(meta)
-                self.era = "modern"
-            else:
-                self.era = "legacy"
-            return
-        if self.era == "modern":
-            if request.method == "initialize":
-                requested = (
-                    (request.params or {}).get("protocolVersion")
-                    if isinstance(request.params, dict)
-                    else None
-                )
-                raise JsonRpcError(
-                    UNSUPPORTED_VERSION,
-                    f"Unsupported protocol version: {requested}",
-                    {"supported": [MODERN], "requested": requested},
-                )
-            if meta is None:
-                raise JsonRpcError(
-                    INVALID_PARAMS,
-                    f"Request is missing the required _meta envelope for protocol revision "
-                    f"{MODERN} ({META_VERSION}, {META_CAPABILITIES})",
-                )
-            self._check_modern_envelope(meta)
+        if meta is None:
+            return "legacy"
+        self._check_modern_envelope(meta)
+        return "modern"
 
     # -- dispatch -------------------------------------------------------------------------
 
     def _dispatch(self, request: _Request) -> dict[str, Any]:
-        self._select_era(request)
+        era = self._era_of(request)
+        self.era = era
         handler = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -228,10 +215,10 @@ class Session:
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
         }.get(request.method)
-        if handler is None:
+        if handler is None or (era == "modern" and request.method in _LEGACY_ONLY):
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
         result = handler(request.params)
-        if self.era == "modern":
+        if era == "modern":
             result = self._decorate_modern(request.method, result)
         return self.result(request.id, result)
 
@@ -261,8 +248,6 @@ class Session:
         return result
 
     def _ping(self, _params: Any) -> dict[str, Any]:
-        if self.era == "modern":
-            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
         return {}
 
     def _discover(self, _params: Any) -> dict[str, Any]:
@@ -317,7 +302,7 @@ class Session:
                 if not isinstance(params, dict) or "uri" not in params
                 else (js_type(uri))
             )
-            path = ["uri"] if isinstance(params, dict) else ["params"]
+            path = ["params", "uri"] if isinstance(params, dict) else ["params"]
             raise JsonRpcError(
                 INTERNAL_ERROR,
                 zod_issue_message("", [_missing_issue(path, "string", got)]),

@@ -34,7 +34,7 @@ from domain.errors import (
     error_envelope,
 )
 from domain.model import DocumentMeta, SearchResult
-from domain.paths import decode_uri_component, encode_qmd_path
+from domain.paths import decode_uri_component, encode_qmd_path, expand_reserved
 from domain.scoring import js_round
 from domain.text import add_line_numbers, slice_lines
 from domain.usecases.retrieval import merge_get_arguments
@@ -444,6 +444,7 @@ class SpecSurface:
         if not uri.startswith("qmd://"):
             raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
         path = decode_uri_component(uri[len("qmd://") :])
+        uri = "qmd://" + expand_reserved(uri[len("qmd://") :])
         try:
             meta = self._find(path, path)
         except QmdError as error:

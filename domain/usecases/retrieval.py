@@ -205,7 +205,7 @@ class Retrieval:
             if len(hits) == 1:
                 return hits[0]
             if len(hits) > 1:
-                listed = ", ".join(m.virtual_path for m in hits)
+                listed = ", ".join(sorted(m.virtual_path for m in hits))
                 raise QmdError(INVALID_ARGUMENT, f"Ambiguous path {name}: {listed}")
         suggestions = similar_paths(
             name, [m.path for m in all_docs], GET_SUGGESTION_DISTANCE, LIST_SUGGESTION_LIMIT

@@ -178,7 +178,7 @@ def test_multi_get_glob_list_skips_and_no_match(server: StdioServer) -> None:
     assert listed["content"][1]["resource"]["uri"] == "qmd://handbook/README.md"
     ambiguous = server.call("multi_get", {"pattern": "README.md, journal/2026-01.md"})
     assert ambiguous["content"][0]["text"] == (
-        "Errors:\nAmbiguous path README.md: qmd://handbook/README.md, qmd://archive/README.md"
+        "Errors:\nAmbiguous path README.md: qmd://archive/README.md, qmd://handbook/README.md"
     )
     big = server.call("multi_get", {"pattern": "**/*.md", "maxBytes": 10240})
     skipped = [c["text"] for c in big["content"] if c["type"] == "text" and "SKIPPED" in c["text"]]
@@ -290,10 +290,22 @@ def test_modern_era_discover_and_envelope_rules(server: StdioServer) -> None:
     assert tools["ttlMs"] == 60000 and tools["cacheScope"] == "private"
     result = server.call("search", {"query": "pagination"}, modern=True)
     assert result["structuredContent"]["results"][0]["file"].endswith("pagination.md")
-    missing = server.request("tools/list")
-    assert missing["error"]["code"] == -32602
-    old = server.request("initialize", {"protocolVersion": "2025-06-18"}, modern=True)
-    assert old["error"]["code"] == -32022
+    # Each request carries its era, as in the original: without the envelope it is 2025-style.
+    plain = server.request("tools/list")["result"]
+    assert "resultType" not in plain and len(plain["tools"]) == 6
+    enveloped_initialize = server.request("initialize", {"protocolVersion": "2025-06-18"}, True)
+    assert enveloped_initialize["error"]["code"] == -32601
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 77,
+            "method": "tools/list",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2030-01-01"}},
+        }
+    )
+    unsupported = server.receive()
+    assert unsupported["error"]["code"] == -32022
+    assert unsupported["error"]["data"]["supported"] == ["2026-07-28"]
 
 
 # -- compat surface smoke (the conformance suite checks it answer by answer) --------------------

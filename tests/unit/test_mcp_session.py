@@ -129,3 +129,28 @@ def test_serve_stdio_answers_each_request_and_returns_zero_on_eof() -> None:
     assert serve_stdio(session, stdin=stdin, stdout=stdout) == 0
     replies = [json.loads(line) for line in stdout.getvalue().splitlines()]
     assert [r["id"] for r in replies] == [1, 2]
+
+
+def test_each_request_carries_its_own_era() -> None:
+    session = _session(InMemoryStore())
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    modern = session.handle_message(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    )
+    assert modern is not None and modern["result"]["resultType"] == "complete"
+    legacy = session.handle_message({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert legacy is not None and "resultType" not in legacy["result"]
+    partial = session.handle_message(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "ping",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
+        }
+    )
+    assert partial is not None and partial["error"]["data"] == {
+        "envelope": {"key": "io.modelcontextprotocol/clientCapabilities", "problem": "missing"}
+    }

@@ -13,6 +13,7 @@ from domain.paths import (
     docid_of,
     encode_qmd_path,
     encode_uri_component,
+    expand_reserved,
     is_virtual_path,
     normalize_docid,
     parse_line_ref,
@@ -207,3 +208,17 @@ def test_normalize_docid(text: str, expected: str | None) -> None:
 )
 def test_parse_line_ref(reference: str, expected: LineRef) -> None:
     assert parse_line_ref(reference) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "expanded"),
+    [
+        ("handbook/caching strategy.md", "handbook/caching%20strategy.md"),
+        ("handbook/rate%20limits.md", "handbook/rate%20limits.md"),
+        ("中文/倒排.md", "%E4%B8%AD%E6%96%87/%E5%80%92%E6%8E%92.md"),
+        ("a/(v2) & b#1.md", "a/(v2)%20&%20b#1.md"),
+        ("50%off", "50%25off"),
+    ],
+)
+def test_expand_reserved_keeps_reserved_characters_and_triplets(raw: str, expanded: str) -> None:
+    assert expand_reserved(raw) == expanded
