@@ -123,11 +123,11 @@ def build_app(
     index = SqliteIndex.open(db_path, environ)
     if os.path.exists(config_path):
         sync_config_to_store(load_config(config_path), index)
-    models = (
-        build_models(config_path, environ, force_cpu=force_cpu, cache=index)
-        if with_models
-        else Models()
-    )
+    models = build_models(config_path, environ, force_cpu=force_cpu, cache=index)
+    if not with_models:
+        # Nothing loads either way; this keeps the adapters out of commands that need no
+        # model while `status` still counts pending embeddings for the configured model.
+        models = Models(identity=models.identity)
     app = assemble(
         store=index,
         lexical=index,

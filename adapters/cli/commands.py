@@ -573,42 +573,158 @@ def cleanup(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ models
 
 
-def _models_missing() -> str | None:
-    import importlib.util
+def embed_progress_line(done: int, total: int, chunks: int, elapsed: float, width: int = 20) -> str:
+    """`Embedding [#####-----] 120/240 docs, 512 chunks, 8.1 chunks/s, ETA 0:42`."""
+    filled = 0 if total <= 0 else min(width, (done * width) // total)
+    rate = chunks / elapsed if elapsed > 0 else 0.0
+    remaining = (total - done) * (elapsed / done) if done else 0.0
+    eta = f"{int(remaining // 60)}:{int(remaining % 60):02d}" if done else "?"
+    return (
+        f"Embedding [{'#' * filled}{'-' * (width - filled)}] {done}/{total} docs, "
+        f"{chunks} chunks, {rate:.1f} chunks/s, ETA {eta}"
+    )
 
-    try:
-        found = importlib.util.find_spec("adapters.models.factory")
-    except (ImportError, ValueError):
-        found = None
-    if found is None:
-        return "the model adapters (adapters.models.factory) are not part of this build yet"
-    return None
+
+@contextmanager
+def _embed_lock(db_path: str) -> Iterator[bool]:
+    """An exclusive lock beside the index, so two `qmd embed` runs cannot interleave writes."""
+    import fcntl
+
+    lock_path = os.path.join(os.path.dirname(os.path.abspath(db_path)), ".qmd-embed.lock")
+    with open(lock_path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def embed(args: argparse.Namespace) -> int:
-    missing = _models_missing()
-    if missing is None:
-        import importlib.util
+    import time
 
-        if importlib.util.find_spec("domain.usecases.embedding") is None:
-            missing = "no embedding use case is wired into the CLI yet"
-    raise CommandError(f"qmd embed: not available: {missing}")
+    from domain.errors import UNAVAILABLE, QmdError
+    from domain.usecases.embedding import EmbedIndex, EmbedProgress
+
+    if args.collection:
+        raise CommandError(
+            "qmd embed -c: not supported: vectors belong to document contents, which "
+            "collections share; run 'qmd embed' to embed every pending document."
+        )
+    with open_app(args, with_models=True) as app:
+        embedder = app.models.embedder
+        if embedder is None:
+            raise CommandError(
+                "qmd embed: llama-cpp-python is not installed, so no embedding model can run. "
+                "Install it with scripts/install_llama.sh."
+            )
+        with _embed_lock(app.db_path) as locked:
+            if not locked:
+                err("Another embed process is already running. Skipping.\n")
+                return 0
+            use_case = EmbedIndex(app.store, app.vectors, embedder, app.clock)
+            pending = len(use_case.pending())
+            if not pending and not args.force:
+                out("✓ All documents are embedded.\n")
+                return 0
+            out(f"Embedding {pending} document(s) with {use_case.model}\n")
+            started = time.monotonic()
+            deadline = started + args.timeout * 60 if args.timeout else None
+            live = sys.stderr.isatty()
+
+            def report(progress: EmbedProgress) -> None:
+                elapsed = time.monotonic() - started
+                if live:
+                    line = embed_progress_line(
+                        progress.done_documents,
+                        progress.total_documents,
+                        progress.embedded_chunks,
+                        elapsed,
+                    )
+                    sys.stderr.write("\r\x1b[K" + line)
+                    sys.stderr.flush()
+                if deadline is not None and time.monotonic() > deadline:
+                    raise QmdError(
+                        UNAVAILABLE,
+                        f"Stopped after {args.timeout} minute(s) (--timeout); "
+                        "run 'qmd embed' again to continue.",
+                    )
+
+            batch_bytes = args.max_batch_mb * 1024 * 1024 if args.max_batch_mb else None
+            options: dict[str, int] = {}
+            if args.max_docs_per_batch:
+                options["batch_docs"] = args.max_docs_per_batch
+            if batch_bytes:
+                options["batch_bytes"] = batch_bytes
+            try:
+                result = use_case.run(force=args.force, progress=report, **options)
+            finally:
+                if live:
+                    sys.stderr.write("\r\x1b[K")
+                    sys.stderr.flush()
+            elapsed = time.monotonic() - started
+            rate = result.embedded_chunks / elapsed if elapsed > 0 else 0.0
+            out(
+                f"✓ Embedded {result.embedded_chunks} chunks from "
+                f"{result.embedded_documents} documents in {elapsed:.1f}s "
+                f"({rate:.1f} chunks/s, model {result.model}, fingerprint {result.fingerprint})\n"
+            )
+            for error in result.errors:
+                err(f"{error}\n")
+            if result.failed_documents:
+                err(
+                    f"{result.failed_documents} document(s) failed and stay pending; "
+                    "run 'qmd embed' again to retry.\n"
+                )
+                return 1
+            return 0
 
 
 def doctor(args: argparse.Namespace) -> int:
+    from adapters.models.factory import configured_refs
+    from adapters.models.llama import describe_backend
+    from adapters.models.references import ModelResolver, model_cache_dir
+
     lines = ["QMD Doctor", ""]
+    healthy = True
     with open_app(args) as app:
-        lines.append(f"  Index:   {app.db_path}")
+        lines.append(f"  Index:      {app.db_path}")
         config_state = "present" if os.path.exists(app.config_path) else "missing"
-        lines.append(f"  Config:  {app.config_path} ({config_state})")
+        lines.append(f"  Config:     {app.config_path} ({config_state})")
         total = getattr(app.store, "total_documents", None)
-        lines.append(f"  Documents: {total() if callable(total) else '?'}")
-        vec = getattr(app.store, "vec_available", None)
-        lines.append(f"  sqlite-vec: {'available' if vec else 'not available'}")
-    missing = _models_missing()
-    lines.append(f"  Models:  {'not available: ' + missing if missing else 'adapters present'}")
+        lines.append(f"  Documents:  {total() if callable(total) else '?'}")
+        vec = bool(getattr(app.store, "vec_available", False))
+        healthy &= vec
+        lines.append(f"  sqlite-vec: {'loaded' if vec else 'not available'}")
+        refs = configured_refs(app.config_path, os.environ)
+    info = describe_backend(
+        refs,
+        resolver=ModelResolver(model_cache_dir(os.environ)),
+        force_cpu=bool(args.no_gpu),
+    )
+    if info.get("llama_cpp"):
+        backend = "GPU offload" if info.get("gpu_used") else "CPU"
+        support = "supported" if info.get("gpu_offload") else "not built in"
+        lines.append(
+            f"  llama.cpp:  llama-cpp-python {info['llama_cpp']} ({backend}; GPU {support})"
+        )
+    else:
+        healthy = False
+        lines.append(f"  llama.cpp:  not available: {info.get('error', 'unknown error')}")
+    lines.append(f"  Model cache: {info.get('cache_dir')}")
+    for role, entry in info.get("models", {}).items():
+        if entry.get("available"):
+            state = f"ok ({entry.get('path')})"
+        else:
+            healthy = False
+            state = f"MISSING — {entry.get('error') or 'not downloaded'}; set {entry['env']} "
+            state += "or models: in index.yml"
+        lines.append(f"  {role:<8} {entry['reference']}: {state}")
     out("\n".join(lines) + "\n")
-    return 1 if missing else 0
+    return 0 if healthy else 1
 
 
 # ------------------------------------------------------------------------------ servers
@@ -715,7 +831,8 @@ def vsearch(args: argparse.Namespace) -> int:
         names = _collections_for(app, args.collection)
         _warn_pending(app)
         try:
-            results = app.searcher.vector_search(query, limit, names, min_score)
+            # A missing expansion model means no expansion, not a failed search.
+            results = app.searcher.vector_search(query, limit, names, min_score, degrade=True)
         except QmdError as error:
             if error.code != UNAVAILABLE:
                 raise
@@ -776,7 +893,14 @@ def query(args: argparse.Namespace) -> int:
         else:
             plain = document.expand if document is not None and document.expand else text
             results = app.searcher.hybrid_query(
-                plain, limit, names, min_score, candidates, intent, rerank=not args.no_rerank
+                plain,
+                limit,
+                names,
+                min_score,
+                candidates,
+                intent,
+                rerank=not args.no_rerank,
+                degrade=True,  # stages whose model cannot be had are skipped
             )
             display = plain
         if not results:

@@ -302,7 +302,11 @@ class SpecSurface:
     def _vsearch(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
         results = self._services.searcher.vector_search(
-            query, limit=limit, collections=collections or None, min_score=min_score
+            query,
+            limit=limit,
+            collections=collections or None,
+            min_score=min_score,
+            degrade=True,
         )
         return self._payload(results, query)
 

@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -122,6 +123,9 @@ def llm_cache_key(tag: str, body: Mapping[str, Any]) -> str:
     return hashlib.sha256((tag + payload).encode("utf-8")).hexdigest()
 
 
+_RETRY_AFTER_S = 60.0
+
+
 class _LazyModel:
     """A `llama_cpp.Llama`, resolved and loaded on first use, shared under one lock."""
 
@@ -143,11 +147,21 @@ class _LazyModel:
         self._llm: Any = None
         self.path: Path | None = None
         self.lock = threading.RLock()
+        self._failure: tuple[float, QmdError] | None = None
 
     def get(self) -> Any:
         with self.lock:
             if self._llm is None:
-                self._llm = self.load(**self._options())
+                # A model that could not be had is not looked for again on every call (a
+                # long-lived server would pay the lookup per request); retry after a while.
+                if self._failure and time.monotonic() - self._failure[0] < _RETRY_AFTER_S:
+                    raise self._failure[1]
+                try:
+                    self._llm = self.load(**self._options())
+                except QmdError as error:
+                    self._failure = (time.monotonic(), error)
+                    raise
+                self._failure = None
             return self._llm
 
     def load(self, **options: Any) -> Any:
@@ -160,8 +174,8 @@ class _LazyModel:
             "n_gpu_layers": -1 if use_gpu(self._force_cpu) else 0,
             "verbose": False,
         }
-        if self._n_threads:
-            kwargs["n_threads"] = self._n_threads
+        # llama-cpp-python defaults to half the cores; QMD is the only heavy work in its process.
+        kwargs["n_threads"] = self._n_threads or os.cpu_count() or 1
         kwargs.update(options)
         with _LOAD_LOCK:
             try:

@@ -266,14 +266,20 @@ class Searcher:
         min_score: float = 0.3,
         expand: bool = True,
         snippet_chars: int = SNIPPET_CHARS,
+        degrade: bool = False,
     ) -> list[SearchResult]:
-        """Embed the query (and its vec/hyde expansions), keep the best score per document."""
+        """Embed the query (and its vec/hyde expansions), keep the best score per document.
+
+        With `degrade`, an expansion model that cannot be had means no expansion.
+        """
         if not self._vectors.has_vector_index():
             raise QmdError(UNAVAILABLE, VECTOR_INDEX_MISSING)
         embedder = self._require_embedder()
         texts = [query]
-        if expand and self._expander is not None:
-            texts += [s.query for s in self._expander.expand(query) if s.type in ("vec", "hyde")]
+        expander = self._expander
+        if expand and expander is not None:
+            expanded = _optional_stage(degrade, lambda: expander.expand(query)) or []
+            texts += [s.query for s in expanded if s.type in ("vec", "hyde")]
         vectors = embedder.embed_queries(texts)
         legs = [self._vec_merged(v, limit, collections) for v in vectors]
         merged = _merge_best(legs, limit)
