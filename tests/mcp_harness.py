@@ -101,7 +101,11 @@ class StdioServer:
         return False
 
     def request(
-        self, method: str, params: dict[str, Any] | None = None, modern: bool = False
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        modern: bool = False,
+        timeout: float = 10.0,
     ) -> dict[str, Any]:
         self._next_id += 1
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
@@ -110,12 +114,14 @@ class StdioServer:
             if modern:
                 message["params"]["_meta"] = MODERN_META
         self.send(message)
-        reply = self.receive()
+        reply = self.receive(timeout)
         assert reply.get("id") == self._next_id, reply
         return reply
 
-    def call(self, tool: str, arguments: dict[str, Any], modern: bool = False) -> dict[str, Any]:
-        reply = self.request("tools/call", {"name": tool, "arguments": arguments}, modern)
+    def call(
+        self, tool: str, arguments: dict[str, Any], modern: bool = False, timeout: float = 10.0
+    ) -> dict[str, Any]:
+        reply = self.request("tools/call", {"name": tool, "arguments": arguments}, modern, timeout)
         result: dict[str, Any] = reply["result"]
         return result
 

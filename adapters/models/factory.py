@@ -71,7 +71,21 @@ def models_from_config(
         embedder=embedder,
         reranker=LlamaReranker(refs["rerank"], resolver=resolver, cache=cache, force_cpu=force_cpu),
         expander=LlamaQueryExpander(
-            refs["generate"], resolver=resolver, cache=cache, force_cpu=force_cpu
+            refs["generate"],
+            resolver=resolver,
+            cache=cache,
+            force_cpu=force_cpu,
+            max_tokens=_expand_max_tokens(environ),
         ),
         identity=identity,
     )
+
+
+def _expand_max_tokens(env: Mapping[str, str]) -> int:
+    """`QMD_EXPAND_MAX_TOKENS` bounds query-expansion output (the original's 600 by default):
+    on a CPU a small model needs a minute for 600 tokens."""
+    try:
+        value = int(env.get("QMD_EXPAND_MAX_TOKENS", "600"))
+    except ValueError:
+        return 600
+    return value if value > 0 else 600
