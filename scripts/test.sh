@@ -9,4 +9,7 @@ BIN=.venv/bin
 echo "==> ruff"; "$BIN/ruff" check . && "$BIN/ruff" format --check .
 echo "==> mypy --strict"; "$BIN/mypy" --strict
 echo "==> import-linter"; "$BIN/lint-imports"
+echo "==> spec and conformance data"
+"$BIN/python" scripts/gen_requirements.py --check
+"$BIN/qmd-conformance" validate
 echo "==> pytest"; "$BIN/python" -m pytest "$@"

@@ -3,7 +3,8 @@
 Tools `query`, `get`, `multi_get`, `status`; the `qmd://{+path}` template; no prompts;
 malformed lines are dropped silently, as the original does. The tool definitions are the
 original's wire contract and are kept as data (`data/compat-2.8.3-tools.json`).
-Deliberate divergences are listed in docs/spec/compat-divergences.md.
+Deliberate divergences would be baselined, with reasons, in
+conformance/baselines/ours-compat.yaml (there are none today).
 """
 
 from __future__ import annotations
