@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Builds llama-cpp-python from source (PyPI ships only the sdist) as a portable wheel and installs
-# it into the project venv. Idempotent: a wheel already in .cache/wheels is reused, and nothing
-# is done when the right version is already importable.
+# it into the project venv. Idempotent: a wheel already in the wheel cache is reused, and nothing
+# is done when the right version is already importable. The cache lives outside the checkout
+# (default ~/.cache/qmd-reference/wheels), so fresh clones on one machine (CI) build only once.
 #
 #   scripts/install_llama.sh            # CPU build (AVX2/FMA/F16C, no -march=native)
 #   QMD_LLAMA_CUDA=1 scripts/install_llama.sh   # CUDA build (needs nvcc; see docs/decisions/0005)
 #
 # Env: PYTHON (default .venv/bin/python), LLAMA_CPP_VERSION (default 0.3.36),
-#      QMD_WHEEL_DIR (default .cache/wheels), CMAKE_BUILD_PARALLEL_LEVEL (default: nproc).
+#      QMD_WHEEL_DIR (default ${XDG_CACHE_HOME:-~/.cache}/qmd-reference/wheels),
+#      CMAKE_BUILD_PARALLEL_LEVEL (default: nproc).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-.venv/bin/python}"
 VERSION="${LLAMA_CPP_VERSION:-0.3.36}"
-WHEEL_DIR="${QMD_WHEEL_DIR:-.cache/wheels}"
+WHEEL_DIR="${QMD_WHEEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/qmd-reference/wheels}"
 
 installed="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))' 2>/dev/null || true)"
 if [[ "$installed" == "$VERSION" && -z "${QMD_LLAMA_REINSTALL:-}" ]]; then
