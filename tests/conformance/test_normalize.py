@@ -6,7 +6,7 @@ from typing import Any
 
 from conformance.normalize import Rule, builtin_rules, normalize
 
-ROOT = "/tmp/scratch/fixtures"
+ROOT = "/srv/scratch/fixtures"
 
 
 def _status(
