@@ -16,10 +16,12 @@ from typing import Any
 
 from adapters.mcp.formatting import (
     TEXT_MARKDOWN,
-    document_text,
+    embedded_resource,
+    get_body,
+    multi_get_body,
     resource_contents,
     results_payload,
-    status_structured,
+    status_payload,
     status_text_2_8_3,
     text_result,
 )
@@ -28,8 +30,8 @@ from adapters.mcp.services import Services
 from adapters.mcp.validation import validate_arguments, with_defaults
 from domain.errors import EXCLUDED, DocumentNotFoundError, QmdError
 from domain.model import SubQuery
-from domain.paths import decode_uri_component, encode_qmd_path, expand_reserved
-from domain.text import add_line_numbers, slice_lines
+from domain.paths import decode_uri_component, expand_reserved
+from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
 
 log = logging.getLogger("qmd.mcp")
@@ -196,23 +198,8 @@ class CompatSurface:
         retrieval = self._services.retrieval
         meta = retrieval.find(request.target, original=reference)
         fetched = retrieval.fetch(meta)
-        body = fetched.body
-        if request.from_line is not None or request.max_lines is not None:
-            body = slice_lines(body, request.from_line, request.max_lines)
-        if args["lineNumbers"]:
-            body = add_line_numbers(body, request.from_line or 1)
-        return {
-            "content": [
-                {
-                    "type": "resource",
-                    "resource": {
-                        "uri": encode_qmd_path(meta.display_path),
-                        "mimeType": TEXT_MARKDOWN,
-                        "text": document_text(body, fetched.context),
-                    },
-                }
-            ]
-        }
+        body = get_body(fetched.body, request.from_line, request.max_lines, args["lineNumbers"])
+        return {"content": [embedded_resource(meta, body, fetched.context, with_name=False)]}
 
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         pattern = args["pattern"]
@@ -233,23 +220,9 @@ class CompatSurface:
                     }
                 )
                 continue
-            body = entry.fetched.body
-            if max_lines:
-                lines = body.split("\n")
-                if len(lines) > max_lines:
-                    kept = "\n".join(lines[:max_lines])
-                    body = f"{kept}\n\n[... truncated {len(lines) - max_lines} more lines]"
-            if args["lineNumbers"]:
-                body = add_line_numbers(body, 1)
+            body = multi_get_body(entry.fetched.body, max_lines, args["lineNumbers"])
             content.append(
-                {
-                    "type": "resource",
-                    "resource": {
-                        "uri": encode_qmd_path(display),
-                        "mimeType": TEXT_MARKDOWN,
-                        "text": document_text(body, entry.fetched.context),
-                    },
-                }
+                embedded_resource(entry.meta, body, entry.fetched.context, with_name=False)
             )
         if not content:
             return text_result(f"No files matched pattern: {pattern}", is_error=True)
@@ -257,10 +230,7 @@ class CompatSurface:
 
     def _status(self) -> dict[str, Any]:
         status = self._services.status.status()
-        return {
-            "content": [{"type": "text", "text": status_text_2_8_3(status)}],
-            "structuredContent": status_structured(status),
-        }
+        return status_payload(status, status_text_2_8_3(status))
 
     # -- resources ------------------------------------------------------------------------
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from domain.model import DocumentMeta, IndexStatus, SearchResult
+from domain.paths import encode_qmd_path
 from domain.scoring import percent, round_score
-from domain.text import add_line_numbers
+from domain.text import add_line_numbers, slice_lines
 
 TEXT_MARKDOWN = "text/markdown"
 
@@ -21,6 +22,44 @@ def text_result(text: str, is_error: bool = False) -> dict[str, Any]:
 def document_text(body: str, context: str | None) -> str:
     """The body with the `<!-- Context: … -->` comment in front when a context applies."""
     return f"<!-- Context: {context} -->\n\n{body}" if context else body
+
+
+def embedded_resource(
+    meta: DocumentMeta, text: str, context: str | None, with_name: bool
+) -> dict[str, Any]:
+    """A `resource` content item for get/multi_get. The original's SDK drops `name` and
+    `title` from embedded resources (`with_name=False`); the spec surface keeps them."""
+    resource: dict[str, Any] = {"uri": encode_qmd_path(meta.display_path)}
+    if with_name:
+        resource["name"] = meta.display_path
+        resource["title"] = meta.title
+    resource["mimeType"] = TEXT_MARKDOWN
+    resource["text"] = document_text(text, context)
+    return {"type": "resource", "resource": resource}
+
+
+def get_body(body: str, from_line: int | None, max_lines: int | None, numbered: bool) -> str:
+    """`get`: the requested line window, numbered from its first line when asked."""
+    if from_line is not None or max_lines is not None:
+        body = slice_lines(body, from_line, max_lines)
+    return add_line_numbers(body, from_line or 1) if numbered else body
+
+
+def multi_get_body(body: str, max_lines: int | None, numbered: bool) -> str:
+    """`multi_get`: truncate to `max_lines` with a note, THEN number (the note gets a number)."""
+    if max_lines:
+        lines = body.split("\n")
+        if len(lines) > max_lines:
+            kept = "\n".join(lines[:max_lines])
+            body = f"{kept}\n\n[... truncated {len(lines) - max_lines} more lines]"
+    return add_line_numbers(body, 1) if numbered else body
+
+
+def status_payload(status: IndexStatus, text: str) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": status_structured(status),
+    }
 
 
 def resource_contents(

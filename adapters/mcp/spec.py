@@ -14,10 +14,12 @@ from typing import Any
 
 from adapters.mcp.formatting import (
     TEXT_MARKDOWN,
-    document_text,
+    embedded_resource,
+    get_body,
+    multi_get_body,
     resource_contents,
     results_payload,
-    status_structured,
+    status_payload,
     status_text_spec,
     text_result,
 )
@@ -34,9 +36,9 @@ from domain.errors import (
     error_envelope,
 )
 from domain.model import DocumentMeta, SearchResult
-from domain.paths import decode_uri_component, encode_qmd_path, expand_reserved
+from domain.paths import decode_uri_component, expand_reserved
 from domain.scoring import js_round
-from domain.text import add_line_numbers, slice_lines
+from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
 
 log = logging.getLogger("qmd.mcp")
@@ -294,8 +296,8 @@ class SpecSurface:
         query, limit, min_score, collections = self._search_args(args)
         if not collections:
             return self._payload([], query)
-        results = self._services.searcher.lex_search_relaxed(
-            query, limit=limit, collections=collections, min_score=min_score
+        results = self._services.searcher.lex_search(
+            query, limit=limit, collections=collections, min_score=min_score, relaxed=True
         )
         return self._payload(results, query)
 
@@ -342,25 +344,8 @@ class SpecSurface:
             raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
         meta = self._find(request.target, reference)
         fetched = self._services.retrieval.fetch(meta)
-        body = fetched.body
-        if request.from_line is not None or request.max_lines is not None:
-            body = slice_lines(body, request.from_line, request.max_lines)
-        if args["lineNumbers"]:
-            body = add_line_numbers(body, request.from_line or 1)
-        return {
-            "content": [
-                {
-                    "type": "resource",
-                    "resource": {
-                        "uri": encode_qmd_path(meta.display_path),
-                        "name": meta.display_path,
-                        "title": meta.title,
-                        "mimeType": TEXT_MARKDOWN,
-                        "text": document_text(body, fetched.context),
-                    },
-                }
-            ]
-        }
+        body = get_body(fetched.body, request.from_line, request.max_lines, args["lineNumbers"])
+        return {"content": [embedded_resource(meta, body, fetched.context, with_name=True)]}
 
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         pattern = args["pattern"]
@@ -370,6 +355,8 @@ class SpecSurface:
         if max_bytes < 0:
             raise QmdError(INVALID_ARGUMENT, "maxBytes must not be negative")
         max_lines = _opt_int(args.get("maxLines"))
+        if max_lines is not None and max_lines < 0:
+            raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
         result = self._services.retrieval.multi_get(pattern, max_bytes)
         notices: list[dict[str, Any]] = []
         documents: list[dict[str, Any]] = []
@@ -393,25 +380,9 @@ class SpecSurface:
                     }
                 )
                 continue
-            body = entry.fetched.body
-            if max_lines is not None and max_lines >= 0:
-                lines = body.split("\n")
-                if len(lines) > max_lines:
-                    kept = "\n".join(lines[:max_lines])
-                    body = f"{kept}\n\n[... truncated {len(lines) - max_lines} more lines]"
-            if args["lineNumbers"]:
-                body = add_line_numbers(body, 1)
+            body = multi_get_body(entry.fetched.body, max_lines, args["lineNumbers"])
             documents.append(
-                {
-                    "type": "resource",
-                    "resource": {
-                        "uri": encode_qmd_path(display),
-                        "name": display,
-                        "title": entry.meta.title,
-                        "mimeType": TEXT_MARKDOWN,
-                        "text": document_text(body, entry.fetched.context),
-                    },
-                }
+                embedded_resource(entry.meta, body, entry.fetched.context, with_name=True)
             )
         if not documents and not any(e.fetched is None for e in shown):
             message = "\n".join(result.errors) or f"No files matched pattern: {pattern}"
@@ -437,10 +408,7 @@ class SpecSurface:
 
     def _status(self) -> dict[str, Any]:
         status = self._services.status.status()
-        return {
-            "content": [{"type": "text", "text": status_text_spec(status)}],
-            "structuredContent": status_structured(status),
-        }
+        return status_payload(status, status_text_spec(status))
 
     # -- resources ------------------------------------------------------------------------
 

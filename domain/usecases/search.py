@@ -231,26 +231,14 @@ class Searcher:
         collections: Sequence[str] | None = None,
         min_score: float = 0.0,
         snippet_chars: int = SNIPPET_CHARS,
+        relaxed: bool = False,
     ) -> list[SearchResult]:
-        """BM25 search; scores are |bm25| / (1 + |bm25|)."""
-        hits = self._lex_merged(query, limit, collections)
-        contexts = _Contexts(self._store)
-        return [
-            self._result(contexts, hit, hit.score, query, snippet_chars=snippet_chars)
-            for hit in hits
-            if hit.score >= min_score
-        ][:limit]
+        """BM25 search; scores are |bm25| / (1 + |bm25|).
 
-    def lex_search_relaxed(
-        self,
-        query: str,
-        limit: int = 10,
-        collections: Sequence[str] | None = None,
-        min_score: float = 0.0,
-        snippet_chars: int = SNIPPET_CHARS,
-    ) -> list[SearchResult]:
-        """BM25 search that falls back to any-term matches when all-term ones run out."""
-        hits = self._lex_relaxed(query, limit, collections)
+        `relaxed` (the spec surface) fills the limit with any-term matches once the all-term
+        ones run out (docs/decisions/0007); otherwise every term must match, as in the original.
+        """
+        hits = (self._lex_relaxed if relaxed else self._lex_merged)(query, limit, collections)
         contexts = _Contexts(self._store)
         return [
             self._result(contexts, hit, hit.score, query, snippet_chars=snippet_chars)
