@@ -15,10 +15,11 @@ from importlib import resources
 from typing import Any
 
 from adapters.mcp.formatting import (
-    TEXT_MARKDOWN,
+    RESOURCE_TEMPLATE,
     embedded_resource,
     get_body,
     multi_get_body,
+    not_found_text,
     resource_contents,
     results_payload,
     status_payload,
@@ -45,22 +46,6 @@ _TOOLS: list[dict[str, Any]] = json.loads(
     (_DATA / "compat-2.8.3-tools.json").read_text(encoding="utf-8")
 )
 _INSTRUCTIONS_TAIL = (_DATA / "compat-2.8.3-instructions-tail.txt").read_text(encoding="utf-8")
-_TEMPLATE = {
-    "name": "document",
-    "uriTemplate": "qmd://{+path}",
-    "title": "QMD Document",
-    "description": "A markdown document from your QMD knowledge base. "
-    "Use search tools to discover documents.",
-    "mimeType": TEXT_MARKDOWN,
-}
-
-
-def not_found_text(error: DocumentNotFoundError) -> str:
-    text = f"Document not found: {error.reference}"
-    if error.suggestions:
-        listed = "\n".join(f"  - {path}" for path in error.suggestions)
-        text += f"\n\nDid you mean one of these?\n{listed}"
-    return text
 
 
 class CompatSurface:
@@ -115,7 +100,7 @@ class CompatSurface:
         raise AssertionError("compat surface has no prompts")
 
     def resource_templates(self) -> list[dict[str, Any]]:
-        return [_TEMPLATE]
+        return [RESOURCE_TEMPLATE]
 
     # -- tools ----------------------------------------------------------------------------
 

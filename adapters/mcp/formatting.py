@@ -4,12 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from domain.errors import DocumentNotFoundError
 from domain.model import DocumentMeta, IndexStatus, SearchResult
 from domain.paths import encode_qmd_path
 from domain.scoring import percent, round_score
 from domain.text import add_line_numbers, slice_lines
 
 TEXT_MARKDOWN = "text/markdown"
+
+# The one resource template both surfaces serve; there is no resource listing.
+RESOURCE_TEMPLATE: dict[str, Any] = {
+    "name": "document",
+    "uriTemplate": "qmd://{+path}",
+    "title": "QMD Document",
+    "description": "A markdown document from your QMD knowledge base. "
+    "Use search tools to discover documents.",
+    "mimeType": TEXT_MARKDOWN,
+}
+
+
+def not_found_text(error: DocumentNotFoundError) -> str:
+    """`Document not found: X`, plus up to five close paths when there are any."""
+    text = f"Document not found: {error.reference}"
+    if error.suggestions:
+        listed = "\n".join(f"  - {path}" for path in error.suggestions)
+        text += f"\n\nDid you mean one of these?\n{listed}"
+    return text
 
 
 def text_result(text: str, is_error: bool = False) -> dict[str, Any]:

@@ -13,10 +13,11 @@ from importlib import resources
 from typing import Any
 
 from adapters.mcp.formatting import (
-    TEXT_MARKDOWN,
+    RESOURCE_TEMPLATE,
     embedded_resource,
     get_body,
     multi_get_body,
+    not_found_text,
     resource_contents,
     results_payload,
     status_payload,
@@ -162,14 +163,6 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 
-_TEMPLATE = {
-    "name": "document",
-    "uriTemplate": "qmd://{+path}",
-    "title": "QMD Document",
-    "description": "A markdown document from your QMD knowledge base. "
-    "Use search tools to discover documents.",
-    "mimeType": TEXT_MARKDOWN,
-}
 
 _PROMPT = {
     "name": "query",
@@ -183,14 +176,6 @@ def error_result(code: str, message: str) -> dict[str, Any]:
     result = text_result(message, is_error=True)
     result["structuredContent"] = error_envelope(code, message)
     return result
-
-
-def not_found_message(error: DocumentNotFoundError) -> str:
-    text = f"Document not found: {error.reference}"
-    if error.suggestions:
-        listed = "\n".join(f"  - {path}" for path in error.suggestions)
-        text += f"\n\nDid you mean one of these?\n{listed}"
-    return text
 
 
 class SpecSurface:
@@ -236,7 +221,7 @@ class SpecSurface:
         }
 
     def resource_templates(self) -> list[dict[str, Any]]:
-        return [_TEMPLATE]
+        return [RESOURCE_TEMPLATE]
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -251,7 +236,7 @@ class SpecSurface:
         try:
             return self._handlers[name](with_defaults(schema, arguments))
         except DocumentNotFoundError as error:
-            return error_result(error.code, not_found_message(error))
+            return error_result(error.code, not_found_text(error))
         except QmdError as error:
             return error_result(error.code, error.message)
         except Exception as error:  # seed 001: one failing call must not end the server
