@@ -103,6 +103,8 @@ class SearchResult:
     context: str | None
     snippet: Snippet
     source: str = "fts"
+    # (position, length) of the chunk the snippet was taken from, when one was chosen
+    chunk: tuple[int, int] | None = None
 
     @property
     def docid(self) -> str:

@@ -925,7 +925,6 @@ def _rows(
     *,
     chunked: bool,
 ) -> list[fmt.ResultRow]:
-    from domain.chunking import best_chunk_index, chunk_document
     from domain.snippets import extract_snippet
     from domain.text import add_line_numbers
 
@@ -937,11 +936,8 @@ def _rows(
         meta = result.document.meta
         chunk_pos: int | None = None
         chunk_len: int | None = None
-        if chunked:
-            chunks = chunk_document(body)
-            if chunks:
-                best = chunks[best_chunk_index(chunks, query, intent)]
-                chunk_pos, chunk_len = best.pos, len(best.text)
+        if chunked and result.chunk is not None:  # the chunk the search chose for this hit
+            chunk_pos, chunk_len = result.chunk
         snippet = extract_snippet(body, query, chars, chunk_pos, chunk_len, intent)
         text = body if args.full else snippet.text
         if args.line_numbers and text:

@@ -219,7 +219,12 @@ class Searcher:
         else:
             snippet = extract_snippet(body, snippet_query, snippet_chars, None, None, intent)
         return SearchResult(
-            candidate.document, score, contexts(candidate.document), snippet, candidate.source
+            candidate.document,
+            score,
+            contexts(candidate.document),
+            snippet,
+            candidate.source,
+            chunk,
         )
 
     # -- public modes -------------------------------------------------------------------------
