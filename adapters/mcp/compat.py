@@ -28,7 +28,7 @@ from adapters.mcp.formatting import (
 )
 from adapters.mcp.protocol import INVALID_PARAMS, JsonRpcError
 from adapters.mcp.services import Services
-from adapters.mcp.validation import validate_arguments, with_defaults
+from adapters.mcp.validation import optional_int, validate_arguments, with_defaults
 from domain.errors import EXCLUDED, DocumentNotFoundError, QmdError
 from domain.model import SubQuery
 from domain.paths import decode_uri_component, expand_reserved
@@ -178,7 +178,7 @@ class CompatSurface:
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]
         request = merge_get_arguments(
-            reference, _opt_int(args.get("fromLine")), _opt_int(args.get("maxLines"))
+            reference, optional_int(args.get("fromLine")), optional_int(args.get("maxLines"))
         )
         retrieval = self._services.retrieval
         meta = retrieval.find(request.target, original=reference)
@@ -189,7 +189,7 @@ class CompatSurface:
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         pattern = args["pattern"]
         max_bytes = _js_int(args.get("maxBytes") or DEFAULT_MAX_BYTES)
-        max_lines = _opt_int(args.get("maxLines"))
+        max_lines = optional_int(args.get("maxLines"))
         result = self._services.retrieval.multi_get(pattern, max_bytes)
         content: list[dict[str, Any]] = []
         if result.errors:
@@ -240,7 +240,3 @@ class CompatSurface:
 def _js_int(value: Any) -> int:
     """JavaScript ToIntegerOrInfinity as slice() applies it (truncation towards zero)."""
     return int(value)
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)

@@ -39,6 +39,8 @@ _CACHE_HINTS: dict[str, int] = {
 }
 # Methods of the 2025 handshake era that a 2026-07-28 request cannot call.
 _LEGACY_ONLY = frozenset({"initialize", "ping"})
+# ... and the one a 2025-era request cannot call.
+_MODERN_ONLY = frozenset({"server/discover"})
 
 log = logging.getLogger("qmd.mcp")
 
@@ -100,7 +102,6 @@ class Session:
 
     def __init__(self, surface: Surface) -> None:
         self.surface = surface
-        self.era: str | None = None  # the era of the request being handled
 
     # -- envelope --------------------------------------------------------------------------
 
@@ -202,7 +203,6 @@ class Session:
 
     def _dispatch(self, request: _Request) -> dict[str, Any]:
         era = self._era_of(request)
-        self.era = era
         handler = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -215,7 +215,8 @@ class Session:
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
         }.get(request.method)
-        if handler is None or (era == "modern" and request.method in _LEGACY_ONLY):
+        only_elsewhere = _LEGACY_ONLY if era == "modern" else _MODERN_ONLY
+        if handler is None or request.method in only_elsewhere:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
         result = handler(request.params)
         if era == "modern":
@@ -251,8 +252,6 @@ class Session:
         return {}
 
     def _discover(self, _params: Any) -> dict[str, Any]:
-        if self.era != "modern":
-            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
         result: dict[str, Any] = {
             "supportedVersions": [MODERN],
             "capabilities": self.surface.capabilities(),

@@ -27,7 +27,7 @@ from adapters.mcp.formatting import (
 from adapters.mcp.protocol import INVALID_PARAMS, JsonRpcError
 from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.services import Services
-from adapters.mcp.validation import validate_arguments, with_defaults
+from adapters.mcp.validation import optional_int, validate_arguments, with_defaults
 from domain.errors import (
     INTERNAL_ERROR,
     INVALID_ARGUMENT,
@@ -323,7 +323,7 @@ class SpecSurface:
         if not reference.strip():
             raise QmdError(INVALID_ARGUMENT, "file must not be empty")
         request = merge_get_arguments(
-            reference, _opt_int(args.get("fromLine")), _opt_int(args.get("maxLines"))
+            reference, optional_int(args.get("fromLine")), optional_int(args.get("maxLines"))
         )
         if request.max_lines is not None and request.max_lines < 0:
             raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
@@ -339,7 +339,7 @@ class SpecSurface:
         max_bytes = int(args["maxBytes"])
         if max_bytes < 0:
             raise QmdError(INVALID_ARGUMENT, "maxBytes must not be negative")
-        max_lines = _opt_int(args.get("maxLines"))
+        max_lines = optional_int(args.get("maxLines"))
         if max_lines is not None and max_lines < 0:
             raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
         result = self._services.retrieval.multi_get(pattern, max_bytes)
@@ -416,7 +416,3 @@ class SpecSurface:
             }
         fetched = self._services.retrieval.fetch(meta)
         return resource_contents(uri, meta, add_line_numbers(fetched.body, 1), fetched.context)
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)

@@ -85,3 +85,8 @@ def with_defaults(schema: dict[str, Any], arguments: dict[str, Any] | None) -> d
         elif "default" in prop:
             result[name] = prop["default"]
     return result
+
+
+def optional_int(value: Any) -> int | None:
+    """A validated numeric argument as an integer (truncated, like JavaScript), or None."""
+    return None if value is None else int(value)
