@@ -41,14 +41,43 @@ def reciprocal_rank_fusion(
                 scores[key] = contribution
                 best_rank[key] = rank
     fused = [
-        Fused(key=key, score=score + _top_rank_bonus(best_rank[key]), best_rank=best_rank[key])
+        Fused(key=key, score=score + top_rank_bonus(best_rank[key]), best_rank=best_rank[key])
         for key, score in scores.items()
     ]
     fused.sort(key=lambda item: item.score, reverse=True)  # stable: ties keep first-seen
     return fused
 
 
-def _top_rank_bonus(best_rank: int) -> float:
+@dataclass(frozen=True)
+class RankContribution:
+    """One list's share of a document's RRF score."""
+
+    list_index: int
+    rank: int  # 1-based
+    weight: float
+    contribution: float  # weight / (k + rank)
+
+
+def rrf_contributions(
+    ranked_lists: Sequence[Sequence[K]], weights: Sequence[float], k: int = RRF_K
+) -> dict[K, list[RankContribution]]:
+    """Per key, the contributions `reciprocal_rank_fusion` sums, in list order.
+
+    Summing them in that order and adding `top_rank_bonus` of the best rank gives the fused
+    score exactly.
+    """
+    traces: dict[K, list[RankContribution]] = {}
+    for index, ranked in enumerate(ranked_lists):
+        weight = weights[index] if index < len(weights) else 1.0
+        for position, key in enumerate(ranked):
+            rank = position + 1
+            entry = RankContribution(index, rank, weight, weight / (k + rank))
+            traces.setdefault(key, []).append(entry)
+    return traces
+
+
+def top_rank_bonus(best_rank: int) -> float:
+    """+0.05 for a rank-1 hit in any list, +0.02 for a best rank of 2-3."""
     # Rewards documents some retriever put on top, which a plain rank sum underrates.
     if best_rank == 1:
         return 0.05

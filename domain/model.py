@@ -94,6 +94,47 @@ class Snippet:
     text: str
 
 
+ListSource = Literal["fts", "vec"]
+ListQueryType = Literal["original", "lex", "vec", "hyde"]
+
+
+@dataclass(frozen=True)
+class ListContribution:
+    """What one ranked list added to a document's fused score."""
+
+    list_index: int  # position of the list among the fused lists
+    source: ListSource
+    query_type: ListQueryType  # "original" = the caller's own text, else the sub-query type
+    query: str
+    rank: int  # 1-based rank of the document in that list
+    weight: float
+    backend_score: float  # the list's own score (normalised BM25 or cosine similarity)
+    rrf_contribution: float  # weight / (k + rank)
+
+
+@dataclass(frozen=True)
+class ScoreExplanation:
+    """How a fused result got its score: the RRF sum, its rank, the rerank blend."""
+
+    contributions: tuple[ListContribution, ...]
+    rrf_base_score: float  # sum of the contributions
+    top_rank_bonus: float
+    rrf_total_score: float  # base + bonus: the fusion score candidates were ordered by
+    rrf_rank: int  # 1-based position among the fused candidates
+    position_score: float  # 1 / rrf_rank
+    blend_weight: float  # share of position_score in the final score (1.0 without rerank)
+    rerank_score: float  # 0.0 when no reranker ran
+    blended_score: float  # the final score
+
+    @property
+    def fts_scores(self) -> tuple[float, ...]:
+        return tuple(c.backend_score for c in self.contributions if c.source == "fts")
+
+    @property
+    def vector_scores(self) -> tuple[float, ...]:
+        return tuple(c.backend_score for c in self.contributions if c.source == "vec")
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """One ranked document as every search surface reports it."""
@@ -105,6 +146,8 @@ class SearchResult:
     source: str = "fts"
     # (position, length) of the chunk the snippet was taken from, when one was chosen
     chunk: tuple[int, int] | None = None
+    # set by the fused modes (structured and hybrid query) when asked to explain
+    explanation: ScoreExplanation | None = None
 
     @property
     def docid(self) -> str:

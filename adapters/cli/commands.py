@@ -808,6 +808,7 @@ def search(args: argparse.Namespace) -> int:
     fetch = 100000 if args.all else max(50, limit * 2)
     min_score = args.min_score or 0.0
     chars = JSON_SNIPPET_CHARS if kind == "json" else SNIPPET_CHARS
+    _explain_note(args, kind, fused=False)
     with open_app(args) as app:
         names = _collections_for(app, args.collection)
         results = app.searcher.lex_search(query, fetch, names, 0.0, snippet_chars=chars)
@@ -827,6 +828,7 @@ def vsearch(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     limit = _limit(args, kind, 500)
     min_score = 0.3 if args.min_score is None else args.min_score
+    _explain_note(args, kind, fused=False)
     with open_app(args, with_models=True) as app:
         names = _collections_for(app, args.collection)
         _warn_pending(app)
@@ -843,6 +845,16 @@ def vsearch(args: argparse.Namespace) -> int:
             return 0
         out(fmt.format_results(_rows(app, results, query, kind, args, chunked=False), kind))
     return 0
+
+
+def _explain_note(args: argparse.Namespace, kind: str, *, fused: bool) -> None:
+    """Say on stderr when `--explain` will show nothing, instead of ignoring it silently."""
+    if not args.explain:
+        return
+    if not fused:
+        err("Note: --explain traces fused scores; only `qmd query` records them.")
+    elif kind not in ("cli", "json"):
+        err("Note: --explain traces are shown in the cli and json formats only.")
 
 
 def _warn_pending(app: App) -> None:
@@ -887,6 +899,7 @@ def query(args: argparse.Namespace) -> int:
                 intent,
                 rerank=not args.no_rerank,
                 label=lambda i: f"Line {document.lines[i]}",
+                explain=args.explain,
             )
             display = next((s.query for s in document.searches if s.type == "lex"), None)
             display = display or next((s.query for s in document.searches if s.type == "vec"), text)
@@ -901,6 +914,7 @@ def query(args: argparse.Namespace) -> int:
                 intent,
                 rerank=not args.no_rerank,
                 degrade=True,  # stages whose model cannot be had are skipped
+                explain=args.explain,
             )
             display = plain
         if not results:
@@ -910,8 +924,7 @@ def query(args: argparse.Namespace) -> int:
         if not kept:
             out(fmt.format_empty_results(kind, below_min_score=True))
             return 0
-        if args.explain and kind != "cli":
-            err("Note: --explain traces are only shown in the cli format.")
+        _explain_note(args, kind, fused=True)
         out(fmt.format_results(_rows(app, kept, display, kind, args, chunked=True), kind))
     return 0
 
@@ -943,12 +956,6 @@ def _rows(
         if args.line_numbers and text:
             start = 1 if args.full or kind not in ("cli", "csv") else snippet.line
             text = add_line_numbers(text, start)
-        explain = None
-        if args.explain:
-            explain = (
-                f"Explain: score={fmt.js_fixed(result.score, 4)} source={result.source} "
-                "(per-leg RRF and rerank traces are not recorded by this implementation)"
-            )
         rows.append(
             fmt.ResultRow(
                 docid=meta.docid,
@@ -960,7 +967,7 @@ def _rows(
                 text=text,
                 full=bool(args.full),
                 line_matched=fmt.line_matched(snippet.text, query),
-                explain=explain,
+                explain=result.explanation if args.explain else None,
             )
         )
     return rows

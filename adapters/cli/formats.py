@@ -16,6 +16,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
 
+from domain.model import ScoreExplanation
 from domain.scoring import js_round, percent, round_score
 
 FORMATS: Final = ("cli", "json", "csv", "md", "xml", "files")
@@ -152,7 +153,7 @@ class ResultRow:
     text: str
     full: bool = False
     line_matched: bool = True
-    explain: str | None = None
+    explain: ScoreExplanation | None = None
 
 
 def format_empty_results(fmt: str, below_min_score: bool = False) -> str:
@@ -195,8 +196,66 @@ def _results_json(rows: Sequence[ResultRow]) -> str:
             item["context"] = row.context
         if row.text:
             item["body" if row.full else "snippet"] = row.text
+        if row.explain is not None:
+            item["explain"] = explanation_json(row.explain)
         out.append(item)
     return to_json(out) + "\n"
+
+
+def explanation_json(explain: ScoreExplanation) -> dict[str, Any]:
+    """The `explain` object of the original's JSON output, keys in its order."""
+    return {
+        "ftsScores": [json_number(v) for v in explain.fts_scores],
+        "vectorScores": [json_number(v) for v in explain.vector_scores],
+        "rrf": {
+            "rank": explain.rrf_rank,
+            "positionScore": json_number(explain.position_score),
+            "weight": json_number(explain.blend_weight),
+            "baseScore": json_number(explain.rrf_base_score),
+            "topRankBonus": json_number(explain.top_rank_bonus),
+            "totalScore": json_number(explain.rrf_total_score),
+            "contributions": [
+                {
+                    "listIndex": c.list_index,
+                    "source": c.source,
+                    "queryType": c.query_type,
+                    "query": c.query,
+                    "rank": c.rank,
+                    "weight": json_number(c.weight),
+                    "backendScore": json_number(c.backend_score),
+                    "rrfContribution": json_number(c.rrf_contribution),
+                }
+                for c in explain.contributions
+            ],
+        },
+        "rerankScore": json_number(explain.rerank_score),
+        "blendedScore": json_number(explain.blended_score),
+    }
+
+
+def explanation_lines(explain: ScoreExplanation) -> list[str]:
+    """The cli format's score trace: list scores, the RRF sum, the blend, top contributions."""
+
+    def number(value: float) -> str:
+        return js_fixed(value, 4)
+
+    fts = ", ".join(number(v) for v in explain.fts_scores) or "none"
+    vec = ", ".join(number(v) for v in explain.vector_scores) or "none"
+    weight = js_round(explain.blend_weight * 100)
+    lines = [
+        f"Explain: fts=[{fts}] vec=[{vec}]",
+        f"  RRF: total={number(explain.rrf_total_score)} base={number(explain.rrf_base_score)} "
+        f"bonus={number(explain.top_rank_bonus)} rank={explain.rrf_rank}",
+        f"  Blend: {weight}%*{number(explain.position_score)} + {100 - weight}%*"
+        f"{number(explain.rerank_score)} = {number(explain.blended_score)}",
+    ]
+    top = sorted(explain.contributions, key=lambda c: -c.rrf_contribution)[:3]  # stable
+    if top:
+        summary = " | ".join(
+            f"{c.source}/{c.query_type}#{c.rank}:{number(c.rrf_contribution)}" for c in top
+        )
+        lines.append(f"  Top RRF contributions: {summary}")
+    return lines
 
 
 def _results_csv(rows: Sequence[ResultRow]) -> str:
@@ -260,8 +319,8 @@ def _results_cli(rows: Sequence[ResultRow]) -> str:
         if row.context:
             lines.append(f"Context: {row.context}")
         lines.append(score_label(row.score))
-        if row.explain:
-            lines.append(row.explain)
+        if row.explain is not None:
+            lines.extend(explanation_lines(row.explain))
         lines.append("")
         lines.append(row.text)
         blocks.append("\n".join(lines))

@@ -13,9 +13,23 @@ from typing import TypeVar
 
 from domain.chunking import best_chunk_index, chunk_document
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
-from domain.fusion import blend, reciprocal_rank_fusion
+from domain.fusion import (
+    blend,
+    blend_weight,
+    reciprocal_rank_fusion,
+    rrf_contributions,
+    top_rank_bonus,
+)
 from domain.lexquery import parse_lex_query
-from domain.model import Document, SearchResult, SubQuery
+from domain.model import (
+    Document,
+    ListContribution,
+    ListQueryType,
+    ListSource,
+    ScoreExplanation,
+    SearchResult,
+    SubQuery,
+)
 from domain.ports import DocumentStore, Embedder, LexicalIndex, QueryExpander, Reranker, VectorIndex
 from domain.scoring import normalize_bm25
 from domain.snippets import extract_snippet
@@ -41,17 +55,35 @@ class Candidate:
     source: str = "fts"
 
 
+@dataclass(frozen=True)
+class _ListOrigin:
+    """Which search produced a ranked list (for `explain` traces)."""
+
+    source: ListSource
+    query_type: ListQueryType
+    query: str
+
+
 @dataclass
 class _Ranked:
-    """Ranked lists for fusion plus the documents they name."""
+    """Ranked lists for fusion plus the documents they name and where each list came from."""
 
     lists: list[list[DocKey]] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
+    origins: list[_ListOrigin] = field(default_factory=list)
+    backend_scores: list[list[float]] = field(default_factory=list)
     documents: dict[DocKey, Document] = field(default_factory=dict)
 
-    def add(self, hits: Sequence[Candidate], weight: float) -> None:
+    def add(
+        self,
+        hits: Sequence[Candidate],
+        weight: float,
+        source: ListSource,
+        query_type: ListQueryType,
+        query: str,
+    ) -> None:
         if not hits:
-            return
+            return  # an empty list contributes nothing and takes no list index
         keys: list[DocKey] = []
         for hit in hits:
             key = _key(hit.document)
@@ -59,6 +91,27 @@ class _Ranked:
             keys.append(key)
         self.lists.append(keys)
         self.weights.append(weight)
+        self.origins.append(_ListOrigin(source, query_type, query))
+        self.backend_scores.append([hit.score for hit in hits])
+
+    def contributions(self) -> dict[DocKey, list[ListContribution]]:
+        """Per document, what each list added to its fused score (in list order)."""
+        traces: dict[DocKey, list[ListContribution]] = {}
+        for key, entries in rrf_contributions(self.lists, self.weights).items():
+            traces[key] = [
+                ListContribution(
+                    list_index=e.list_index,
+                    source=self.origins[e.list_index].source,
+                    query_type=self.origins[e.list_index].query_type,
+                    query=self.origins[e.list_index].query,
+                    rank=e.rank,
+                    weight=e.weight,
+                    backend_score=self.backend_scores[e.list_index][e.rank - 1],
+                    rrf_contribution=e.contribution,
+                )
+                for e in entries
+            ]
+        return traces
 
 
 def _key(document: Document) -> DocKey:
@@ -293,28 +346,36 @@ class Searcher:
         intent: str | None = None,
         rerank: bool = True,
         label: Callable[[int], str] = lambda _i: "Structured search",
+        explain: bool = False,
     ) -> list[SearchResult]:
-        """Typed sub-queries, no expansion: lex legs first, then vec/hyde, first list x2."""
+        """Typed sub-queries, no expansion: lex legs first, then vec/hyde, first list x2.
+
+        With `explain`, every result carries its `ScoreExplanation`.
+        """
         validate_sub_queries(searches, label)
         scopes: list[str | None] = list(collections) if collections else [None]
         ranked = _Ranked()
         for sub in searches:
             if sub.type == "lex":
                 for scope in scopes:
-                    ranked.add(self._lex_leg(sub.query, LEG_LIMIT, scope), 1.0)
+                    ranked.add(
+                        self._lex_leg(sub.query, LEG_LIMIT, scope), 1.0, "fts", "lex", sub.query
+                    )
         semantic = [s for s in searches if s.type in ("vec", "hyde")]
         if semantic and self._vectors.has_vector_index():
             vectors = self._require_embedder().embed_queries([s.query for s in semantic])
-            for vector in vectors:
+            for sub, vector in zip(semantic, vectors, strict=True):
                 for scope in scopes:
-                    ranked.add(self._vec_leg(vector, LEG_LIMIT, scope), 1.0)
+                    ranked.add(
+                        self._vec_leg(vector, LEG_LIMIT, scope), 1.0, "vec", sub.type, sub.query
+                    )
         if ranked.weights:
             ranked.weights[0] = 2.0
         primary = next((s.query for s in searches if s.type == "lex"), None)
         if primary is None:
             primary = next((s.query for s in searches if s.type == "vec"), searches[0].query)
         return self._fuse_and_rank(
-            ranked, primary, limit, min_score, candidate_limit, intent, rerank
+            ranked, primary, limit, min_score, candidate_limit, intent, rerank, explain=explain
         )
 
     def hybrid_query(
@@ -328,21 +389,23 @@ class Searcher:
         rerank: bool = True,
         relaxed_lex: bool = False,
         degrade: bool = False,
+        explain: bool = False,
     ) -> list[SearchResult]:
         """Probe BM25, expand unless the signal is strong, fuse BM25 + vectors, rerank, blend.
 
         Stages whose adapter is not configured are skipped. With `degrade` (the spec
         surface), a missing vector index means BM25 only (no expansion, no rerank), and a
         model that cannot be loaded skips its stage instead of failing the call; without it
-        (the compat surface, like the original) such a model failure is the answer.
+        (the compat surface, like the original) such a model failure is the answer. With
+        `explain`, every result carries its `ScoreExplanation`.
         """
         lex = self._lex_relaxed if relaxed_lex else self._lex_merged
         probe = lex(query, LEG_LIMIT, collections)
         ranked = _Ranked()
-        ranked.add(probe, 2.0)
+        ranked.add(probe, 2.0, "fts", "original", query)
         if degrade and not self._vectors.has_vector_index():
             return self._fuse_and_rank(
-                ranked, query, limit, min_score, candidate_limit, intent, rerank=False
+                ranked, query, limit, min_score, candidate_limit, intent, False, explain=explain
             )
         expansions: list[SubQuery] = []
         expander = self._expander
@@ -351,17 +414,23 @@ class Searcher:
             expansions = [s for s in expanded if s.query != query]
         for sub in expansions:
             if sub.type == "lex":
-                ranked.add(lex(sub.query, LEG_LIMIT, collections), 1.0)
+                ranked.add(lex(sub.query, LEG_LIMIT, collections), 1.0, "fts", "lex", sub.query)
         embedder = self._embedder
         if embedder is not None and self._vectors.has_vector_index():
-            semantic = [query] + [s.query for s in expansions if s.type in ("vec", "hyde")]
-            vectors = _optional_stage(degrade, lambda: embedder.embed_queries(semantic)) or []
-            for index, vector in enumerate(vectors):
+            semantic: list[tuple[ListQueryType, str]] = [("original", query)]
+            semantic += [(s.type, s.query) for s in expansions if s.type in ("vec", "hyde")]
+            texts = [text for _type, text in semantic]
+            vectors = _optional_stage(degrade, lambda: embedder.embed_queries(texts)) or []
+            for (query_type, text), vector in zip(semantic, vectors, strict=True):
                 ranked.add(
-                    self._vec_merged(vector, LEG_LIMIT, collections), 2.0 if index == 0 else 1.0
+                    self._vec_merged(vector, LEG_LIMIT, collections),
+                    2.0 if query_type == "original" else 1.0,
+                    "vec",
+                    query_type,
+                    text,
                 )
         return self._fuse_and_rank(
-            ranked, query, limit, min_score, candidate_limit, intent, rerank, degrade
+            ranked, query, limit, min_score, candidate_limit, intent, rerank, degrade, explain
         )
 
     # -- fusion, chunk choice, rerank, blend ---------------------------------------------------
@@ -376,6 +445,7 @@ class Searcher:
         intent: str | None,
         rerank: bool,
         degrade: bool = False,
+        explain: bool = False,
     ) -> list[SearchResult]:
         fused = reciprocal_rank_fusion(ranked.lists, ranked.weights)[: max(candidate_limit, 0)]
         candidates: list[tuple[Candidate, tuple[int, int]]] = []
@@ -399,13 +469,19 @@ class Searcher:
         else:
             scores = [1.0 / position for position in range(1, len(candidates) + 1)]
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])
+        traces = ranked.contributions() if explain else {}
         results: list[SearchResult] = []
         contexts = _Contexts(self._store)
         for index in order:
             candidate, chunk = candidates[index]
             if scores[index] < min_score:
                 continue
-            results.append(self._result(contexts, candidate, scores[index], primary, intent, chunk))
+            result = self._result(contexts, candidate, scores[index], primary, intent, chunk)
+            if explain:
+                trace = traces.get(_key(candidate.document), [])
+                rerank_score = rerank_scores[index] if rerank_scores is not None else None
+                result = replace(result, explanation=_explanation(trace, index + 1, rerank_score))
+            results.append(result)
             if len(results) >= limit:
                 break
         return results
@@ -422,6 +498,33 @@ def _optional_stage(degrade: bool, stage: Callable[[], T]) -> T | None:
         if degrade and error.code == MODEL_UNAVAILABLE:
             return None
         raise
+
+
+def _explanation(
+    trace: Sequence[ListContribution], rrf_rank: int, rerank_score: float | None
+) -> ScoreExplanation:
+    """The score breakdown of the candidate at `rrf_rank` (1-based) in the fused list."""
+    base = 0.0
+    for contribution in trace:  # summed in list order, as the fusion does
+        base += contribution.rrf_contribution
+    bonus = top_rank_bonus(min(c.rank for c in trace)) if trace else 0.0
+    position_score = 1.0 / rrf_rank
+    if rerank_score is None:  # no reranker ran: the score is the position score alone
+        weight, rerank_value, final = 1.0, 0.0, position_score
+    else:
+        weight, rerank_value = blend_weight(rrf_rank), rerank_score
+        final = blend(rrf_rank, rerank_score)
+    return ScoreExplanation(
+        contributions=tuple(trace),
+        rrf_base_score=base,
+        top_rank_bonus=bonus,
+        rrf_total_score=base + bonus,
+        rrf_rank=rrf_rank,
+        position_score=position_score,
+        blend_weight=weight,
+        rerank_score=rerank_value,
+        blended_score=final,
+    )
 
 
 def _strong_signal(probe: Sequence[Candidate], intent: str | None) -> bool:

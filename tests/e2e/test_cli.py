@@ -389,6 +389,24 @@ def test_plain_query_falls_back_to_bm25_without_models(shared: Qmd) -> None:
     assert data[0]["file"] == "qmd://handbook/engineering/api/authentication.md"
 
 
+def test_query_explain_without_models_traces_the_bm25_list(shared: Qmd) -> None:
+    data = json.loads(shared.ok("query", "refresh token", "--json", "-n", "2", "--explain"))
+    explain = data[0]["explain"]
+    assert explain["vectorScores"] == [] and len(explain["ftsScores"]) == 1
+    (only,) = explain["rrf"]["contributions"]
+    assert (only["source"], only["queryType"], only["query"], only["rank"]) == (
+        "fts",
+        "original",
+        "refresh token",
+        1,
+    )
+    assert (explain["rrf"]["weight"], explain["rerankScore"], explain["blendedScore"]) == (1, 0, 1)
+    text = shared.ok("query", "refresh token", "-n", "1", "--explain")
+    assert "Score: 100%\nExplain: fts=[" in text and "] vec=[none]\n  RRF: total=" in text
+    done = shared.run("search", "refresh token", "--explain")
+    assert done.returncode == 0 and "only `qmd query` records them" in done.stderr
+
+
 def test_vsearch_without_embeddings_says_so_and_finds_nothing(shared: Qmd) -> None:
     done = shared.run("vsearch", "how do tokens expire")
     assert done.returncode == 0

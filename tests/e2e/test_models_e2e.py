@@ -4,6 +4,7 @@ embed run killed midway that a rerun completes. Models come from `scripts/prepar
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -102,6 +103,32 @@ def test_query_fuses_bm25_and_vectors_and_reranks(server: StdioServer) -> None:
     )
     files = [r["file"] for r in result["structuredContent"]["results"]]
     assert "handbook/engineering/api/authentication.md" in files, result
+
+
+def test_cli_query_explain_traces_both_retrievers_and_the_rerank_blend(
+    embedded: tuple[Path, dict[str, str]],
+) -> None:
+    done = _qmd(embedded[1], "query", "refresh token rotation", "--explain", "--json", "-n", "3")
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert results and all("explain" in r for r in results)
+    sources = {
+        (c["source"], c["queryType"]) for r in results for c in r["explain"]["rrf"]["contributions"]
+    }
+    assert {("fts", "original"), ("vec", "original")} <= sources
+    for result in results:
+        explain = result["explain"]
+        rrf = explain["rrf"]
+        assert rrf["positionScore"] == 1 / rrf["rank"]
+        assert rrf["weight"] in (0.75, 0.6, 0.4)  # the reranker ran: a blend by rank band
+        blended = (
+            rrf["weight"] * rrf["positionScore"] + (1 - rrf["weight"]) * explain["rerankScore"]
+        )
+        assert abs(explain["blendedScore"] - blended) < 1e-9
+        assert result["score"] == round(explain["blendedScore"], 2)
+    cli = _qmd(embedded[1], "query", "refresh token rotation", "--explain", "-n", "1")
+    assert cli.returncode == 0, cli.stderr
+    assert "\nExplain: fts=[" in cli.stdout and "\n  Blend: " in cli.stdout
 
 
 def test_compat_query_vec_sub_query_uses_the_vector_index(

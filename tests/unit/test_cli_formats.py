@@ -15,6 +15,7 @@ import pytest
 from adapters.cli import formats as f
 from adapters.cli.errors import CommandError
 from adapters.cli.querydoc import parse_query_document
+from domain.model import ListContribution, ScoreExplanation
 
 AWKWARD_NAMES = [
     "qmd://handbook/engineering/api/rate limits.md",
@@ -198,9 +199,90 @@ def test_cli_format_matches_the_original_layout() -> None:
     )
 
 
-def test_cli_format_shows_an_explanation_line_when_given() -> None:
-    text = f.format_results([row(explain="Explain: score=0.6884 source=fts")], "cli")
-    assert "Score:  69%\nExplain: score=0.6884 source=fts\n\n@@" in text
+def _explanation() -> ScoreExplanation:
+    """Rank 2 of a fused list: first in the BM25 list (x2), third in one vector list."""
+    fts = ListContribution(0, "fts", "original", "rate limits", 1, 2.0, 0.8, 2.0 / 61)
+    vec = ListContribution(2, "vec", "vec", "api quotas", 3, 1.0, 0.61, 1.0 / 63)
+    base = 2.0 / 61 + 1.0 / 63
+    return ScoreExplanation(
+        contributions=(vec, fts),
+        rrf_base_score=base,
+        top_rank_bonus=0.05,
+        rrf_total_score=base + 0.05,
+        rrf_rank=2,
+        position_score=0.5,
+        blend_weight=0.75,
+        rerank_score=0.9,
+        blended_score=0.75 * 0.5 + 0.25 * 0.9,
+    )
+
+
+def test_cli_format_prints_the_score_trace_under_the_score() -> None:
+    text = f.format_results([row(score=0.6, explain=_explanation())], "cli")
+    assert (
+        "Score:  60%\n"
+        "Explain: fts=[0.8000] vec=[0.6100]\n"
+        "  RRF: total=0.0987 base=0.0487 bonus=0.0500 rank=2\n"
+        "  Blend: 75%*0.5000 + 25%*0.9000 = 0.6000\n"
+        "  Top RRF contributions: fts/original#1:0.0328 | vec/vec#3:0.0159\n"
+        "\n@@"
+    ) in text
+
+
+def test_cli_trace_says_none_for_a_retriever_that_did_not_find_the_document() -> None:
+    only_fts = ScoreExplanation(
+        contributions=(ListContribution(0, "fts", "lex", "x", 4, 1.0, 0.5, 1.0 / 64),),
+        rrf_base_score=1.0 / 64,
+        top_rank_bonus=0.0,
+        rrf_total_score=1.0 / 64,
+        rrf_rank=1,
+        position_score=1.0,
+        blend_weight=1.0,
+        rerank_score=0.0,
+        blended_score=1.0,
+    )
+    lines = f.explanation_lines(only_fts)
+    assert lines[0] == "Explain: fts=[0.5000] vec=[none]"
+    assert lines[2] == "  Blend: 100%*1.0000 + 0%*0.0000 = 1.0000"
+
+
+def test_json_format_carries_the_explain_object_in_the_original_shape() -> None:
+    data = json.loads(f.format_results([row(explain=_explanation())], "json"))
+    explain = data[0]["explain"]
+    assert list(explain) == [
+        "ftsScores",
+        "vectorScores",
+        "rrf",
+        "rerankScore",
+        "blendedScore",
+    ]
+    assert explain["ftsScores"] == [0.8] and explain["vectorScores"] == [0.61]
+    rrf = explain["rrf"]
+    assert list(rrf) == [
+        "rank",
+        "positionScore",
+        "weight",
+        "baseScore",
+        "topRankBonus",
+        "totalScore",
+        "contributions",
+    ]
+    assert (rrf["rank"], rrf["positionScore"], rrf["weight"]) == (2, 0.5, 0.75)
+    assert rrf["contributions"][1] == {
+        "listIndex": 0,
+        "source": "fts",
+        "queryType": "original",
+        "query": "rate limits",
+        "rank": 1,
+        "weight": 2,
+        "backendScore": 0.8,
+        "rrfContribution": 2.0 / 61,
+    }
+    assert '"weight": 2,' in f.format_results([row(explain=_explanation())], "json")
+
+
+def test_json_format_has_no_explain_key_without_a_trace() -> None:
+    assert "explain" not in json.loads(f.format_results([row()], "json"))[0]
 
 
 @pytest.mark.parametrize(("score", "label"), [(1.0, "Score: 100%"), (0.05, "Score:   5%")])

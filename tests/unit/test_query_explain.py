@@ -1,0 +1,187 @@
+"""Score explanations of the fused modes, with fake models wired through the composition root.
+
+The explanation must account for the score exactly: the contributions add up to the fusion
+score candidates were ordered by, and the blend reproduces the final score.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adapters.bootstrap import App, Models, assemble
+from domain.fusion import RRF_K, reciprocal_rank_fusion, rrf_contributions, top_rank_bonus
+from domain.model import ScoreExplanation, SearchResult, SubQuery
+from domain.text import content_hash
+from domain.usecases.embedding import EmbedIndex
+from tests.fakes import FakeContentSource, FixedClock, InMemoryConfigRepository, InMemoryStore
+from tests.model_fakes import FakeEmbedder, FakeExpander, FakeReranker
+
+T0 = "2025-01-01T00:00:00.000Z"
+NOTES = {
+    "auth.md": "# Authentication\n\nTokens expire after one hour; refresh tokens rotate.",
+    "deploy.md": "# Deploying\n\nThe deploy pipeline builds images and rolls them out.",
+    "tokens.md": "# Token basics\n\nAccess tokens are signed; refresh tokens are stored hashed.",
+    "cache.md": "# Caching\n\nResponses are cached for five minutes at the edge.",
+}
+
+
+def _app(*, reranker: bool = True, expander: bool = True, embedded: bool = True) -> App:
+    store = InMemoryStore()
+    for path, body in NOTES.items():
+        store.upsert_document("notes", path, path, content_hash(body), body, T0, T0)
+    embedder = FakeEmbedder()
+    if embedded:
+        EmbedIndex(store, store, embedder, FixedClock()).run()
+    models = Models(
+        embedder=embedder,
+        reranker=FakeReranker() if reranker else None,
+        expander=FakeExpander() if expander else None,
+    )
+    return assemble(
+        store=store,
+        lexical=store,
+        vectors=store,
+        cache=store,
+        config=InMemoryConfigRepository(),
+        source=FakeContentSource({}),
+        clock=FixedClock(),
+        models=models,
+    )
+
+
+def _explained(result: SearchResult) -> ScoreExplanation:
+    assert result.explanation is not None
+    return result.explanation
+
+
+def _check_accounts_for_score(result: SearchResult) -> None:
+    explain = _explained(result)
+    base = 0.0
+    for contribution in explain.contributions:
+        assert contribution.rrf_contribution == contribution.weight / (RRF_K + contribution.rank)
+        base += contribution.rrf_contribution
+    assert explain.rrf_base_score == base
+    best = min(c.rank for c in explain.contributions)
+    assert explain.top_rank_bonus == top_rank_bonus(best)
+    assert explain.rrf_total_score == base + explain.top_rank_bonus
+    assert explain.position_score == 1 / explain.rrf_rank
+    expected = (
+        explain.blend_weight * explain.position_score
+        + (1 - explain.blend_weight) * explain.rerank_score
+    )
+    assert math.isclose(explain.blended_score, expected, rel_tol=1e-12)
+    assert explain.blended_score == result.score
+
+
+def test_hybrid_query_explains_every_leg_and_the_blend() -> None:
+    app = _app()
+    results = app.searcher.hybrid_query("refresh tokens", limit=4, explain=True)
+    assert results
+    for result in results:
+        _check_accounts_for_score(result)
+    top = results[0].explanation
+    assert top is not None
+    kinds = {(c.source, c.query_type) for r in results for c in _explained(r).contributions}
+    # the caller's text on both retrievers, plus the expander's lex, vec and hyde lines
+    assert {("fts", "original"), ("vec", "original"), ("fts", "lex")} <= kinds
+    assert {("vec", "vec"), ("vec", "hyde")} <= kinds
+    originals = [
+        c for r in results for c in _explained(r).contributions if c.query_type == "original"
+    ]
+    assert originals and all(c.weight == 2.0 and c.query == "refresh tokens" for c in originals)
+    assert all(0 < s <= 1 for s in top.fts_scores)
+    assert top.blend_weight == 0.75  # rank bands: 1-3 keep 75% of the position score
+    # fts/vec score lists are the backend scores of the lists the document appeared in
+    assert top.fts_scores == tuple(c.backend_score for c in top.contributions if c.source == "fts")
+
+
+def test_rrf_ranks_are_the_fused_order_before_reranking() -> None:
+    app = _app()
+    results = app.searcher.hybrid_query("refresh tokens", limit=4, explain=True)
+    ranks = sorted(_explained(r).rrf_rank for r in results)
+    assert ranks == list(range(1, len(results) + 1))
+    totals = {_explained(r).rrf_rank: _explained(r).rrf_total_score for r in results}
+    ordered = [totals[rank] for rank in sorted(totals)]
+    assert ordered == sorted(ordered, reverse=True)
+
+
+def test_without_a_reranker_the_score_is_the_position_score() -> None:
+    app = _app(reranker=False)
+    results = app.searcher.hybrid_query("deploy pipeline", limit=3, explain=True)
+    assert results
+    for result in results:
+        explain = result.explanation
+        assert explain is not None
+        assert (explain.blend_weight, explain.rerank_score) == (1.0, 0.0)
+        assert explain.blended_score == result.score == 1 / explain.rrf_rank
+        _check_accounts_for_score(result)
+
+
+def test_bm25_only_fallback_is_explained_too() -> None:
+    app = _app(embedded=False)  # no vector index: the spec surface's degraded path
+    results = app.searcher.hybrid_query("tokens", limit=3, degrade=True, explain=True)
+    assert results
+    for result in results:
+        explain = result.explanation
+        assert explain is not None
+        assert {(c.source, c.query_type) for c in explain.contributions} == {("fts", "original")}
+        assert explain.vector_scores == ()
+        _check_accounts_for_score(result)
+
+
+def test_structured_query_weights_the_first_list_double() -> None:
+    app = _app()
+    searches = [SubQuery("lex", "tokens"), SubQuery("vec", "how long does a login last")]
+    results = app.searcher.structured_query(searches, limit=4, explain=True)
+    contributions = [c for r in results for c in _explained(r).contributions]
+    assert {c.list_index for c in contributions} == {0, 1}
+    assert all((c.weight == 2.0) == (c.list_index == 0) for c in contributions)
+    assert {(c.list_index, c.source, c.query_type) for c in contributions} == {
+        (0, "fts", "lex"),
+        (1, "vec", "vec"),
+    }
+    for result in results:
+        _check_accounts_for_score(result)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "structured"])
+def test_no_explanation_unless_asked(mode: str) -> None:
+    app = _app()
+    if mode == "hybrid":
+        results = app.searcher.hybrid_query("tokens", limit=3)
+    else:
+        results = app.searcher.structured_query([SubQuery("lex", "tokens")], limit=3)
+    assert results and all(r.explanation is None for r in results)
+
+
+def test_explaining_does_not_change_the_ranking() -> None:
+    app = _app()
+    plain = app.searcher.hybrid_query("refresh tokens", limit=4)
+    explained = app.searcher.hybrid_query("refresh tokens", limit=4, explain=True)
+    assert [(r.document.meta.path, r.score) for r in plain] == [
+        (r.document.meta.path, r.score) for r in explained
+    ]
+
+
+_lists = st.lists(
+    st.lists(st.sampled_from("abcdefgh"), max_size=6, unique=True), min_size=1, max_size=5
+)
+
+
+@given(_lists, st.lists(st.sampled_from([0.5, 1.0, 2.0]), max_size=5))
+def test_contributions_sum_to_the_fused_score(
+    ranked: list[list[str]], weights: list[float]
+) -> None:
+    traces = rrf_contributions(ranked, weights)
+    for fused in reciprocal_rank_fusion(ranked, weights):
+        entries = traces[fused.key]
+        total = 0.0
+        for entry in entries:
+            total += entry.contribution
+        assert total + top_rank_bonus(min(e.rank for e in entries)) == fused.score
+        assert [e.list_index for e in entries] == sorted(e.list_index for e in entries)
+    assert set(traces) == {key for ranked_list in ranked for key in ranked_list}
