@@ -13,6 +13,9 @@ import jsonschema
 
 ERAS = ("2025", "2026-07-28")
 SURFACES = ("compat-2.8.3", "spec")
+# default: the index fixtures/setup.json describes; embedded: the same index after the
+# implementation computed its embeddings (vector search and hybrid query have data)
+FIXTURES = ("default", "embedded")
 
 
 class CaseError(ValueError):
@@ -27,6 +30,7 @@ class Case:
     surfaces: tuple[str, ...]
     eras: tuple[str, ...]
     transports: tuple[str, ...]
+    fixture: str
     handshake: bool
     steps: tuple[dict[str, Any], ...]
     source: Path
@@ -76,6 +80,7 @@ def validate_case_data(data: Any, source: Path) -> Case:
         surfaces=surfaces,
         eras=tuple(data["eras"]),
         transports=tuple(data["transports"]),
+        fixture=data["fixture"],
         handshake=data.get("handshake", True),
         steps=steps,
         source=source,
@@ -85,6 +90,8 @@ def validate_case_data(data: Any, source: Path) -> Case:
         raise CaseError(f"{source}: file name must be <id>.json (id is {case.id!r})")
     if case.uses_golden and surfaces != ("compat-2.8.3",):
         raise CaseError(f"{source}: golden expectations only exist for the compat-2.8.3 surface")
+    if case.uses_golden and case.fixture != "default":
+        raise CaseError(f"{source}: goldens are recorded on the default fixture only")
     for n, step in enumerate(steps):
         if "handshake" in step and (n != 0 or not case.handshake):
             raise CaseError(

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from conformance import __version__, baselines, goldens, profiles, requirements
-from conformance.cases import ERAS, SURFACES, CaseError, load_cases
+from conformance.cases import ERAS, FIXTURES, SURFACES, CaseError, load_cases
 from conformance.suite import EXIT_DATA, EXIT_FAIL, EXIT_OK, EXIT_USAGE, Options, env_jobs, run
 
 EPILOG = """\
@@ -60,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
             choices=SURFACES,
             default="compat-2.8.3",
             help="with --server-cmd: which tool surface it serves",
+        )
+        g.add_argument(
+            "--fixture",
+            choices=FIXTURES,
+            default="default",
+            help="with --server-cmd: the fixture --setup-cmd builds; embedded = it also "
+            "computes embeddings, which selects the vector-search cases",
         )
         g.add_argument(
             "--goldens",
@@ -143,7 +150,7 @@ def _profile(args: argparse.Namespace, parser: argparse.ArgumentParser) -> profi
     try:
         if args.server_cmd:
             return profiles.from_command_line(
-                args.server_cmd, args.setup_cmd, args.surface, args.goldens
+                args.server_cmd, args.setup_cmd, args.surface, args.goldens, args.fixture
             )
         return profiles.load(str(args.profile or args.impl))
     except profiles.ProfileError as exc:

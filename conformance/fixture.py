@@ -11,8 +11,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from conformance.profiles import Profile, repo_root
+from conformance.profiles import Profile, binary_root, repo_root
 from conformance.transport import ServerStartError
+
+# An embedding step runs a model on CPU; on a busy CI machine that takes minutes.
+SETUP_STEP_TIMEOUT_S = 900
 
 # Variables that would let the caller's own QMD state (or CI switches) leak into a run.
 _SCRUBBED_PREFIXES = ("QMD_", "XDG_")
@@ -93,6 +96,9 @@ def server_env(scratch: Scratch, profile: Profile, path_dirs: list[str]) -> dict
     if path_dirs:
         env["PATH"] = os.pathsep.join([*path_dirs, env.get("PATH", "")])
     subst = scratch.placeholders(None)
+    root = binary_root(profile)
+    if root is not None:
+        subst["root"] = str(root)
     for key, value in profile.env.items():
         env[key] = value.format(**subst)
     return env
@@ -124,6 +130,8 @@ def setup_commands(scratch: Scratch, profile: Profile, qmd: str | None) -> list[
         out.append(expand(tmpl["context"], {**base, "target": ctx["target"], "text": ctx["text"]}))
     for name in steps.get("exclude", []):
         out.append(expand(tmpl["exclude"], {**base, "name": name}))
+    if profile.fixture == "embedded":
+        out.append(expand(tmpl["embed"], base))
     return out
 
 
@@ -141,7 +149,12 @@ def run_setup(scratch: Scratch, profile: Profile, qmd: str | None, env: dict[str
     for argv in cmds:
         try:
             proc = subprocess.run(
-                argv, env=env, cwd=scratch.root, capture_output=True, text=True, timeout=300
+                argv,
+                env=env,
+                cwd=scratch.root,
+                capture_output=True,
+                text=True,
+                timeout=SETUP_STEP_TIMEOUT_S,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ServerStartError(f"setup command {argv!r} failed: {exc}") from exc

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.cases import SURFACES, CaseError, package_dir
+from conformance.cases import FIXTURES, SURFACES, CaseError, package_dir
 
 
 class ProfileError(ValueError):
@@ -30,6 +30,7 @@ class Profile:
     surface: str
     goldens: str | None  # whose goldens to compare against (None: matchers only)
     launch: list[str]
+    fixture: str = "default"  # which fixture its setup builds (cases.FIXTURES)
     setup: dict[str, list[str]] = field(default_factory=dict)
     setup_shell: str | None = None  # --setup-cmd: one shell command instead of per-step argv
     env: dict[str, str] = field(default_factory=dict)
@@ -61,12 +62,19 @@ def load(name_or_path: str) -> Profile:
     surface = data.get("surface")
     if surface not in SURFACES:
         raise CaseError(f"{path}: surface must be one of {SURFACES}")
+    fixture = data.get("fixture", "default")
+    if fixture not in FIXTURES:
+        raise CaseError(f"{path}: fixture must be one of {FIXTURES}")
+    setup = data.get("setup", {})
+    if fixture == "embedded" and setup and "embed" not in setup:
+        raise CaseError(f"{path}: an embedded fixture needs a setup.embed command")
     baseline = package_dir() / "baselines" / f"{data['name']}.yaml"
     return Profile(
         name=data["name"],
         surface=surface,
         goldens=data.get("goldens"),
         launch=list(data["launch"]),
+        fixture=fixture,
         setup={k: list(v) for k, v in data.get("setup", {}).items()},
         env=dict(data.get("env", {})),
         binary=data.get("binary"),
@@ -76,7 +84,11 @@ def load(name_or_path: str) -> Profile:
 
 
 def from_command_line(
-    server_cmd: str, setup_cmd: str | None, surface: str, goldens: str | None
+    server_cmd: str,
+    setup_cmd: str | None,
+    surface: str,
+    goldens: str | None,
+    fixture: str = "default",
 ) -> Profile:
     argv = shlex.split(server_cmd)
     if not argv:
@@ -86,6 +98,7 @@ def from_command_line(
         surface=surface,
         goldens=goldens,
         launch=argv,
+        fixture=fixture,
         setup_shell=setup_cmd,
         description=f"--server-cmd {server_cmd!r}",
     )
@@ -96,6 +109,11 @@ def from_command_line(
 
 def repo_root() -> Path:
     return package_dir().parent
+
+
+def binary_root(profile: Profile) -> Path | None:
+    """The folder a profile's binary defaults are relative to (`{root}` in its env)."""
+    return None if profile.binary is None else _binary_root(profile.binary)
 
 
 def _binary_root(spec: dict[str, Any]) -> Path:

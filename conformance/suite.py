@@ -55,6 +55,8 @@ def select(cases: list[Case], opts: Options) -> list[tuple[Case, str]]:
     for case in cases:
         if opts.profile.surface not in case.surfaces or "stdio" not in case.transports:
             continue
+        if case.fixture != opts.profile.fixture:  # the index the case needs is not built
+            continue
         if opts.case_patterns and not any(
             fnmatch.fnmatchcase(case.id, p) for p in opts.case_patterns
         ):
@@ -77,7 +79,10 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
     cases = load_cases(opts.cases_dir)
     chosen = select(cases, opts)
     if not chosen:
-        print("no cases selected (check --case, --era and the surface)", file=sys.stderr)
+        print(
+            "no cases selected (check --case, --era, the surface and the fixture)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     profile = opts.profile
     entries: list[baselines.Entry] = []

@@ -50,6 +50,7 @@ def test_a_valid_case_loads() -> None:
         ({"eras": ["2024"]}, "eras"),
         ({"surfaces": ["other"]}, "surfaces"),
         ({"transports": ["http"]}, "transports"),
+        ({"fixture": "vectors"}, "fixture"),
         ({"steps": [{"send": {"method": "ping"}}]}, "expect"),
         (
             {"steps": [{"send": {"method": "ping"}, "raw": "x", "expect": {"golden": True}}]},
@@ -70,6 +71,11 @@ def test_schema_rejects(override: dict[str, Any], fragment: str) -> None:
 def test_golden_expectations_are_only_for_the_compat_surface() -> None:
     with pytest.raises(CaseError, match="golden"):
         validate_case_data(_case(surfaces=["spec"]), Path("demo.case.json"))
+
+
+def test_goldens_are_recorded_on_the_default_fixture_only() -> None:
+    with pytest.raises(CaseError, match="default fixture"):
+        validate_case_data(_case(fixture="embedded"), Path("demo.case.json"))
 
 
 def test_file_name_must_match_the_id() -> None:

@@ -15,14 +15,17 @@ MINI = [sys.executable, str(HERE / "mini_server.py")]
 
 
 def _case(
-    cid: str, steps: list[dict[str, Any]], eras: tuple[str, ...] = ("2025",)
+    cid: str,
+    steps: list[dict[str, Any]],
+    eras: tuple[str, ...] = ("2025",),
+    fixture: str = "default",
 ) -> dict[str, Any]:
     return {
         "id": cid,
         "title": cid,
         "requirements": ["REQ-SPEC-RPC-003"],
         "surfaces": ["spec"],
-        "fixture": "default",
+        "fixture": fixture,
         "eras": list(eras),
         "transports": ["stdio"],
         "steps": steps,
@@ -144,6 +147,33 @@ def test_stale_baseline_entry_fails_the_run(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "STALE mini.tools [2025]" in proc.stdout and "remove it" in proc.stdout
     assert proc.stdout.rstrip().splitlines()[-1] == "2 passed, 1 failed, 0 skipped"
+
+
+def test_cases_run_only_against_a_profile_that_builds_their_fixture(tmp_path: Path) -> None:
+    cases = _cases_dir(tmp_path)
+    ping = [{"send": {"method": "ping"}, "expect": {"match": [{"path": "$.result", "equals": {}}]}}]
+    (cases / "mini.vectors.json").write_text(
+        json.dumps(_case("mini.vectors", ping, fixture="embedded"))
+    )
+    common = ["--server-cmd", shlex.join(MINI), "--surface", "spec", "--cases-dir", str(cases)]
+    default = run_cli("run", *common, timeout=120)
+    assert default.returncode == 0, default.stdout + default.stderr
+    assert "mini.vectors" not in default.stdout and "Running 3 cases" in default.stdout
+    embedded = run_cli("run", *common, "--fixture", "embedded", "--setup-cmd", "true", timeout=120)
+    assert embedded.returncode == 0, embedded.stdout + embedded.stderr
+    assert "PASS  mini.vectors [2025]" in embedded.stdout and "Running 1 cases" in embedded.stdout
+
+
+def test_an_embedded_profile_without_an_embed_step_is_rejected(tmp_path: Path) -> None:
+    shipped = json.loads(
+        (HERE.parent.parent / "conformance/profiles/ours-spec-models.json").read_text()
+    )
+    del shipped["setup"]["embed"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(shipped))
+    proc = run_cli("run", "--profile", str(bad), timeout=60)
+    assert proc.returncode == 4
+    assert "setup.embed" in proc.stderr
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:

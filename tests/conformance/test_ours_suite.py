@@ -1,7 +1,9 @@
 """The compatibility gate for our own server: the whole suite against both MCP surfaces.
 
 `ours-compat` must reproduce every golden recorded from the original 2.8.3 (or carry a
-reasoned baseline entry); `ours-spec` must satisfy every case written from seeds 000/001.
+reasoned baseline entry); `ours-spec` must satisfy every case written from seeds 000/001;
+`ours-spec-models` runs the spec cases that need vectors, on a fixture embedded with the
+real MiniLM GGUF (`scripts/prepare_models.py`).
 """
 
 from __future__ import annotations
@@ -16,16 +18,24 @@ from tests.conformance.helpers import run_cli
 
 
 @pytest.mark.parametrize(
-    ("impl", "surface"), [("ours-compat", "compat-2.8.3"), ("ours-spec", "spec")]
+    ("impl", "surface", "fixture"),
+    [
+        ("ours-compat", "compat-2.8.3", "default"),
+        ("ours-spec", "spec", "default"),
+        pytest.param("ours-spec-models", "spec", "embedded", marks=pytest.mark.models),
+    ],
 )
-def test_full_suite_passes_against_our_server(impl: str, surface: str, tmp_path: Path) -> None:
+def test_full_suite_passes_against_our_server(
+    impl: str, surface: str, fixture: str, tmp_path: Path
+) -> None:
     report = tmp_path / "report.json"
     junit = tmp_path / "report.xml"
     proc = run_cli(
         "run", "--impl", impl, "--report-json", str(report), "--report-junit", str(junit)
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    cases = [c for c in load_cases() if surface in c.surfaces]
+    cases = [c for c in load_cases() if surface in c.surfaces and c.fixture == fixture]
+    assert cases
     expected_runs = sum(len(c.eras) for c in cases)
     assert json.loads(report.read_text())["summary"] == {
         "passed": expected_runs,
