@@ -547,7 +547,24 @@ class InMemoryConfigRepository:
         self.global_context = text
 
 
+def app_over(store: InMemoryStore, models: Models | None = None) -> App:
+    """The composition root wired with fakes only: `store` serves every storage port."""
+    from adapters.bootstrap import assemble
+
+    return assemble(
+        store=store,
+        lexical=store,
+        vectors=store,
+        cache=store,
+        config=InMemoryConfigRepository(),
+        source=FakeContentSource({}),
+        clock=FixedClock(),
+        models=models,
+    )
+
+
 if TYPE_CHECKING:  # structural conformance, checked by mypy
+    from adapters.bootstrap import App, Models
     from domain.ports import (
         Clock,
         ConfigRepository,

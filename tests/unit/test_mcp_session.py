@@ -6,13 +6,12 @@ import io
 import json
 from typing import Any
 
-from adapters.bootstrap import assemble
 from adapters.mcp.compat import CompatSurface
 from adapters.mcp.protocol import Session
 from adapters.mcp.spec import SpecSurface
 from adapters.mcp.stdio import OVERSIZED, encode_frame, read_lines, serve_stdio
 from domain.model import DocumentMeta
-from tests.fakes import FakeContentSource, FixedClock, InMemoryConfigRepository, InMemoryStore
+from tests.fakes import InMemoryStore, app_over
 
 
 class ExplodingStore(InMemoryStore):
@@ -23,15 +22,7 @@ class ExplodingStore(InMemoryStore):
 
 
 def _session(store: InMemoryStore, compat: bool = False) -> Session:
-    app = assemble(
-        store=store,
-        lexical=store,
-        vectors=store,
-        cache=store,
-        config=InMemoryConfigRepository(),
-        source=FakeContentSource({}),
-        clock=FixedClock(),
-    )
+    app = app_over(store)
     surface = CompatSurface(app.services()) if compat else SpecSurface(app.services(), "9.9.9")
     return Session(surface)
 

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.bootstrap import App, Models, assemble
+from adapters.bootstrap import App, Models
 from domain.fusion import RRF_K, reciprocal_rank_fusion, rrf_contributions, top_rank_bonus
 from domain.model import ScoreExplanation, SearchResult, SubQuery
 from domain.text import content_hash
 from domain.usecases.embedding import EmbedIndex
-from tests.fakes import FakeContentSource, FixedClock, InMemoryConfigRepository, InMemoryStore
+from tests.fakes import FixedClock, InMemoryStore, app_over
 from tests.model_fakes import FakeEmbedder, FakeExpander, FakeReranker
 
 T0 = "2025-01-01T00:00:00.000Z"
@@ -41,16 +41,7 @@ def _app(*, reranker: bool = True, expander: bool = True, embedded: bool = True)
         reranker=FakeReranker() if reranker else None,
         expander=FakeExpander() if expander else None,
     )
-    return assemble(
-        store=store,
-        lexical=store,
-        vectors=store,
-        cache=store,
-        config=InMemoryConfigRepository(),
-        source=FakeContentSource({}),
-        clock=FixedClock(),
-        models=models,
-    )
+    return app_over(store, models)
 
 
 def _explained(result: SearchResult) -> ScoreExplanation:
