@@ -420,8 +420,9 @@ class Searcher:
             semantic: list[tuple[ListQueryType, str]] = [("original", query)]
             semantic += [(s.type, s.query) for s in expansions if s.type in ("vec", "hyde")]
             texts = [text for _type, text in semantic]
-            vectors = _optional_stage(degrade, lambda: embedder.embed_queries(texts)) or []
-            for (query_type, text), vector in zip(semantic, vectors, strict=True):
+            # None: the model could not be had and the caller degrades to BM25 only
+            vectors = _optional_stage(degrade, lambda: embedder.embed_queries(texts))
+            for (query_type, text), vector in zip(semantic, vectors or [], strict=False):
                 ranked.add(
                     self._vec_merged(vector, LEG_LIMIT, collections),
                     2.0 if query_type == "original" else 1.0,

@@ -7,16 +7,19 @@ score candidates were ordered by, and the blend reproduces the final score.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.bootstrap import App, Models
+from domain.errors import MODEL_UNAVAILABLE, QmdError
 from domain.fusion import RRF_K, reciprocal_rank_fusion, rrf_contributions, top_rank_bonus
 from domain.model import ScoreExplanation, SearchResult, SubQuery
 from domain.text import content_hash
 from domain.usecases.embedding import EmbedIndex
+from domain.usecases.search import Searcher
 from tests.fakes import FixedClock, InMemoryStore, app_over
 from tests.model_fakes import FakeEmbedder, FakeExpander, FakeReranker
 
@@ -137,6 +140,27 @@ def test_structured_query_weights_the_first_list_double() -> None:
     }
     for result in results:
         _check_accounts_for_score(result)
+
+
+class UnloadableEmbedder(FakeEmbedder):
+    """Vectors exist in the index, but the model cannot be loaded for the query."""
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        raise QmdError(MODEL_UNAVAILABLE, "embedding model not available")
+
+
+def test_an_embedder_that_cannot_load_leaves_bm25_when_degrading() -> None:
+    app = _app(reranker=False, expander=False)
+    searcher = app.searcher
+    broken = Searcher(app.store, app.lexical, app.vectors, UnloadableEmbedder())
+    results = broken.hybrid_query("tokens", limit=3, degrade=True, explain=True)
+    assert results
+    for result in results:
+        assert {c.source for c in _explained(result).contributions} == {"fts"}
+    with pytest.raises(QmdError) as raised:
+        broken.hybrid_query("tokens", limit=3)  # the compat surface: the failure is the answer
+    assert raised.value.code == MODEL_UNAVAILABLE
+    assert searcher.hybrid_query("tokens", limit=3)  # the same index with a working model
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "structured"])
