@@ -578,61 +578,123 @@ class SqliteIndex:
                 INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
             )
         blob = _pack(vector)
+        wanted = max(limit * 3, limit)
         if collection:
-            hash_seqs = [
-                str(r[0])
-                for r in self._conn.query(
-                    "SELECT cv.hash || '_' || cv.seq FROM content_vectors cv "
-                    "JOIN documents d ON d.hash = cv.hash AND d.active = 1 "
-                    "WHERE d.collection = ?",
-                    (collection,),
-                )
-            ]
-            if not hash_seqs:
-                return []
-            if len(hash_seqs) <= COLLECTION_VEC_EXACT_SCAN_MAX:
-                scored = self._exact_scan(blob, hash_seqs, limit)
+            if self._small_collection(collection):
+                scored = self._nearest_in_collection(blob, collection, wanted)
             else:
+                # The original's large-collection rule: a wide KNN, then the filter below.
                 scored = self._ann(blob, max(limit * 30, limit * 3))
         else:
-            scored = self._ann(blob, limit * 3)
+            scored = self._ann(blob, wanted)
         if not scored:
             return []
         distances = dict(scored)
-        keys = list(distances)
-        rows: list[tuple[Any, ...]] = []
-        for start in range(0, len(keys), HASH_SEQ_CHUNK):
-            part = keys[start : start + HASH_SEQ_CHUNK]
-            placeholders = ",".join("?" * len(part))
-            sql = (
-                f"SELECT cv.hash || '_' || cv.seq, cv.pos, {_META_COLUMNS}, content.doc "
-                "FROM content_vectors cv JOIN documents d ON d.hash = cv.hash AND d.active = 1 "
-                "JOIN content ON content.hash = d.hash "
-                f"WHERE cv.hash || '_' || cv.seq IN ({placeholders})"
-            )
-            params: list[Any] = list(part)
-            if collection:
-                sql += " AND d.collection = ?"
-                params.append(collection)
-            rows.extend(self._conn.query(sql + " ORDER BY d.id", params))
         best: dict[tuple[str, str], tuple[float, int, tuple[Any, ...]]] = {}
-        for row in rows:
-            distance = float(distances.get(str(row[0]), 1.0))
-            key = (str(row[3]), str(row[4]))
+        for row in self._chunk_rows(list(distances), collection):
+            distance = float(distances[f"{row[0]}_{row[1]}"])
+            key = (str(row[4]), str(row[5]))
             current = best.get(key)
             if current is None or distance < current[0]:
-                best[key] = (distance, int(row[1]), row)
+                best[key] = (distance, int(row[2]), row)
         ranked = sorted(best.values(), key=lambda item: item[0])[:limit]
         return [
             VectorHit(
-                document=Document(meta=_meta(row[2:10]), body=str(row[10])),
+                document=Document(meta=_meta(row[3:11]), body=str(row[11])),
                 distance=distance,
                 chunk_pos=pos,
             )
             for distance, pos, row in ranked
         ]
 
-    def _exact_scan(self, blob: bytes, hash_seqs: list[str], limit: int) -> list[tuple[str, float]]:
+    def _small_collection(self, collection: str) -> bool:
+        """At most COLLECTION_VEC_EXACT_SCAN_MAX vectors (counting the collection's own only
+        when the whole index has more: that count joins every vector row)."""
+        total = int(self._conn.scalar("SELECT COUNT(*) FROM content_vectors") or 0)
+        if total <= COLLECTION_VEC_EXACT_SCAN_MAX:
+            return True
+        members = self._conn.scalar(
+            "SELECT COUNT(*) FROM content_vectors cv "
+            "JOIN documents d ON d.hash = cv.hash AND d.active = 1 WHERE d.collection = ?",
+            (collection,),
+        )
+        return int(members or 0) <= COLLECTION_VEC_EXACT_SCAN_MAX
+
+    def _chunk_rows(
+        self, hash_seqs: Sequence[str], collection: str | None
+    ) -> list[tuple[Any, ...]]:
+        """(hash, seq, pos, document columns…, body) of active documents holding these chunks.
+
+        Looked up by `hash` (indexed) and matched on `seq` here: a condition on the
+        `hash || '_' || seq` expression cannot use an index and scanned every vector row.
+        """
+        wanted = set(hash_seqs)
+        hashes = sorted({key.rsplit("_", 1)[0] for key in hash_seqs})
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(hashes), HASH_SEQ_CHUNK):
+            part = hashes[start : start + HASH_SEQ_CHUNK]
+            sql = (
+                f"SELECT cv.hash, cv.seq, cv.pos, {_META_COLUMNS}, content.doc "
+                "FROM content_vectors cv JOIN documents d ON d.hash = cv.hash AND d.active = 1 "
+                "JOIN content ON content.hash = d.hash "
+                f"WHERE cv.hash IN ({','.join('?' * len(part))})"
+            )
+            params: list[Any] = list(part)
+            if collection:
+                sql += " AND d.collection = ?"
+                params.append(collection)
+            rows.extend(
+                row
+                for row in self._conn.query(sql + " ORDER BY d.id, cv.seq", params)
+                if f"{row[0]}_{row[1]}" in wanted
+            )
+        return rows
+
+    def _nearest_in_collection(
+        self, blob: bytes, collection: str, wanted: int
+    ) -> list[tuple[str, float]]:
+        """The collection's `wanted` nearest chunks: what an exact scan of it would return.
+
+        sqlite-vec's KNN is exhaustive, so the collection's chunks among the global top k are
+        its own top chunks. k starts at `wanted` and grows until enough of them are found or
+        every vector was returned; only when k reaches sqlite-vec's cap first does this fall
+        back to scoring the collection's chunks one key at a time (slow: a lookup per key).
+        """
+        k = wanted
+        while True:
+            scored = self._ann(blob, k)
+            members = self._in_collection([key for key, _ in scored], collection)
+            inside = [(key, distance) for key, distance in scored if key in members]
+            if len(inside) >= wanted or len(scored) < k:
+                return inside[:wanted]
+            if k >= SQLITE_VEC_MAX_K:
+                return self._exact_scan(blob, collection, wanted)
+            k = min(SQLITE_VEC_MAX_K, k * 4)
+
+    def _in_collection(self, hash_seqs: Sequence[str], collection: str) -> set[str]:
+        hashes = sorted({key.rsplit("_", 1)[0] for key in hash_seqs})
+        found: set[str] = set()
+        for start in range(0, len(hashes), HASH_SEQ_CHUNK):
+            part = hashes[start : start + HASH_SEQ_CHUNK]
+            for hash_, seq in self._conn.query(
+                "SELECT DISTINCT cv.hash, cv.seq FROM content_vectors cv "
+                "JOIN documents d ON d.hash = cv.hash AND d.active = 1 "
+                f"WHERE d.collection = ? AND cv.hash IN ({','.join('?' * len(part))})",
+                [collection, *part],
+            ):
+                found.add(f"{hash_}_{seq}")
+        return found
+
+    def _exact_scan(self, blob: bytes, collection: str, wanted: int) -> list[tuple[str, float]]:
+        hash_seqs = [
+            str(r[0])
+            for r in self._conn.query(
+                "SELECT DISTINCT cv.hash || '_' || cv.seq FROM content_vectors cv "
+                "JOIN documents d ON d.hash = cv.hash AND d.active = 1 "
+                "WHERE d.collection = ?",
+                (collection,),
+            )
+        ]
         scored: list[tuple[str, float]] = []
         for start in range(0, len(hash_seqs), HASH_SEQ_CHUNK):
             part = hash_seqs[start : start + HASH_SEQ_CHUNK]
@@ -645,7 +707,7 @@ class SqliteIndex:
                 d = float(distance) if distance is not None else math.inf
                 scored.append((str(key), d))
         scored.sort(key=lambda item: item[1])
-        return scored[: max(limit * 3, limit)]
+        return scored[:wanted]
 
     def _ann(self, blob: bytes, k: int) -> list[tuple[str, float]]:
         k = max(1, min(SQLITE_VEC_MAX_K, k))

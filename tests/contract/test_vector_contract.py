@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 
+from adapters.sqlite import store as store_module
+from adapters.sqlite.store import SqliteIndex
 from domain.errors import INVALID_ARGUMENT, QmdError
 from tests.contract.conftest import StoreLike
 
@@ -115,3 +118,41 @@ def test_clear_vectors_allows_a_new_dimension(store: StoreLike) -> None:
     store.store_chunk_vectors(a, [(0, 0, [1.0, 0.0])], "m2", "f2", T0)
     assert [h.document.meta.path for h in store.search_vectors([1.0, 0.0], 3, None)] == ["a.md"]
     assert store.pending_hashes("m2", "f2") == []
+
+
+def _crowded(store: StoreLike) -> None:
+    """30 `big` documents right next to the query direction, 3 `small` ones far from it."""
+    for i in range(30):
+        h = add(store, "big", f"b{i:02d}.md", f"big {i}")
+        store.store_chunk_vectors(h, [(0, 0, [1.0, 0.01 * i, 0.0])], "m", "f", T0)
+    for i in range(3):
+        h = add(store, "small", f"s{i}.md", f"small {i}")
+        store.store_chunk_vectors(
+            h, [(0, 0, [0.1, 0.0, 1.0 - 0.1 * i]), (1, 9, [0.0, 1.0, 0.0])], "m", "f", T0
+        )
+
+
+def test_a_small_collection_is_not_starved_by_a_crowded_one(store: StoreLike) -> None:
+    _crowded(store)
+    query = [1.0, 0.0, 0.0]
+    assert all(h.document.meta.collection == "big" for h in store.search_vectors(query, 5, None))
+    scoped = store.search_vectors(query, 2, "small")
+    # the small collection's own two nearest documents, though 30 others are nearer
+    assert [h.document.meta.path for h in scoped] == ["s2.md", "s1.md"]
+    assert [h.chunk_pos for h in scoped] == [0, 0]
+    everything = store.search_vectors(query, 10, "small")
+    assert [h.document.meta.path for h in everything] == ["s2.md", "s1.md", "s0.md"]
+
+
+def test_collection_search_when_the_knn_cap_is_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sqlite-vec caps k; past it the adapter scores the collection's chunks directly.
+    monkeypatch.setattr(store_module, "SQLITE_VEC_MAX_K", 8)
+    index = SqliteIndex.open(tmp_path / "index.sqlite")
+    try:
+        _crowded(index)
+        scoped = index.search_vectors([1.0, 0.0, 0.0], 2, "small")
+        assert [h.document.meta.path for h in scoped] == ["s2.md", "s1.md"]
+    finally:
+        index.close()
