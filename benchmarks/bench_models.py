@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import corpus as corpus_mod
-from benchmarks.harness import REPO, BenchError, McpServer, ours, summary_ms
+from benchmarks.harness import REPO, BenchError, McpServer, load_average, machine, ours, summary_ms
 
 DEFAULT_EMBED_MODEL = REPO / ".models" / "all-MiniLM-L6-v2-f16.gguf"
 
@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     embed_model = Path(args.embed_model).resolve()
     if not embed_model.is_file():
         raise BenchError(f"{embed_model} is missing; run: python scripts/prepare_models.py")
+    started_on = machine()
     scratch = Path(tempfile.mkdtemp(prefix="qmd-bench-models-"))
     written = corpus_mod.generate(scratch / "corpus", docs=args.docs, queries=args.queries)
     extra = {"QMD_EMBED_MODEL": str(embed_model)}
@@ -50,7 +51,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if done.returncode != 0:
         raise BenchError(f"indexing failed: {done.stderr[-2000:]}")
     print(f"indexed {args.docs} documents in {index_s:.1f} s", file=sys.stderr)
+    load_before_embed = load_average()
     done, embed_s = impl.run("embed", timeout=args.embed_timeout)
+    load_after_embed = load_average()
     if done.returncode != 0:
         raise BenchError(f"qmd embed failed: {done.stderr[-2000:]}")
     chunks = _chunk_count(impl.index_path)
@@ -70,6 +73,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 hits[tool] += len(result["structuredContent"]["results"])
                 latencies[tool].append(seconds)
     return {
+        "machine": started_on,
+        "load_average_embed": [load_before_embed, load_after_embed],
         "docs": args.docs,
         "embed_model": embed_model.name,
         "rerank_model": Path(args.rerank_model).name if args.rerank_model else None,
@@ -89,6 +94,9 @@ def report(figures: dict[str, Any]) -> str:
         f"Models benchmark: {figures['docs']} documents, embed model {figures['embed_model']}, "
         f"rerank {figures['rerank_model'] or 'none'}, "
         f"expansion {figures['generate_model'] or 'none'}",
+        f"machine: {figures['machine']}; load average "
+        f"{figures['load_average_embed'][0]:.1f} before and "
+        f"{figures['load_average_embed'][1]:.1f} after `qmd embed`",
         "",
         "| metric | value |",
         "|---|---:|",

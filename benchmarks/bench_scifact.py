@@ -39,6 +39,7 @@ from benchmarks.harness import (
     BenchError,
     Implementation,
     McpServer,
+    machine,
     original,
     ours,
     text_of,
@@ -323,7 +324,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ours: indexing {len(docs)} docs ...", file=sys.stderr)
         meta: dict[str, Any] = {
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "machine": _machine(),
+            "machine": machine(),
             "docs": len(docs),
             "queries": len(qrels),
             "limit": args.limit,
@@ -388,11 +389,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"kept {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _machine() -> str:
-    load = os.getloadavg()[0]
-    return f"{os.cpu_count()} cores, load average {load:.1f} at start"
 
 
 def main(argv: list[str] | None = None) -> int:

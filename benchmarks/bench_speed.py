@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import statistics
 import sys
@@ -36,6 +34,7 @@ from benchmarks.harness import (
     BenchError,
     Implementation,
     McpServer,
+    machine,
     original,
     ours,
     summary_ms,
@@ -365,14 +364,6 @@ def _as_dict(fig: ImplFigures) -> dict[str, Any]:
         "index_bytes": fig.index_bytes,
         "servers": {name: vars(server) for name, server in fig.servers.items()},
     }
-
-
-def machine() -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (
-        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"load average {load:.1f} at start"
-    )
 
 
 def run(args: argparse.Namespace) -> int:

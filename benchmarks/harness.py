@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import statistics
 import subprocess
@@ -342,3 +343,16 @@ def summary_ms(values: list[float]) -> dict[str, float]:
         "min_ms": min(values) * 1000,
         "max_ms": max(values) * 1000,
     }
+
+
+def load_average() -> float:
+    """The 1-minute load average (NaN where the platform has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def machine() -> str:
+    """One line naming the machine and how busy it is, for every report."""
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {load_average():.1f} at start"
+    )

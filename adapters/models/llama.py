@@ -79,6 +79,12 @@ _quiet_logger: Any = None  # the ctypes callback must stay referenced while llam
 def import_llama_cpp() -> Any:
     """The `llama_cpp` module, or MODEL_UNAVAILABLE saying how to install it."""
     global _quiet_logger
+    # llama.cpp's CPU backend uses OpenMP, whose threads busy-wait at every barrier by default.
+    # With more runnable threads than cores (a server answering while `qmd embed` runs, or two
+    # servers) the spinning threads starve the working ones: a MiniLM query embedding took
+    # 1,168 ms instead of 12.8 ms with passive waiting. libgomp reads this when it is loaded,
+    # i.e. on the import below; an explicit setting in the environment wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import llama_cpp
     except ImportError as exc:

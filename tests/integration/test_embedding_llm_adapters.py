@@ -7,6 +7,9 @@ model would raise `model-unavailable`.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -151,6 +154,27 @@ def test_cpu_can_be_forced() -> None:
 
 
 # ------------------------------------------------------------------------------ real model
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_threads_wait_passively_unless_told_otherwise(given: str | None, seen: str) -> None:
+    # Busy-waiting OpenMP threads made a query embedding 90x slower beside another llama.cpp
+    # process (benchmarks/bench_threads.py); libgomp reads the policy when llama_cpp loads.
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if given is not None:
+        env["OMP_WAIT_POLICY"] = given
+    probe = (
+        "import os, sys\n"
+        "from adapters.models.llama import import_llama_cpp\n"
+        "assert 'llama_cpp' not in sys.modules\n"
+        "import_llama_cpp()\n"
+        "print(os.environ['OMP_WAIT_POLICY'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == seen
 
 
 @pytest.mark.models
