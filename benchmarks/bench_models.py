@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -39,6 +40,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise BenchError(f"{embed_model} is missing; run: python scripts/prepare_models.py")
     started_on = machine()
     scratch = Path(tempfile.mkdtemp(prefix="qmd-bench-models-"))
+    try:
+        return _measure(args, embed_model, scratch, started_on)
+    finally:
+        if args.keep:
+            print(f"kept {scratch}", file=sys.stderr)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _measure(
+    args: argparse.Namespace, embed_model: Path, scratch: Path, started_on: str
+) -> dict[str, Any]:
     written = corpus_mod.generate(scratch / "corpus", docs=args.docs, queries=args.queries)
     extra = {"QMD_EMBED_MODEL": str(embed_model)}
     if args.rerank_model:
@@ -128,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expand-max-tokens", type=int, default=40)
     parser.add_argument("--embed-timeout", type=float, default=7200)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder (index)")
     args = parser.parse_args(argv)
     started = time.time()
     try:
