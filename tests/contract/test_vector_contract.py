@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.sqlite import store as store_module
-from adapters.sqlite.store import SqliteIndex
+from adapters.sqlite.store import SQLITE_VEC_MAX_K, SqliteIndex
 from domain.errors import INVALID_ARGUMENT, QmdError
 from tests.contract.conftest import StoreLike
 
@@ -144,13 +143,15 @@ def test_a_small_collection_is_not_starved_by_a_crowded_one(store: StoreLike) ->
     assert [h.document.meta.path for h in everything] == ["s2.md", "s1.md", "s0.md"]
 
 
-def test_collection_search_when_the_knn_cap_is_reached(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # sqlite-vec caps k; past it the adapter scores the collection's chunks directly.
-    monkeypatch.setattr(store_module, "SQLITE_VEC_MAX_K", 8)
+def test_collection_search_past_the_knn_cap(tmp_path: Path) -> None:
+    # sqlite-vec answers at most SQLITE_VEC_MAX_K neighbours; when that many vectors of other
+    # collections are all nearer, the adapter scores the collection's own chunks directly.
     index = SqliteIndex.open(tmp_path / "index.sqlite")
     try:
+        with index.transaction():
+            for i in range(SQLITE_VEC_MAX_K + 4):
+                h = add(index, "big", f"b{i}.md", f"big {i}")
+                index.store_chunk_vectors(h, [(0, 0, [1.0, 0.0001 * i, 0.0])], "m", "f", T0)
         _crowded(index)
         scoped = index.search_vectors([1.0, 0.0, 0.0], 2, "small")
         assert [h.document.meta.path for h in scoped] == ["s2.md", "s1.md"]
