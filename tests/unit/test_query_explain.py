@@ -89,7 +89,12 @@ def test_hybrid_query_explains_every_leg_and_the_blend() -> None:
     assert originals and all(c.weight == 2.0 and c.query == "refresh tokens" for c in originals)
     assert all(0 < s <= 1 for s in top.fts_scores)
     assert top.blend_weight == 0.75  # rank bands: 1-3 keep 75% of the position score
-    # fts/vec score lists are the backend scores of the lists the document appeared in
+    # the BM25 list's backend score is the document's own normalised BM25 score
+    bm25 = {
+        r.document.meta.path: r.score for r in app.searcher.lex_search("refresh tokens", limit=10)
+    }
+    probe = [c for c in top.contributions if (c.source, c.query_type) == ("fts", "original")]
+    assert probe and probe[0].backend_score == bm25[results[0].document.meta.path]
     assert top.fts_scores == tuple(c.backend_score for c in top.contributions if c.source == "fts")
 
 
