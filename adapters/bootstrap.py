@@ -18,6 +18,12 @@ from adapters.config.yaml_config import (
 )
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
+from adapters.fs.root_scope import (
+    RootScope,
+    RootScopedLexicalIndex,
+    RootScopedStore,
+    RootScopedVectorIndex,
+)
 from adapters.mcp.services import Services
 from adapters.sqlite.store import SqliteIndex
 from domain.ports import (
@@ -68,6 +74,7 @@ class App:
     status: StatusReader
     db_path: str = ""
     config_path: str = ""
+    home: str | None = None
     closers: list[Any] = field(default_factory=list)
 
     def services(self) -> Services:
@@ -93,6 +100,7 @@ def assemble(
     """Wire the use cases over whatever adapters (real or fake) are given."""
     chosen = models or Models()
     return App(
+        home=home,
         store=store,
         lexical=lexical,
         vectors=vectors,
@@ -116,22 +124,40 @@ def build_app(
     *,
     with_models: bool = True,
     force_cpu: bool = False,
+    force_root: str | None = None,
 ) -> App:
-    """The production graph: SQLite index + YAML config + file system (+ GGUF models)."""
+    """The production graph: SQLite index + YAML config + file system (+ GGUF models).
+
+    With `force_root`, every read the use cases make goes through the root scope
+    (`adapters.fs.root_scope`): the app sees only collections whose folders lie inside it.
+    """
     environ = os.environ if env is None else env
     db_path, config_path = resolve_paths(index_name, environ)
     index = SqliteIndex.open(db_path, environ)
     if os.path.exists(config_path):
-        sync_config_to_store(load_config(config_path), index)
+        sync_config_to_store(
+            load_config(config_path),
+            index,
+            config_dir=os.path.dirname(config_path),
+            home=environ.get("HOME"),
+        )
     models = build_models(config_path, environ, force_cpu=force_cpu, cache=index)
     if not with_models:
         # Nothing loads either way; this keeps the adapters out of commands that need no
         # model while `status` still counts pending embeddings for the configured model.
         models = Models(identity=models.identity)
+    store: DocumentStore = index
+    lexical: LexicalIndex = index
+    vectors: VectorIndex = index
+    if force_root is not None:
+        scope = RootScope(force_root, index)
+        store = RootScopedStore(index, scope)
+        lexical = RootScopedLexicalIndex(index, scope)
+        vectors = RootScopedVectorIndex(index, scope)
     app = assemble(
-        store=index,
-        lexical=index,
-        vectors=index,
+        store=store,
+        lexical=lexical,
+        vectors=vectors,
         cache=index,
         config=YamlConfigRepository(config_path),
         source=FileSystemSource(),

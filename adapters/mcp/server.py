@@ -16,9 +16,13 @@ SURFACES = ("spec", COMPAT_VERSION)
 
 
 def make_surface(app: App, compat: str | None, version: str, force_root: str | None) -> Surface:
-    """`compat=None` gives the seed-000 spec surface; `"2.8.3"` the original's."""
+    """`compat=None` gives the seed-000 spec surface; `"2.8.3"` the original's.
+
+    `force_root` must be the root the app was built with (`build_app(force_root=…)`), which
+    scopes what every surface can see; the spec surface also refuses outside request paths.
+    """
     if compat is None:
-        return SpecSurface(app.services(), version, RootGuard(force_root))
+        return SpecSurface(app.services(), version, RootGuard(force_root, app.home))
     if compat == COMPAT_VERSION:
         return CompatSurface(app.services())
     raise ValueError(f"Unknown compat surface {compat!r}; supported: {COMPAT_VERSION}")

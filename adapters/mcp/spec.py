@@ -256,23 +256,15 @@ class SpecSurface:
         if not 0 <= min_score <= 1:
             raise QmdError(INVALID_ARGUMENT, "minScore must be between 0 and 1")
         collection = args.get("collection")
-        searcher = self._services.searcher
         if collection:
+            # Under --force-root an outside collection is absent from the store, so it is
+            # "not found" like one that does not exist.
             if self._services.store.get_collection(collection) is None:
                 raise QmdError(NOT_FOUND, f"Collection not found: {collection}")
             collections = [collection]
         else:
-            collections = searcher.default_collections()
-        allowed = [
-            c for c in collections if self._guard.allows_collection(self._collection_path(c))
-        ]
-        if collection and not allowed:
-            self._guard.reject(collection)
-        return query, min(limit, MAX_ITEMS), min_score, allowed
-
-    def _collection_path(self, name: str) -> str | None:
-        collection = self._services.store.get_collection(name)
-        return collection.path if collection else None
+            collections = self._services.searcher.default_collections()
+        return query, min(limit, MAX_ITEMS), min_score, collections
 
     def _payload(self, results: list[SearchResult], query: str) -> dict[str, Any]:
         return results_payload(results, query, with_line=False)
@@ -291,7 +283,7 @@ class SpecSurface:
         results = self._services.searcher.vector_search(
             query,
             limit=limit,
-            collections=collections or None,
+            collections=collections,
             min_score=min_score,
             degrade=True,
         )
@@ -314,9 +306,7 @@ class SpecSurface:
 
     def _find(self, reference: str, shown: str) -> DocumentMeta:
         self._guard.check_reference(reference)
-        meta = self._services.retrieval.find(reference, original=shown)
-        self._guard.check_document(meta, self._collection_path(meta.collection))
-        return meta
+        return self._services.retrieval.find(reference, original=shown)
 
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]
@@ -347,11 +337,7 @@ class SpecSurface:
         documents: list[dict[str, Any]] = []
         if result.errors:
             notices.append({"type": "text", "text": "Errors:\n" + "\n".join(result.errors)})
-        entries = [
-            e
-            for e in result.entries
-            if self._guard.allows_collection(self._collection_path(e.meta.collection))
-        ]
+        entries = result.entries
         shown, remaining = entries[:MAX_ITEMS], max(0, len(entries) - MAX_ITEMS)
         for entry in shown:
             display = entry.meta.display_path
