@@ -151,9 +151,10 @@ def build_app(
     vectors: VectorIndex = index
     if force_root is not None:
         scope = RootScope(force_root, index)
-        store = RootScopedStore(index, scope)
+        scoped_store = RootScopedStore(index, scope)
+        store = scoped_store
         lexical = RootScopedLexicalIndex(index, scope)
-        vectors = RootScopedVectorIndex(index, scope)
+        vectors = RootScopedVectorIndex(index, scoped_store, scope)
     app = assemble(
         store=store,
         lexical=lexical,

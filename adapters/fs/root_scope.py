@@ -178,18 +178,21 @@ class RootScopedLexicalIndex:
 
 
 class RootScopedVectorIndex:
-    def __init__(self, inner: VectorIndex, scope: RootScope) -> None:
+    def __init__(self, inner: VectorIndex, store: RootScopedStore, scope: RootScope) -> None:
         self._inner = inner
+        self._store = store
         self._scope = scope
 
     def has_vector_index(self) -> bool:
         return self._inner.has_vector_index()
 
     def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
-        return self._inner.pending_hashes(model, fingerprint)
+        # Only the backlog of inside documents: `status` must not count outside ones.
+        inside = {meta.hash for meta in self._store.documents()}
+        return [h for h in self._inner.pending_hashes(model, fingerprint) if h in inside]
 
     def pending_count(self, model: str, fingerprint: str) -> int:
-        return self._inner.pending_count(model, fingerprint)
+        return len(self.pending_hashes(model, fingerprint))
 
     def store_chunk_vectors(
         self,

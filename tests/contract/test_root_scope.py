@@ -108,7 +108,7 @@ def test_vector_hits_come_only_from_inside(layout: tuple[StoreLike, RootScope]) 
     for number, meta in enumerate(inner.documents()):
         angle = 0.01 * number
         inner.store_chunk_vectors(meta.hash, [(0, 0, [1.0, angle, 0.0])], "m", "fp", T0)
-    vectors = RootScopedVectorIndex(inner, scope)
+    vectors = RootScopedVectorIndex(inner, RootScopedStore(inner, scope), scope)
     everything = inner.search_vectors([1.0, 0.0, 0.0], 50, None)
     assert {h.document.meta.collection for h in everything} > INSIDE
     scoped = vectors.search_vectors([1.0, 0.0, 0.0], 50, None)
@@ -126,7 +126,8 @@ def test_an_empty_allow_list_allows_nothing(tmp_path: Path, store: StoreLike) ->
     scope = RootScope(str(tmp_path / "root"), store)
     assert RootScopedStore(store, scope).documents() == []
     assert RootScopedLexicalIndex(store, scope).search_lex(parse_lex_query("zebra"), 5, None) == []
-    assert RootScopedVectorIndex(store, scope).search_vectors([1.0, 0.0], 5, None) == []
+    vectors = RootScopedVectorIndex(store, RootScopedStore(store, scope), scope)
+    assert vectors.search_vectors([1.0, 0.0], 5, None) == []
 
 
 def test_scope_is_decided_again_on_every_call(layout: tuple[StoreLike, RootScope]) -> None:
@@ -137,3 +138,14 @@ def test_scope_is_decided_again_on_every_call(layout: tuple[StoreLike, RootScope
     os.rename(notes.path, notes.path + "-moved")
     os.symlink(str(Path(notes.path).parent.parent / "outside" / "secret"), notes.path)
     assert "notes" not in {c.name for c in scoped.list_collections()}
+
+
+def test_embedding_backlog_counts_inside_documents_only(
+    layout: tuple[StoreLike, RootScope],
+) -> None:
+    inner, scope = layout
+    vectors = RootScopedVectorIndex(inner, RootScopedStore(inner, scope), scope)
+    inside_hashes = {m.hash for m in inner.documents() if m.collection in INSIDE}
+    assert len(inner.pending_hashes("m", "fp")) > len(inside_hashes)
+    assert set(vectors.pending_hashes("m", "fp")) == inside_hashes
+    assert vectors.pending_count("m", "fp") == len(inside_hashes)
