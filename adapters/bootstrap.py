@@ -40,7 +40,7 @@ from domain.ports import (
 )
 from domain.usecases.collections import CollectionManager
 from domain.usecases.retrieval import Retrieval
-from domain.usecases.search import Searcher
+from domain.usecases.search import Searcher, SearchModels
 from domain.usecases.status import EmbeddingIdentity, StatusReader
 
 DEFAULT_EMBED_MODEL = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
@@ -112,7 +112,10 @@ def assemble(
         collections=CollectionManager(store, config, source, clock, cache),
         retrieval=Retrieval(store, home=home),
         searcher=Searcher(
-            store, lexical, vectors, chosen.embedder, chosen.reranker, chosen.expander
+            store,
+            lexical,
+            vectors,
+            SearchModels(chosen.embedder, chosen.reranker, chosen.expander),
         ),
         status=StatusReader(store, vectors, chosen.identity),
     )

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from adapters.cli import formats as fmt
 from adapters.cli.errors import CommandError, UsageError
 from adapters.cli.main import PROG, package_version
+from domain.profiles import COMMAND_LINE
+from domain.usecases.search import Searcher, SearchRequest, primary_query
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
@@ -803,6 +805,10 @@ def _limit(args: argparse.Namespace, kind: str, all_limit: int) -> int:
     return 20 if kind in ("json", "files") else 5
 
 
+def cli_searcher(app: App) -> Searcher:
+    return app.searcher.with_profile(COMMAND_LINE)
+
+
 def search(args: argparse.Namespace) -> int:
     kind = resolve_format(args)
     query = " ".join(args.query)
@@ -813,7 +819,8 @@ def search(args: argparse.Namespace) -> int:
     _explain_note(args, kind, fused=False)
     with open_app(args) as app:
         names = _collections_for(app, args.collection)
-        results = app.searcher.lex_search(query, fetch, names, 0.0, snippet_chars=chars)
+        request = SearchRequest(limit=fetch, collections=names, snippet_chars=chars)
+        results = cli_searcher(app).lex_search(query, request)
         rows_source = [r for r in results if r.score >= min_score][:limit]
         if not results or not rows_source:
             out(fmt.format_empty_results(kind, below_min_score=bool(results)))
@@ -836,7 +843,8 @@ def vsearch(args: argparse.Namespace) -> int:
         _warn_pending(app)
         try:
             # A missing expansion model means no expansion, not a failed search.
-            results = app.searcher.vector_search(query, limit, names, min_score, degrade=True)
+            request = SearchRequest(limit=limit, collections=names, min_score=min_score)
+            results = cli_searcher(app).vector_search(query, request)
         except QmdError as error:
             if error.code != UNAVAILABLE:
                 raise
@@ -883,6 +891,15 @@ def query(args: argparse.Namespace) -> int:
     with open_app(args, with_models=True) as app:
         names = _collections_for(app, args.collection)
         _warn_pending(app)
+        request = SearchRequest(
+            limit=limit,
+            collections=names,
+            min_score=min_score,
+            candidate_limit=candidates,
+            intent=intent,
+            rerank=not args.no_rerank,
+            explain=args.explain,
+        )
         if document is not None and document.searches:
             labels = "+".join(s.type for s in document.searches)
             err(f"Structured search: {len(document.searches)} queries ({labels})")
@@ -892,32 +909,13 @@ def query(args: argparse.Namespace) -> int:
                 preview = sub.query if len(sub.query) <= 72 else sub.query[:69] + "..."
                 err(f"├─ {sub.type}: {preview}")
             err("└─ Searching...")
-            results = app.searcher.structured_query(
-                document.searches,
-                limit,
-                names,
-                min_score,
-                candidates,
-                intent,
-                rerank=not args.no_rerank,
-                label=lambda i: f"Line {document.lines[i]}",
-                explain=args.explain,
+            results = cli_searcher(app).structured_query(
+                document.searches, request, label=lambda i: f"Line {document.lines[i]}"
             )
-            display = next((s.query for s in document.searches if s.type == "lex"), None)
-            display = display or next((s.query for s in document.searches if s.type == "vec"), text)
+            display = primary_query(document.searches)
         else:
             plain = document.expand if document is not None and document.expand else text
-            results = app.searcher.hybrid_query(
-                plain,
-                limit,
-                names,
-                min_score,
-                candidates,
-                intent,
-                rerank=not args.no_rerank,
-                degrade=True,  # stages whose model cannot be had are skipped
-                explain=args.explain,
-            )
+            results = cli_searcher(app).hybrid_query(plain, request)
             display = plain
         if not results:
             out(fmt.format_empty_results(kind))

@@ -32,8 +32,10 @@ from adapters.mcp.validation import optional_int, validate_arguments, with_defau
 from domain.errors import EXCLUDED, DocumentNotFoundError, QmdError
 from domain.model import SubQuery
 from domain.paths import decode_uri_component, expand_reserved
+from domain.profiles import ORIGINAL_2_8_3
 from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
+from domain.usecases.search import SearchRequest, primary_query
 
 log = logging.getLogger("qmd.mcp")
 COMPAT_VERSION = "2.8.3"
@@ -142,36 +144,23 @@ class CompatSurface:
                 "Error: provide either 'query' (plain text) or 'searches' (typed sub-queries)",
                 is_error=True,
             )
-        searcher = self._services.searcher
-        collections = args.get("collections") or searcher.default_collections()
+        searcher = self._services.searcher.with_profile(ORIGINAL_2_8_3)
+        request = SearchRequest(
+            limit=UNBOUNDED,
+            collections=args.get("collections") or searcher.default_collections(),
+            min_score=args["minScore"],
+            candidate_limit=_js_int(args.get("candidateLimit", 40)),
+            intent=args.get("intent"),
+            rerank=args["rerank"],
+        )
         limit = _js_int(args["limit"])
-        candidate_limit = _js_int(args.get("candidateLimit", 40))
         if plain:
             primary = plain
-            results = searcher.hybrid_query(
-                plain,
-                limit=UNBOUNDED,
-                collections=collections,
-                min_score=args["minScore"],
-                candidate_limit=candidate_limit,
-                intent=args.get("intent"),
-                rerank=args["rerank"],
-            )
+            results = searcher.hybrid_query(plain, request)
         else:
             subs = [SubQuery(s["type"], s["query"]) for s in searches]
-            primary = next(
-                (s.query for s in subs if s.type == "lex"),
-                next((s.query for s in subs if s.type == "vec"), subs[0].query),
-            )
-            results = searcher.structured_query(
-                subs,
-                limit=UNBOUNDED,
-                collections=collections,
-                min_score=args["minScore"],
-                candidate_limit=candidate_limit,
-                intent=args.get("intent"),
-                rerank=args["rerank"],
-            )
+            primary = primary_query(subs)
+            results = searcher.structured_query(subs, request)
         # JavaScript's slice(0, limit): negative limits count from the end.
         return results_payload(results[:limit], primary, with_line=True)
 

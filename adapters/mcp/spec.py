@@ -38,9 +38,11 @@ from domain.errors import (
 )
 from domain.model import DocumentMeta, SearchResult
 from domain.paths import decode_uri_component, expand_reserved
+from domain.profiles import SEED_000
 from domain.scoring import js_round
 from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
+from domain.usecases.search import SearchRequest
 
 log = logging.getLogger("qmd.mcp")
 SPEC_MAX_BYTES = 10240
@@ -184,6 +186,7 @@ class SpecSurface:
 
     def __init__(self, services: Services, version: str, root_guard: RootGuard | None = None):
         self._services = services
+        self._searcher = services.searcher.with_profile(SEED_000)
         self.server_version = version
         self._guard = root_guard or RootGuard(None)
         self._schemas = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
@@ -263,7 +266,7 @@ class SpecSurface:
                 raise QmdError(NOT_FOUND, f"Collection not found: {collection}")
             collections = [collection]
         else:
-            collections = self._services.searcher.default_collections()
+            collections = self._searcher.default_collections()
         return query, min(limit, MAX_ITEMS), min_score, collections
 
     def _payload(self, results: list[SearchResult], query: str) -> dict[str, Any]:
@@ -273,19 +276,15 @@ class SpecSurface:
         query, limit, min_score, collections = self._search_args(args)
         if not collections:
             return self._payload([], query)
-        results = self._services.searcher.lex_search(
-            query, limit=limit, collections=collections, min_score=min_score, relaxed=True
+        results = self._searcher.lex_search(
+            query, SearchRequest(limit=limit, collections=collections, min_score=min_score)
         )
         return self._payload(results, query)
 
     def _vsearch(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
-        results = self._services.searcher.vector_search(
-            query,
-            limit=limit,
-            collections=collections,
-            min_score=min_score,
-            degrade=True,
+        results = self._searcher.vector_search(
+            query, SearchRequest(limit=limit, collections=collections, min_score=min_score)
         )
         return self._payload(results, query)
 
@@ -293,15 +292,13 @@ class SpecSurface:
         query, limit, min_score, collections = self._search_args(args)
         if not collections:
             return self._payload([], query)
-        results = self._services.searcher.hybrid_query(
-            query,
+        request = SearchRequest(
             limit=limit,
             collections=collections,
             min_score=min_score,
             candidate_limit=HYBRID_CANDIDATES,
-            relaxed_lex=True,
-            degrade=True,
         )
+        results = self._searcher.hybrid_query(query, request)
         return self._payload(results, query)
 
     def _find(self, reference: str, shown: str) -> DocumentMeta:
