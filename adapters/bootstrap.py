@@ -24,38 +24,22 @@ from adapters.fs.root_scope import (
     RootScopedStore,
     RootScopedVectorIndex,
 )
-from adapters.mcp.services import Services
+from adapters.models.bundle import Models
 from adapters.sqlite.store import SqliteIndex
 from domain.ports import (
     Clock,
     ConfigRepository,
     ContentSource,
     DocumentStore,
-    Embedder,
     LexicalIndex,
     LlmCache,
-    QueryExpander,
-    Reranker,
     VectorIndex,
 )
 from domain.usecases.collections import CollectionManager
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher, SearchModels
-from domain.usecases.status import EmbeddingIdentity, StatusReader
-
-DEFAULT_EMBED_MODEL = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
-
-
-@dataclass
-class Models:
-    """The model adapters in use; any may be absent (the features then degrade or error)."""
-
-    embedder: Embedder | None = None
-    reranker: Reranker | None = None
-    expander: QueryExpander | None = None
-    identity: EmbeddingIdentity = field(
-        default_factory=lambda: EmbeddingIdentity(DEFAULT_EMBED_MODEL, "")
-    )
+from domain.usecases.services import Services
+from domain.usecases.status import StatusReader
 
 
 @dataclass

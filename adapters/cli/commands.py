@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from adapters.cli import formats as fmt
 from adapters.cli.errors import CommandError, UsageError
-from adapters.cli.main import PROG, package_version
+from adapters.version import PROG, package_version
 from domain.profiles import COMMAND_LINE
 from domain.usecases.search import Searcher, SearchRequest, primary_query
 
@@ -753,21 +753,32 @@ def server(args: argparse.Namespace) -> int:
 
 
 def _serve_stdio(args: argparse.Namespace) -> int:
+    import contextlib
+
     from adapters.bootstrap import build_app
+    from adapters.mcp.registry import SurfaceContext, canonical_surface
     from adapters.mcp.server import run_stdio_server
+    from domain.errors import QmdError
 
     force_root = os.path.realpath(args.force_root) if args.force_root else None
     if force_root is not None and not os.path.isdir(force_root):
         raise CommandError(f"--force-root: not a directory: {args.force_root}", code=2)
-    import contextlib
-
+    # `--compat 2.8.3` is the original's spelling of `--surface 2.8.3`.
+    surface = args.surface or args.compat or "spec"
+    try:
+        if args.compat and canonical_surface(surface) != canonical_surface(args.compat):
+            raise CommandError("--compat and --surface name different surfaces", code=2)
+        canonical_surface(surface)
+    except QmdError as error:
+        raise CommandError(error.message, code=2) from error
     # stdout belongs to JSON-RPC frames: anything an adapter prints while the app is being
     # assembled goes to stderr instead.
     with contextlib.redirect_stdout(sys.stderr):
         app = build_app(
             args.index, with_models=True, force_cpu=bool(args.no_gpu), force_root=force_root
         )
-    return run_stdio_server(app, args.compat, package_version(), force_root)
+    context = SurfaceContext(package_version(), force_root, app.home)
+    return run_stdio_server(app.services(), surface, context, on_close=app.close)
 
 
 # ------------------------------------------------------------------------------ search

@@ -16,35 +16,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from adapters.cli.errors import CommandError, UsageError
+from adapters.version import IMPLEMENTS, PROG, package_version
 
 if TYPE_CHECKING:
     import argparse
 
-PROG = "qmd"
-IMPLEMENTS = "2.8.3"
-DIST_NAME = "qmd-reference"
-
 Handler = Callable[["argparse.Namespace"], int]
-
-
-def package_version() -> str:
-    """The installed distribution's version, read straight from its `.dist-info` (fast);
-    `importlib.metadata` (slow to import) only as a fallback."""
-    prefix = DIST_NAME.replace("-", "_") + "-"
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith(prefix) and name.endswith(".dist-info"):
-                return name[len(prefix) : -len(".dist-info")]
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(DIST_NAME)
-    except PackageNotFoundError:
-        return "0.0.0"
 
 
 # ------------------------------------------------------------------------------ entry point

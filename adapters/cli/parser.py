@@ -221,6 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
     # -- servers -----------------------------------------------------------------------------
     mcp = command("mcp", "mcp", "serve MCP over stdio")
     mcp.add_argument("--compat", choices=(IMPLEMENTS,), help="serve the original's surface")
+    mcp.add_argument(
+        "--surface",
+        metavar="NAME",
+        help="the MCP surface to serve (default: spec; 2.8.3 = --compat)",
+    )
     mcp.add_argument("--force-root", metavar="DIR", help="confine documents to DIR")
     mcp.add_argument("--http", action="store_true", help="HTTP transport (not implemented)")
     mcp.add_argument("--port", type=_positive_int, help=argparse.SUPPRESS)
@@ -229,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     server = command("server", "server", "serve over a transport (seed spelling)")
     server.add_argument("--transport", default="mcp", metavar="KIND", help="mcp (stdio)")
     server.add_argument("--compat", choices=(IMPLEMENTS,))
+    server.add_argument("--surface", metavar="NAME")
     server.add_argument("--force-root", metavar="DIR")
     return parser
 

@@ -7,8 +7,6 @@ Requirement IDs are in docs/spec/; the ones this module implements are cited inl
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -24,10 +22,10 @@ from adapters.mcp.formatting import (
     status_text_spec,
     text_result,
 )
-from adapters.mcp.protocol import INVALID_PARAMS, JsonRpcError
 from adapters.mcp.root_guard import RootGuard
-from adapters.mcp.services import Services
-from adapters.mcp.validation import optional_int, validate_arguments, with_defaults
+from adapters.mcp.tools import Tool, ToolHandler, call_tool, input_validation_message, tool_table
+from adapters.mcp.validation import optional_int
+from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
 from domain.errors import (
     INTERNAL_ERROR,
     INVALID_ARGUMENT,
@@ -43,8 +41,8 @@ from domain.scoring import js_round
 from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
 from domain.usecases.search import SearchRequest
+from domain.usecases.services import Services
 
-log = logging.getLogger("qmd.mcp")
 SPEC_MAX_BYTES = 10240
 MAX_ITEMS = 200  # seed 001 NFR-4: list results are bounded
 HYBRID_CANDIDATES = 30
@@ -180,17 +178,35 @@ def error_result(code: str, message: str) -> dict[str, Any]:
     return result
 
 
+class EnvelopeErrors:
+    """The default surface's error presenter: every failure carries the seed-001 envelope."""
+
+    def invalid_arguments(self, tool: str, issues: list[str]) -> dict[str, Any]:
+        return error_result(INVALID_ARGUMENT, input_validation_message(tool, issues))
+
+    def not_found(self, error: DocumentNotFoundError) -> dict[str, Any]:
+        return error_result(error.code, not_found_text(error))
+
+    def failed(self, error: QmdError) -> dict[str, Any]:
+        return error_result(error.code, error.message)
+
+    def crashed(self, tool: str, error: Exception) -> dict[str, Any]:
+        return error_result(
+            INTERNAL_ERROR, f"Internal error while running {tool}: {type(error).__name__}"
+        )
+
+
 class SpecSurface:
     name = "spec"
     answers_malformed_messages = True
+    wording: ProtocolWording = JsonRpcWording()
 
     def __init__(self, services: Services, version: str, root_guard: RootGuard | None = None):
         self._services = services
         self._searcher = services.searcher.with_profile(SEED_000)
         self.server_version = version
         self._guard = root_guard or RootGuard(None)
-        self._schemas = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
-        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        handlers: dict[str, ToolHandler] = {
             "search": self._search,
             "vsearch": self._vsearch,
             "query": self._query,
@@ -198,6 +214,8 @@ class SpecSurface:
             "multi_get": self._multi_get,
             "status": lambda _args: self._status(),
         }
+        self._tools = tool_table([Tool(d, handlers[d["name"]]) for d in TOOLS])
+        self._errors = EnvelopeErrors()
 
     def capabilities(self) -> dict[str, Any]:
         return {
@@ -229,24 +247,7 @@ class SpecSurface:
     # -- tools ----------------------------------------------------------------------------
 
     def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        schema = self._schemas[name]
-        issues = validate_arguments(schema, arguments)
-        if issues:
-            return error_result(
-                INVALID_ARGUMENT,
-                f"Input validation error: Invalid arguments for tool {name}: {', '.join(issues)}",
-            )
-        try:
-            return self._handlers[name](with_defaults(schema, arguments))
-        except DocumentNotFoundError as error:
-            return error_result(error.code, not_found_text(error))
-        except QmdError as error:
-            return error_result(error.code, error.message)
-        except Exception as error:  # seed 001: one failing call must not end the server
-            log.exception("tool %s failed", name)
-            return error_result(
-                INTERNAL_ERROR, f"Internal error while running {name}: {type(error).__name__}"
-            )
+        return call_tool(self._tools, self._errors, name, arguments)
 
     def _search_args(self, args: dict[str, Any]) -> tuple[str, int, float, list[str]]:
         query = args["query"].strip()

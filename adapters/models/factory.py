@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from adapters.bootstrap import Models
 from adapters.config.yaml_config import load_config
+from adapters.models.bundle import Models
 from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
 from adapters.models.references import (
     ModelResolver,
