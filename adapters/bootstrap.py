@@ -167,4 +167,6 @@ def build_models(
     """GGUF model adapters; they resolve and load their files lazily, on first use."""
     from adapters.models.factory import models_from_config  # imports model code on demand
 
-    return models_from_config(config_path, env, force_cpu=force_cpu, cache=cache)
+    from_yaml = load_config(config_path).models
+    config_dir = os.path.dirname(os.path.abspath(config_path))
+    return models_from_config(from_yaml, config_dir, env, force_cpu=force_cpu, cache=cache)

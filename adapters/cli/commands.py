@@ -686,6 +686,7 @@ def embed(args: argparse.Namespace) -> int:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    from adapters.config.yaml_config import load_config
     from adapters.models.factory import configured_refs
     from adapters.models.llama import describe_backend
     from adapters.models.references import ModelResolver, model_cache_dir
@@ -701,7 +702,11 @@ def doctor(args: argparse.Namespace) -> int:
         vec = bool(getattr(app.store, "vec_available", False))
         healthy &= vec
         lines.append(f"  sqlite-vec: {'loaded' if vec else 'not available'}")
-        refs = configured_refs(app.config_path, os.environ)
+        refs = configured_refs(
+            load_config(app.config_path).models,
+            os.path.dirname(os.path.abspath(app.config_path)),
+            os.environ,
+        )
     info = describe_backend(
         refs,
         resolver=ModelResolver(model_cache_dir(os.environ)),
