@@ -31,6 +31,7 @@ from domain.ports import (
     ConfigRepository,
     ContentSource,
     DocumentStore,
+    IndexMaintenance,
     LexicalIndex,
     LlmCache,
     VectorIndex,
@@ -56,6 +57,7 @@ class App:
     retrieval: Retrieval
     searcher: Searcher
     status: StatusReader
+    maintenance: IndexMaintenance | None = None  # None: the index offers no upkeep
     db_path: str = ""
     config_path: str = ""
     home: str | None = None
@@ -80,6 +82,7 @@ def assemble(
     clock: Clock,
     models: Models | None = None,
     home: str | None = None,
+    maintenance: IndexMaintenance | None = None,
 ) -> App:
     """Wire the use cases over whatever adapters (real or fake) are given."""
     chosen = models or Models()
@@ -102,6 +105,7 @@ def assemble(
             SearchModels(chosen.embedder, chosen.reranker, chosen.expander),
         ),
         status=StatusReader(store, vectors, chosen.identity),
+        maintenance=maintenance,
     )
 
 
@@ -152,6 +156,7 @@ def build_app(
         clock=SystemClock(),
         models=models,
         home=environ.get("HOME"),
+        maintenance=index,
     )
     app.db_path, app.config_path = db_path, config_path
     app.closers.append(index.close)

@@ -79,30 +79,27 @@ def _run(argv: list[str]) -> int:
     if argv and argv[0] in ("-v", "--version"):
         sys.stdout.write(f"{PROG} {package_version()} (implements QMD {IMPLEMENTS})\n")
         return 0
-    from adapters.cli.parser import COMMANDS, build_parser, first_command
+    from adapters.cli.parser import build_parser, first_command
 
+    parser, commands = build_parser()
     if not argv:
         # Like the original: no command prints the help and fails.
-        build_parser().print_help()
+        parser.print_help()
         return 1
 
     word = first_command(argv)
-    if word is not None and word not in COMMANDS and not _help_or_version(argv):
+    if word is not None and word not in commands.names() and not _help_or_version(argv):
         raise CommandError(f"Unknown command: {word}\nRun '{PROG} --help' for usage.")
-    parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
         sys.stdout.write(f"{PROG} {package_version()} (implements QMD {IMPLEMENTS})\n")
         return 0
     if args.no_gpu:
         os.environ["QMD_FORCE_CPU"] = "1"
-    name: str | None = getattr(args, "handler", None)
-    if name is None:
+    handler: Handler | None = args.handler
+    if handler is None:
         parser.print_help()
         return 0
-    from adapters.cli import commands
-
-    handler: Handler = getattr(commands, name)
     return handler(args)
 
 
