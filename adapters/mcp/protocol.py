@@ -34,6 +34,7 @@ UNSUPPORTED_VERSION = -32022
 _CACHE_HINTS: dict[str, int] = {
     "server/discover": 60000,
     "tools/list": 60000,
+    "prompts/list": 60000,
     "resources/list": 0,
     "resources/templates/list": 0,
     "resources/read": 0,
