@@ -28,6 +28,7 @@ from adapters.mcp.formatting import (
 from adapters.mcp.tools import Tool, ToolHandler, call_tool, input_validation_message, tool_table
 from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, OriginalWording, ProtocolWording
+from adapters.version import IMPLEMENTS
 from domain.errors import EXCLUDED, DocumentNotFoundError, QmdError
 from domain.model import SubQuery
 from domain.paths import decode_uri_component, expand_reserved
@@ -37,7 +38,7 @@ from domain.usecases.retrieval import merge_get_arguments
 from domain.usecases.search import SearchRequest, primary_query
 from domain.usecases.services import Services
 
-COMPAT_VERSION = "2.8.3"
+COMPAT_VERSION = IMPLEMENTS  # the original release this surface answers as
 DEFAULT_MAX_BYTES = 65536
 # The adapter slices with JavaScript semantics itself, so the use case returns everything.
 UNBOUNDED = 1_000_000
