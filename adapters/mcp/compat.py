@@ -29,10 +29,9 @@ from adapters.mcp.formatting import (
 from adapters.mcp.protocol import INVALID_PARAMS, JsonRpcError
 from adapters.mcp.services import Services
 from adapters.mcp.validation import optional_int, validate_arguments, with_defaults
-from domain.errors import EXCLUDED, DocumentNotFoundError, QmdError
+from domain.errors import EXCLUDED, INVALID_ARGUMENT, DocumentNotFoundError, QmdError
 from domain.model import SubQuery
 from domain.paths import decode_uri_component, expand_reserved
-from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
 
 log = logging.getLogger("qmd.mcp")
@@ -230,11 +229,12 @@ class CompatSurface:
         except DocumentNotFoundError:
             return {"contents": [{"uri": uri, "text": f"Document not found: {path}"}]}
         except QmdError as error:
-            if error.code == EXCLUDED:
+            if error.code in (EXCLUDED, INVALID_ARGUMENT):  # INVALID_ARGUMENT: REQ-BOUND-REF-001
                 return {"contents": [{"uri": uri, "text": error.message}]}
             raise
         fetched = retrieval.fetch(meta)
-        return resource_contents(uri, meta, add_line_numbers(fetched.body, 1), fetched.context)
+        text = get_body(fetched.body, None, None, True)  # bounded: REQ-BOUND-DOC-001
+        return resource_contents(uri, meta, text, fetched.context)
 
 
 def _js_int(value: Any) -> int:

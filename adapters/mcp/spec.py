@@ -14,6 +14,7 @@ from typing import Any
 
 from adapters.mcp.formatting import (
     RESOURCE_TEMPLATE,
+    SPEC_DOCUMENT_CHARS,
     embedded_resource,
     get_body,
     multi_get_body,
@@ -39,12 +40,12 @@ from domain.errors import (
 from domain.model import DocumentMeta, SearchResult
 from domain.paths import decode_uri_component, expand_reserved
 from domain.scoring import js_round
-from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
 
 log = logging.getLogger("qmd.mcp")
 SPEC_MAX_BYTES = 10240
 MAX_ITEMS = 200  # seed 001 NFR-4: list results are bounded
+MULTI_GET_REPLY_CHARS = 1_048_576  # all documents of one multi_get reply together
 HYBRID_CANDIDATES = 30
 PROMPT_GUIDE = (resources.files("adapters.mcp") / "data" / "spec-query-prompt.md").read_text(
     encoding="utf-8"
@@ -329,7 +330,13 @@ class SpecSurface:
             raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
         meta = self._find(request.target, reference)
         fetched = self._services.retrieval.fetch(meta)
-        body = get_body(fetched.body, request.from_line, request.max_lines, args["lineNumbers"])
+        body = get_body(
+            fetched.body,
+            request.from_line,
+            request.max_lines,
+            args["lineNumbers"],
+            SPEC_DOCUMENT_CHARS,  # REQ-BOUND-DOC-001
+        )
         return {"content": [embedded_resource(meta, body, fetched.context, with_name=True)]}
 
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -339,6 +346,8 @@ class SpecSurface:
         max_bytes = int(args["maxBytes"])
         if max_bytes < 0:
             raise QmdError(INVALID_ARGUMENT, "maxBytes must not be negative")
+        if max_bytes > SPEC_DOCUMENT_CHARS:  # REQ-BOUND-DOC-001
+            raise QmdError(INVALID_ARGUMENT, f"maxBytes must be at most {SPEC_DOCUMENT_CHARS}")
         max_lines = optional_int(args.get("maxLines"))
         if max_lines is not None and max_lines < 0:
             raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
@@ -353,8 +362,22 @@ class SpecSurface:
             if self._guard.allows_collection(self._collection_path(e.meta.collection))
         ]
         shown, remaining = entries[:MAX_ITEMS], max(0, len(entries) - MAX_ITEMS)
+        budget = MULTI_GET_REPLY_CHARS
         for entry in shown:
             display = entry.meta.display_path
+            if entry.fetched is not None and entry.meta.body_length > budget:
+                notices.append(  # REQ-BOUND-DOC-002: the reply as a whole is bounded too
+                    {
+                        "type": "text",
+                        "text": f"[SKIPPED: {display} - reply budget of "
+                        f"{MULTI_GET_REPLY_CHARS} characters reached. "
+                        f"Use 'qmd get' with file=\"{display}\" to retrieve.]",
+                    }
+                )
+                budget = 0
+                continue
+            if entry.fetched is not None:
+                budget -= entry.meta.body_length
             if entry.fetched is None:
                 size = js_round(entry.meta.body_length / 1024)
                 notices.append(
@@ -365,7 +388,9 @@ class SpecSurface:
                     }
                 )
                 continue
-            body = multi_get_body(entry.fetched.body, max_lines, args["lineNumbers"])
+            body = multi_get_body(
+                entry.fetched.body, max_lines, args["lineNumbers"], SPEC_DOCUMENT_CHARS
+            )
             documents.append(
                 embedded_resource(entry.meta, body, entry.fetched.context, with_name=True)
             )
@@ -415,4 +440,5 @@ class SpecSurface:
                 ]
             }
         fetched = self._services.retrieval.fetch(meta)
-        return resource_contents(uri, meta, add_line_numbers(fetched.body, 1), fetched.context)
+        text = get_body(fetched.body, None, None, True, SPEC_DOCUMENT_CHARS)  # REQ-BOUND-DOC-001
+        return resource_contents(uri, meta, text, fetched.context)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from domain.bounds import check_query
 from domain.chunking import best_chunk_index, chunk_document
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
 from domain.fusion import (
@@ -142,6 +143,7 @@ def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], st
     """The original's structured-search checks, raised with its exact wording."""
     for index, sub in enumerate(searches):
         where = f"{label(index)} ({sub.type})"
+        check_query(sub.query, f"{where}: query")
         if "\n" in sub.query or "\r" in sub.query:
             raise QmdError(
                 INVALID_ARGUMENT,
@@ -296,6 +298,7 @@ class Searcher:
         `relaxed` (the spec surface) fills the limit with any-term matches once the all-term
         ones run out (docs/decisions/0007); otherwise every term must match, as in the original.
         """
+        check_query(query)
         hits = (self._lex_relaxed if relaxed else self._lex_merged)(query, limit, collections)
         contexts = _Contexts(self._store)
         return [
@@ -318,6 +321,7 @@ class Searcher:
 
         With `degrade`, an expansion model that cannot be had means no expansion.
         """
+        check_query(query)
         if not self._vectors.has_vector_index():
             raise QmdError(UNAVAILABLE, VECTOR_INDEX_MISSING)
         embedder = self._require_embedder()
@@ -353,6 +357,8 @@ class Searcher:
         With `explain`, every result carries its `ScoreExplanation`.
         """
         validate_sub_queries(searches, label)
+        if intent:
+            check_query(intent, "intent")
         scopes: list[str | None] = list(collections) if collections else [None]
         ranked = _Ranked()
         for sub in searches:
@@ -399,6 +405,9 @@ class Searcher:
         (the compat surface, like the original) such a model failure is the answer. With
         `explain`, every result carries its `ScoreExplanation`.
         """
+        check_query(query)
+        if intent:
+            check_query(intent, "intent")
         lex = self._lex_relaxed if relaxed_lex else self._lex_merged
         probe = lex(query, LEG_LIMIT, collections)
         ranked = _Ranked()
