@@ -362,7 +362,7 @@ class SpecSurface:
             if self._guard.allows_collection(self._collection_path(e.meta.collection))
         ]
         shown, remaining = entries[:MAX_ITEMS], max(0, len(entries) - MAX_ITEMS)
-        budget = MULTI_GET_REPLY_CHARS
+        budget, over_budget = MULTI_GET_REPLY_CHARS, 0
         for entry in shown:
             display = entry.meta.display_path
             if entry.fetched is not None and entry.meta.body_length > budget:
@@ -374,7 +374,7 @@ class SpecSurface:
                         f"Use 'qmd get' with file=\"{display}\" to retrieve.]",
                     }
                 )
-                budget = 0
+                budget, over_budget = 0, over_budget + 1
                 continue
             if entry.fetched is not None:
                 budget -= entry.meta.body_length
@@ -409,7 +409,7 @@ class SpecSurface:
         result_payload: dict[str, Any] = {"content": content}
         result_payload["structuredContent"] = {
             "documents": len(documents),
-            "skipped": sum(1 for e in shown if e.fetched is None),
+            "skipped": sum(1 for e in shown if e.fetched is None) + over_budget,
             "errors": list(result.errors),
             "truncated": bool(remaining),
             **({"remaining": remaining} if remaining else {}),

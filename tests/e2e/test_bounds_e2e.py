@@ -84,6 +84,8 @@ def test_spec_multi_get_keeps_the_whole_reply_within_its_budget(spec: StdioServe
     resources = [c for c in result["content"] if c["type"] == "resource"]
     notices = [c["text"] for c in result["content"] if c["type"] == "text"]
     assert len(resources) == 4
+    assert result["structuredContent"]["documents"] == 4
+    assert result["structuredContent"]["skipped"] == 1
     assert sum(len(r["resource"]["text"]) for r in resources) <= 1_048_576
     assert notices == [
         "[SKIPPED: docs/part4.md - reply budget of 1048576 characters reached. "
