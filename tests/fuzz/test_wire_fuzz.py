@@ -105,3 +105,29 @@ def test_frames_that_took_the_old_server_down_are_answered_by_the_oracle(
         finally:
             server.stop()
         assert report.clean, report.examples
+
+
+REGRESSIONS = Path(__file__).parent / "regressions"
+
+
+@pytest.mark.parametrize("compat", SURFACES)
+def test_every_frame_the_fuzzer_ever_crashed_a_server_with_is_answered_by_the_oracle(
+    env: dict[str, str], compat: bool
+) -> None:
+    """Frames isolated from fuzz runs that made a server exit (one file per build that had
+    the defect); each is replayed on both surfaces and judged like any fuzzed frame."""
+    lines = [
+        line
+        for corpus in sorted(REGRESSIONS.glob("*.jsonl"))
+        for line in corpus.read_bytes().splitlines()
+        if line
+    ]
+    assert lines
+    report = driver.Report("regressions")
+    server = driver.Server(env, ["--compat", "2.8.3"] if compat else [])
+    try:
+        driver._tools(server)
+        assert driver._send_batch(server, lines, compat, report, 10.0)
+    finally:
+        server.stop()
+    assert report.clean, report.examples
