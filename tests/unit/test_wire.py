@@ -6,6 +6,7 @@ invalid UTF-8) is pinned here on both surfaces, through the session a real serve
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from typing import Any
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from adapters.mcp.compat import CompatSurface
 from adapters.mcp.protocol import Session
 from adapters.mcp.spec import SpecSurface
+from adapters.mcp.stdio import serve_stdio
 from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, encode_frame
 from tests.fakes import InMemoryStore, app_over
 
@@ -202,3 +204,25 @@ def test_any_reply_content_encodes_to_one_strict_line(value: Any) -> None:
     frame = encode_frame({"jsonrpc": "2.0", "id": 1, "result": {"v": value}})
     assert frame.endswith(b"\n") and frame.count(b"\n") == 1
     strict_loads(frame)
+
+
+def test_a_client_that_goes_away_ends_the_server_cleanly() -> None:
+    class GoneAway(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:
+            raise BrokenPipeError
+
+    stdin = io.BytesIO(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n' * 3)
+    closed: list[bool] = []
+    code = serve_stdio(
+        _session(compat=False), stdin=stdin, stdout=GoneAway(), on_close=lambda: closed.append(True)
+    )
+    assert code == 0 and closed == [True]
+
+
+def test_blank_and_whitespace_frames_get_no_reply_on_either_surface() -> None:
+    for compat in (False, True):
+        for line in (b"", b"   ", b"\t\r"):
+            assert _session(compat).handle_text(line) is None
