@@ -72,7 +72,17 @@ REMOTE_PROVIDERS = ("openai", "ollama")
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OLLAMA_BASE_URL = "http://127.0.0.1:11434"
 REMOTE_OPTIONS = frozenset(
-    {"dimensions", "rerank", "timeout", "batch", "concurrency", "key_env", "format", "retries"}
+    {
+        "dimensions",
+        "rerank",
+        "scores",
+        "timeout",
+        "batch",
+        "concurrency",
+        "key_env",
+        "format",
+        "retries",
+    }
 )
 
 

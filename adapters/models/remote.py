@@ -529,10 +529,10 @@ class RemoteReranker:
     """`Reranker` over a `/rerank` endpoint, or chat completions judging yes/no.
 
     `?rerank=endpoint` posts `{model, query, documents}` and reads `results[].relevance_score`
-    (scores outside [0, 1], e.g. raw logits, go through a sigmoid). `?rerank=chat` asks the
-    Qwen3-Reranker question as a chat and scores P(yes) / (P(yes) + P(no)) from the first
-    token's `top_logprobs`; without logprobs the answer text gives 1, 0 or 0.5. By default
-    the endpoint is tried first and chat is used when the server has no `/rerank`.
+    (clamped to [0, 1]; `?scores=logits` passes raw logits through a sigmoid instead).
+    `?rerank=chat` asks the Qwen3-Reranker question as a chat and scores
+    P(yes) / (P(yes) + P(no)) from the first token's `top_logprobs`; without logprobs the
+    answer text gives 1, 0 or 0.5. By default the endpoint is tried first and chat is used when the server has no `/rerank`.
     Ollama has no rerank endpoint: its OpenAI-compatible `/v1` chat is used.
     """
 
@@ -635,9 +635,9 @@ class RemoteReranker:
         if any(s is None for s in scores):
             raise self.endpoint.unavailable("malformed rerank answer: not every document scored")
         present = [s for s in scores if s is not None]
-        if all(0.0 <= s <= 1.0 for s in present):
-            return present
-        return [1.0 / (1.0 + math.exp(-s)) for s in present]  # logits -> probabilities
+        if self.ref.option("scores") == "logits":  # e.g. llama-server with some models
+            return [1.0 / (1.0 + math.exp(-max(-500.0, min(500.0, s)))) for s in present]
+        return [min(1.0, max(0.0, s)) for s in present]
 
     def _score_chat(self, query: str, doc: str) -> float:
         body = {
