@@ -532,7 +532,8 @@ class RemoteReranker:
     (clamped to [0, 1]; `?scores=logits` passes raw logits through a sigmoid instead).
     `?rerank=chat` asks the Qwen3-Reranker question as a chat and scores
     P(yes) / (P(yes) + P(no)) from the first token's `top_logprobs`; without logprobs the
-    answer text gives 1, 0 or 0.5. By default the endpoint is tried first and chat is used when the server has no `/rerank`.
+    answer text gives 1, 0 or 0.5. By default the endpoint is tried first and chat is used
+    when the server has no `/rerank`.
     Ollama has no rerank endpoint: its OpenAI-compatible `/v1` chat is used.
     """
 
