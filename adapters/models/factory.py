@@ -82,7 +82,9 @@ def models_from_config(
         llama = LlamaEmbedder(refs["embed"], resolver=resolver, force_cpu=force_cpu)
         fingerprint = fingerprint_for(llama)
         embedder = llama if local else None
-    identity = EmbeddingIdentity(refs["embed"], fingerprint)
+    identity = EmbeddingIdentity(
+        embedder.model_name if embedder is not None else refs["embed"], fingerprint
+    )
     reranker: Reranker | None = None
     expander: QueryExpander | None = None
     if is_remote_ref(refs["rerank"]):

@@ -85,6 +85,8 @@ REMOTE_OPTIONS = frozenset(
     }
 )
 
+IDENTITY_OPTIONS = frozenset({"dimensions", "format", "rerank"})
+
 
 @dataclass(frozen=True)
 class RemoteModelRef:
@@ -103,6 +105,15 @@ class RemoteModelRef:
 
     def option(self, name: str, default: str = "") -> str:
         return dict(self.options).get(name, default)
+
+    @property
+    def identity(self) -> str:
+        """The name vectors and cached answers are stored under: provider, model and the
+        options that change results, without the server's address (as tobi/qmd#954 stores
+        `openai:<model id>`), so moving a server or its port keeps the index current."""
+        kept = [(k, v) for k, v in self.options if k in IDENTITY_OPTIONS]
+        suffix = "?" + urllib.parse.urlencode(sorted(kept)) if kept else ""
+        return f"{self.provider}:{self.model}{suffix}"
 
 
 def is_remote_ref(text: str) -> bool:

@@ -317,6 +317,7 @@ class RemoteEmbedder:
             int(_option_number(self.ref, "dimensions", 1)) if declared else None
         )
         self._dimensions: int | None = self._declared_dimensions
+        self._live_dimensions = False
         self._cache = cache
         self._tokenizer: Callable[[str], int] | None = None
         self._token_offset = 0
@@ -324,7 +325,7 @@ class RemoteEmbedder:
 
     @property
     def model_name(self) -> str:
-        return self.ref.text
+        return self.ref.identity
 
     # The fingerprint (domain.usecases.embedding) includes these, so a different served
     # model or dimension marks every stored vector stale instead of mixing them.
@@ -341,19 +342,23 @@ class RemoteEmbedder:
 
     @property
     def dimensions(self) -> int:
-        if self._dimensions is None:
-            self._dimensions = self._cached_dimensions()
-        if self._dimensions is None:
+        """What the server answers now (asked once per process): a vector is only stored
+        under a fingerprint whose dimension was seen live, never a cached one."""
+        if not self._live_dimensions:
             (vector,) = self._request(["dimension probe"])
+            if self._declared_dimensions and len(vector) != self._declared_dimensions:
+                raise self.endpoint.unavailable(
+                    f"the server answers with {len(vector)} dimensions, "
+                    f"not the {self._declared_dimensions} the reference declares"
+                )
             self._dimensions = len(vector)
+            self._live_dimensions = True
             self._store_dimensions(self._dimensions)
+        assert self._dimensions is not None
         return self._dimensions
 
     def _dimensions_key(self) -> str:
-        return llm_cache_key(
-            "remoteEmbedDimensions",
-            {"provider": self.ref.provider, "model": self.ref.model, "url": self.endpoint.base_url},
-        )
+        return llm_cache_key("remoteEmbedDimensions", {"model": self.model_name})
 
     def _cached_dimensions(self) -> int | None:
         if self._cache is None:
@@ -458,6 +463,7 @@ class RemoteEmbedder:
             )
         if self._dimensions is None:
             self._dimensions = dims.pop()
+            self._live_dimensions = True
             self._store_dimensions(self._dimensions)
         return vectors
 
@@ -562,7 +568,7 @@ class RemoteReranker:
 
     @property
     def model_name(self) -> str:
-        return self.ref.text
+        return self.ref.identity
 
     def warm_up(self) -> None:
         self.endpoint.ensure_model_served()
@@ -733,7 +739,7 @@ class RemoteQueryExpander:
 
     @property
     def model_name(self) -> str:
-        return self.ref.text
+        return self.ref.identity
 
     def warm_up(self) -> None:
         self.endpoint.ensure_model_served()
