@@ -330,7 +330,7 @@ class RemoteEmbedder:
     # The fingerprint (domain.usecases.embedding) includes these, so a different served
     # model or dimension marks every stored vector stale instead of mixing them.
     def embedding_space(self) -> str:
-        return f"{self.ref.provider}:{self.ref.model} dimensions={self.dimensions}"
+        return self._space(self.dimensions)
 
     def known_embedding_space(self) -> str | None:
         """The space without network access: declared or cached dimension, else None."""
@@ -338,7 +338,10 @@ class RemoteEmbedder:
         if dims is None:
             return None
         self._dimensions = dims
-        return self.embedding_space()
+        return self._space(dims)
+
+    def _space(self, dimensions: int) -> str:
+        return f"{self.ref.provider}:{self.ref.model} dimensions={dimensions}"
 
     @property
     def dimensions(self) -> int:
