@@ -202,14 +202,19 @@ class JsonHttpClient:
                 else http.client.HTTPConnection
             )
             connection = factory(self._host, self._port, timeout=self.timeout)
+            connection.connect()
+            # Without this, Nagle's algorithm holds back the request body until the server
+            # ACKs the headers, which a delayed ACK postpones: 25-45 ms per request on a
+            # kept-alive loopback connection instead of 4 (measured, ADR 0013).
+            connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._local.connection = connection
         return connection
 
     def _exchange(
         self, method: str, path: str, payload: bytes | None, headers: Mapping[str, str]
     ) -> tuple[int, str, Mapping[str, str], bytes]:
-        connection = self._connection()
         try:
+            connection = self._connection()
             connection.request(method, path, body=payload, headers=dict(headers))
             response = connection.getresponse()
             raw = response.read()
