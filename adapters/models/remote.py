@@ -179,6 +179,7 @@ class RemoteEndpoint:
             self.client.sleep = sleep
         self._checked = False
         self._check_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def model(self) -> str:
@@ -249,7 +250,22 @@ class RemoteEndpoint:
                 )
             self._checked = True
 
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """`fn` over `items`, `concurrency` at a time, results in order. The worker threads
+        live as long as the endpoint, so their kept-alive connections are reused."""
+        if len(items) <= 1 or self.concurrency <= 1:
+            return [fn(item) for item in items]
+        with self._check_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self.concurrency, thread_name_prefix="qmd-remote"
+                )
+        return list(self._pool.map(fn, items))
+
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         self.client.close()
 
 
@@ -259,13 +275,6 @@ def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
-
-
-def _pool_map(workers: int, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-    if len(items) <= 1 or workers <= 1:
-        return [fn(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        return list(pool.map(fn, items))
 
 
 # ---------------------------------------------------------------------------- embeddings
@@ -456,7 +465,7 @@ class RemoteEmbedder:
         if not texts:
             return []
         batches = split_batches(texts, self.batch_inputs, DEFAULT_BATCH_TOKENS)
-        results = _pool_map(self.endpoint.concurrency, self._request, batches)
+        results = self.endpoint.map(self._request, batches)
         vectors = [v for batch in results for v in batch]
         dims = {len(v) for v in vectors}
         if len(dims) != 1 or (self._dimensions is not None and dims != {self._dimensions}):
@@ -621,7 +630,7 @@ class RemoteReranker:
                         "the server has no /rerank endpoint (use ?rerank=chat)"
                     ) from None
                 self.mode = "chat"
-        return _pool_map(self.endpoint.concurrency, lambda d: self._score_chat(query, d), docs)
+        return self.endpoint.map(lambda d: self._score_chat(query, d), docs)
 
     def _score_endpoint(self, query: str, docs: list[str]) -> list[float]:
         self.endpoint.ensure_model_served()
