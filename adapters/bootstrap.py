@@ -116,14 +116,19 @@ def build_app(
     *,
     with_models: bool = True,
     force_cpu: bool = False,
+    compat: bool = False,
 ) -> App:
-    """The production graph: SQLite index + YAML config + file system (+ GGUF models)."""
+    """The production graph: SQLite index + YAML config + file system (+ GGUF models).
+
+    `compat`: the models follow the original 2.8.3's rules (the `--compat` MCP server)."""
     environ = os.environ if env is None else env
     db_path, config_path = resolve_paths(index_name, environ)
     index = SqliteIndex.open(db_path, environ)
     if os.path.exists(config_path):
         sync_config_to_store(load_config(config_path), index)
-    models = build_models(config_path, environ, force_cpu=force_cpu, cache=index)
+    models = build_models(
+        config_path, environ, force_cpu=force_cpu, cache=index, original_rules=compat
+    )
     if not with_models:
         # Nothing loads either way; this keeps the adapters out of commands that need no
         # model while `status` still counts pending embeddings for the configured model.
@@ -149,8 +154,11 @@ def build_models(
     env: Mapping[str, str],
     force_cpu: bool = False,
     cache: LlmCache | None = None,
+    original_rules: bool = False,
 ) -> Models:
     """GGUF model adapters; they resolve and load their files lazily, on first use."""
     from adapters.models.factory import models_from_config  # imports model code on demand
 
-    return models_from_config(config_path, env, force_cpu=force_cpu, cache=cache)
+    return models_from_config(
+        config_path, env, force_cpu=force_cpu, cache=cache, original_rules=original_rules
+    )

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from conformance.cases import EMBEDDED_FIXTURES
 from conformance.profiles import Profile, binary_root, repo_root
 from conformance.transport import ServerStartError
 
@@ -96,6 +97,7 @@ def server_env(scratch: Scratch, profile: Profile, path_dirs: list[str]) -> dict
     if path_dirs:
         env["PATH"] = os.pathsep.join([*path_dirs, env.get("PATH", "")])
     subst = scratch.placeholders(None)
+    subst["repo"] = str(repo_root())  # e.g. the local GGUF models in {repo}/.models
     root = binary_root(profile)
     if root is not None:
         subst["root"] = str(root)
@@ -130,7 +132,7 @@ def setup_commands(scratch: Scratch, profile: Profile, qmd: str | None) -> list[
         out.append(expand(tmpl["context"], {**base, "target": ctx["target"], "text": ctx["text"]}))
     for name in steps.get("exclude", []):
         out.append(expand(tmpl["exclude"], {**base, "name": name}))
-    if profile.fixture == "embedded":
+    if profile.fixture in EMBEDDED_FIXTURES:
         out.append(expand(tmpl["embed"], base))
     return out
 

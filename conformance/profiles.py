@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.cases import FIXTURES, SURFACES, CaseError, package_dir
+from conformance.cases import EMBEDDED_FIXTURES, FIXTURES, SURFACES, CaseError, package_dir
 
 
 class ProfileError(ValueError):
@@ -66,8 +66,8 @@ def load(name_or_path: str) -> Profile:
     if fixture not in FIXTURES:
         raise CaseError(f"{path}: fixture must be one of {FIXTURES}")
     setup = data.get("setup", {})
-    if fixture == "embedded" and setup and "embed" not in setup:
-        raise CaseError(f"{path}: an embedded fixture needs a setup.embed command")
+    if fixture in EMBEDDED_FIXTURES and setup and "embed" not in setup:
+        raise CaseError(f"{path}: the {fixture} fixture needs a setup.embed command")
     baseline = package_dir() / "baselines" / f"{data['name']}.yaml"
     return Profile(
         name=data["name"],

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cases import Case
-from conformance.compare import MISSING, Difference, check_matcher, diff
+from conformance.compare import MISSING, Difference, check_matcher, diff, tolerances
 from conformance.normalize import Rule, builtin_rules, normalize
 from conformance.transport import Frame, ServerStartError, StdioServer
 
@@ -324,7 +324,8 @@ def _check(
                 )
             else:
                 for exp_msg, got_msg in zip(expected, responses, strict=True):
-                    for d in diff(exp_msg, got_msg):
+                    tolerant = tolerances(got_msg, step.get("tolerance", []))
+                    for d in diff(exp_msg, got_msg, tolerant=tolerant):
                         out.failures.append(Failure(n, label, "", d))
     for matcher in exp.get("match", []):
         target = responses[0] if responses else MISSING

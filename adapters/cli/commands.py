@@ -762,7 +762,12 @@ def _serve_stdio(args: argparse.Namespace) -> int:
     # stdout belongs to JSON-RPC frames: anything an adapter prints while the app is being
     # assembled goes to stderr instead.
     with contextlib.redirect_stdout(sys.stderr):
-        app = build_app(args.index, with_models=True, force_cpu=bool(args.no_gpu))
+        app = build_app(
+            args.index,
+            with_models=True,
+            force_cpu=bool(args.no_gpu),
+            compat=args.compat is not None,
+        )
     return run_stdio_server(app, args.compat, package_version(), force_root)
 
 

@@ -13,13 +13,19 @@ from pathlib import Path
 
 from adapters.bootstrap import Models
 from adapters.config.yaml_config import load_config
-from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
+from adapters.models.llama import (
+    EmbedFamily,
+    LlamaEmbedder,
+    LlamaQueryExpander,
+    LlamaReranker,
+)
 from adapters.models.references import (
     ModelResolver,
     model_cache_dir,
     parse_model_ref,
     select_model_refs,
 )
+from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.ports import LlmCache
 from domain.usecases.embedding import fingerprint_for
 from domain.usecases.status import EmbeddingIdentity
@@ -54,8 +60,12 @@ def models_from_config(
     *,
     force_cpu: bool = False,
     cache: LlmCache | None = None,
+    original_rules: bool = False,
 ) -> Models:
     """Embedder, reranker and expander for `index.yml` + environment.
+
+    `original_rules` (the 2.8.3 compat server): a reranker without a ranking head falls back
+    to the original's constant score instead of being asked for yes/no logits.
 
     Without llama-cpp-python only the embedding identity is filled in (so `status` still
     counts pending documents) and search runs without model stages.
@@ -63,13 +73,21 @@ def models_from_config(
     environ = os.environ if env is None else env
     refs = configured_refs(config_path, environ)
     resolver = ModelResolver(model_cache_dir(environ), env=environ)
-    embedder = LlamaEmbedder(refs["embed"], resolver=resolver, force_cpu=force_cpu)
+    embedder = LlamaEmbedder(
+        refs["embed"], resolver=resolver, force_cpu=force_cpu, family=_embed_format(environ)
+    )
     identity = EmbeddingIdentity(refs["embed"], fingerprint_for(embedder))
     if not llama_available():
         return Models(identity=identity)
     return Models(
         embedder=embedder,
-        reranker=LlamaReranker(refs["rerank"], resolver=resolver, cache=cache, force_cpu=force_cpu),
+        reranker=LlamaReranker(
+            refs["rerank"],
+            resolver=resolver,
+            cache=cache,
+            force_cpu=force_cpu,
+            original_rules=original_rules,
+        ),
         expander=LlamaQueryExpander(
             refs["generate"],
             resolver=resolver,
@@ -89,3 +107,25 @@ def _expand_max_tokens(env: Mapping[str, str]) -> int:
     except ValueError:
         return 600
     return value if value > 0 else 600
+
+
+_EMBED_FORMATS: dict[str, EmbedFamily] = {
+    "embeddinggemma": "embeddinggemma",
+    "qwen3": "qwen3",
+    "plain": "plain",
+}
+
+
+def _embed_format(env: Mapping[str, str]) -> EmbedFamily | None:
+    """`QMD_EMBED_FORMAT` overrides the prompt format guessed from the model name. The original
+    2.8.3 formats every non-Qwen model the embeddinggemma way (`title: … | text: …`), MiniLM
+    included; `embeddinggemma` reproduces its vectors, e.g. for the model-backed goldens."""
+    value = env.get("QMD_EMBED_FORMAT", "").strip().lower()
+    if not value:
+        return None
+    if value not in _EMBED_FORMATS:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"QMD_EMBED_FORMAT must be one of {', '.join(_EMBED_FORMATS)}, not {value!r}",
+        )
+    return _EMBED_FORMATS[value]
