@@ -52,8 +52,10 @@ def _parser() -> argparse.ArgumentParser:
         )
         g.add_argument(
             "--setup-cmd",
-            help="with --server-cmd: shell command that builds the "
-            "fixture index (omitted: no setup)",
+            action="append",
+            help="with --server-cmd: shell command that builds the fixture index (omitted: no "
+            "setup); repeat it for several steps: a failing step is reported and the cases "
+            "still run",
         )
         g.add_argument(
             "--surface",

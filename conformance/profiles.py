@@ -32,7 +32,8 @@ class Profile:
     launch: list[str]
     fixture: str = "default"  # which fixture its setup builds (cases.FIXTURES)
     setup: dict[str, list[str]] = field(default_factory=dict)
-    setup_shell: str | None = None  # --setup-cmd: one shell command instead of per-step argv
+    # --setup-cmd (repeatable): shell commands, one setup step each, instead of per-step argv
+    setup_shell: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     binary: dict[str, Any] | None = None
     baseline: Path | None = None
@@ -85,7 +86,7 @@ def load(name_or_path: str) -> Profile:
 
 def from_command_line(
     server_cmd: str,
-    setup_cmd: str | None,
+    setup_cmds: list[str] | None,
     surface: str,
     goldens: str | None,
     fixture: str = "default",
@@ -99,7 +100,7 @@ def from_command_line(
         goldens=goldens,
         launch=argv,
         fixture=fixture,
-        setup_shell=setup_cmd,
+        setup_shell=list(setup_cmds or []),
         description=f"--server-cmd {server_cmd!r}",
     )
 
