@@ -71,6 +71,15 @@ def _cell(ids: list[str], verdicts: dict[str, bool]) -> str:
     return f"{mark} {passed}/{len(checked)}"
 
 
+def _setup_note(failure: dict[str, Any]) -> str:
+    """Which step failed and why; not the command line, which names the scratch folder."""
+    reason = str(failure.get("reason", "")).strip().splitlines()
+    return (
+        f"step {failure.get('step')}/{failure.get('total')} ({failure.get('kind')}): "
+        f"`{reason[0] if reason else 'failed'}`"
+    )
+
+
 def render(columns: Sequence[Column], requirements: dict[str, Requirement], command: str) -> str:
     sections: dict[tuple[str, str], list[str]] = {}
     for req in requirements.values():
@@ -119,14 +128,14 @@ def render(columns: Sequence[Column], requirements: dict[str, Requirement], comm
                 f"{report.get('surface', '?')} | {report.get('date', '?')} | {setup} |"
             )
     notes = [
-        (column.label, note)
+        (column.label, failure)
         for column in columns
         for report in column.reports
-        for note in report.get("setup_failures") or []
+        for failure in report.get("setup_failures") or []
     ]
     if notes:
         lines += ["", "Setup steps that failed (the cases ran anyway):", ""]
-        lines += [f"* {label}: `{note.splitlines()[0]}`" for label, note in notes]
+        lines += [f"* {label}: {_setup_note(failure)}" for label, failure in notes]
     deferred = [r for r in requirements.values() if r.deferred is not None]
     lines += ["", "## Not checked (deferred requirements)", ""]
     lines += [f"* **{r.id}** ({r.doc}): {r.deferred}" for r in sorted(deferred, key=lambda r: r.id)]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -152,7 +152,7 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
 
         if opts.record:
             return _finish_record(outcomes, profile, qmd, env, opts, out)
-        setup_notes = [failure.render() for failure in setup_failures]
+        setup_notes = [asdict(failure) for failure in setup_failures]
         return _finish_run(outcomes, entries, profile, opts, out, requirement_ids, setup_notes)
     finally:
         if opts.keep_scratch:
@@ -168,7 +168,7 @@ def _finish_run(
     opts: Options,
     out: TextIO,
     requirement_ids: list[str],
-    setup_failures: list[str],
+    setup_failures: list[dict[str, Any]],
 ) -> int:
     results: list[Result] = []
     for o in outcomes:

@@ -241,7 +241,8 @@ def test_a_failing_setup_step_is_named_and_the_cases_still_run(tmp_path: Path) -
     assert "exited 5: no global context here" in proc.stdout
     assert "PASS  mini.tools" in proc.stdout
     data = json.loads(report.read_text())
-    assert data["setup_failures"][0].startswith("setup step 2/2 (shell) failed")
+    assert data["setup_failures"][0]["step"] == 2 and data["setup_failures"][0]["kind"] == "shell"
+    assert data["setup_failures"][0]["reason"] == "exited 5: no global context here"
 
 
 def test_invalid_case_data_exits_4(tmp_path: Path) -> None:

@@ -33,7 +33,15 @@ def test_matrix_merges_reports_per_column_and_counts_requirements(tmp_path: Path
         tmp_path / "b.json",
         "b",
         [("p", "pass", [ping]), ("i", "fail", [init]), ("i2", "pass", [init])],
-        setup_failures=["setup step 3/8 (context) failed: b context add / x\n  exited 1"],
+        setup_failures=[
+            {
+                "step": 3,
+                "total": 8,
+                "kind": "context",
+                "command": "/scratch/b context add / x",
+                "reason": "exited 1: Path is not in any indexed collection: /\nmore",
+            }
+        ],
     )
     notes = tmp_path / "notes.md"
     notes.write_text("## Notes\n\nhand-written\n", encoding="utf-8")
@@ -61,7 +69,10 @@ def test_matrix_merges_reports_per_column_and_counts_requirements(tmp_path: Path
     assert "| search.md: Model-backed search (compat) | ✅ 1/1 | — |" in text
     assert "| **all** | **3/3 req, 3/3 runs** | **1/2 req, 2/3 runs** |" in text
     assert "| impl A | `a-models` | compat-2.8.3 |" in text
-    assert "* impl B: `setup step 3/8 (context) failed: b context add / x`" in text
+    assert (
+        "* impl B: step 3/8 (context): `exited 1: Path is not in any indexed collection: /`" in text
+    )
+    assert "/scratch" not in text  # the command line names a scratch folder: left out
     assert "make-it.sh" in text and text.endswith("hand-written\n")
     assert "**REQ-SEARCH-EXPAND-002**" in text  # deferred requirements say why
 
