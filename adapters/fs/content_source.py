@@ -14,7 +14,9 @@ drops every path with a segment starting with `.`. Here that is a walk of the fo
 * files come in the original's scan order (`domain.paths.scan_order_key`: breadth first, names
   in byte order), which becomes the index's insertion order and so the order of `multi_get`
   glob results. The original's walker reads folders concurrently, so on a very large tree its
-  order can stray from this; on the fixtures it is exactly this order.
+  order can stray from this; on the fixtures it is exactly this order. (A comma mask whose
+  patterns start in different folders, `*.md,notes/*.txt`, is one fast-glob walk per folder,
+  listed one after the other; here it is one walk.)
 
 `read_text` decodes UTF-8 with U+FFFD replacement (as Node's `readFileSync(…, "utf-8")` does)
 and returns None when the file can't be read. Whitespace-only files are returned by `scan` and
