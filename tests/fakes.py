@@ -29,6 +29,7 @@ from domain.model import (
     SourceFile,
     VectorHit,
 )
+from domain.paths import scan_order_key
 from domain.ports import CollectionCount, UpsertOutcome
 
 DIMENSION_MISMATCH = (
@@ -515,7 +516,7 @@ class FakeContentSource:
             )
             size = len((text or "").encode("utf-8"))
             out.append(SourceFile(relative, absolute, created, modified, size))
-        return sorted(out, key=lambda f: f.relative_path)
+        return sorted(out, key=lambda f: scan_order_key(f.relative_path))
 
     def read_text(self, absolute_path: str) -> str | None:
         return self.files.get(absolute_path)

@@ -11,7 +11,12 @@ drops every path with a segment starting with `.`. Here that is a walk of the fo
   whose real path still lies outside the folder is skipped as well;
 * patterns are matched against `/`-separated paths relative to the folder, case-sensitively;
   patterns that climb out of the folder (`../x`) or are absolute match nothing;
-* results are sorted by path (fast-glob's order is the directory order, which is not stable).
+* files come in the original's scan order (`domain.paths.scan_order_key`: breadth first, names
+  in byte order), which becomes the index's insertion order and so the order of `multi_get`
+  glob results. The original's walker reads folders concurrently, so on a very large tree its
+  order can stray from this; on the fixtures it is exactly this order. (A comma mask whose
+  patterns start in different folders, `*.md,notes/*.txt`, is one fast-glob walk per folder,
+  listed one after the other; here it is one walk.)
 
 `read_text` decodes UTF-8 with U+FFFD replacement (as Node's `readFileSync(…, "utf-8")` does)
 and returns None when the file can't be read. Whitespace-only files are returned by `scan` and
@@ -30,6 +35,7 @@ from typing import Any
 
 from domain.globs import glob_match, split_glob_mask
 from domain.model import Collection, SourceFile
+from domain.paths import scan_order_key
 
 EXCLUDED_DIRS = ("node_modules", ".git", ".cache", "vendor", "dist", "build")
 DEFAULT_IGNORES = tuple(f"**/{name}/**" for name in EXCLUDED_DIRS)
@@ -123,7 +129,7 @@ class FileSystemSource:
                     size=st.st_size,
                 )
             )
-        found.sort(key=lambda f: f.relative_path)
+        found.sort(key=lambda f: scan_order_key(f.relative_path))
         return found
 
     def _walk(self, root: str) -> list[tuple[str, str, os.stat_result]]:
