@@ -45,10 +45,15 @@ def test_a_registered_surface_is_served_over_stdio(tmp_path: Path) -> None:
         missing_name = toy.request("tools/call", {"arguments": {}})
         assert missing_name["error"]["code"] == -32602
         assert missing_name["error"]["message"].startswith("Invalid params: params.name")
-        modern = toy.request("tools/list", {}, modern=True)["result"]
-        assert modern["tools"] == listed and modern["resultType"] == "complete"
     finally:
         toy.kill()
+    # A connection whose first request is a 2026-07-28 one stays in that era (REQ-MCP-ERA-001).
+    modern_toy = StdioServer(env, argv=ToyServer.command("--surface", "toy"))
+    try:
+        modern = modern_toy.request("tools/list", {}, modern=True)["result"]
+        assert modern["tools"] == listed and modern["resultType"] == "complete"
+    finally:
+        modern_toy.kill()
 
 
 def test_an_unknown_surface_is_a_usage_error(tmp_path: Path) -> None:

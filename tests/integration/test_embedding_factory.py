@@ -69,17 +69,17 @@ def test_composition_root_finds_the_factory(tmp_path: Path) -> None:
 
 def test_embed_format_override_follows_the_original_for_minilm(tmp_path: Path) -> None:
     config = write_config(tmp_path, "  embed: /models/all-MiniLM-L6-v2-f16.gguf\n")
-    guessed = models_from_config(config, {}).embedder
+    guessed = build_models(config, {}).embedder
     assert isinstance(guessed, LlamaEmbedder) and guessed.family == "plain"
     env = {"QMD_EMBED_FORMAT": "embeddinggemma"}
-    original = models_from_config(config, env).embedder
+    original = build_models(config, env).embedder
     assert isinstance(original, LlamaEmbedder)
     assert original.format_query("q") == "task: search result | query: q"
     assert original.format_document("T", "body") == "title: T | text: body"
     # the prompt format is part of the fingerprint, so vectors of the two never mix
-    assert models_from_config(config, env).identity != models_from_config(config, {}).identity
+    assert build_models(config, env).identity != build_models(config, {}).identity
     with pytest.raises(QmdError, match="QMD_EMBED_FORMAT must be one of"):
-        models_from_config(config, {"QMD_EMBED_FORMAT": "nomic"})
+        build_models(config, {"QMD_EMBED_FORMAT": "nomic"})
 
 
 def _gguf_with(path: Path, tensors: list[str]) -> Path:
@@ -110,7 +110,7 @@ def test_a_ranking_head_is_a_classifier_tensor(tmp_path: Path) -> None:
 def test_compat_reranker_without_a_ranking_head_scores_like_the_original(tmp_path: Path) -> None:
     gemma = str(GEMMA)
     config = write_config(tmp_path, f"  rerank: {gemma}\n")
-    compat = models_from_config(config, {}, original_rules=True).reranker
+    compat = build_models(config, {}, original_rules=True).reranker
     assert compat is not None
     # the original's fallback: 0.5 for every candidate, and the model is never loaded
     assert compat.rerank("query", ["a", "b", "a"]) == [0.5, 0.5, 0.5]
