@@ -17,8 +17,9 @@ from domain.model import (
     Collection,
     DocumentMeta,
     LexHit,
-    SourceFile,
+    ScanResult,
     SubQuery,
+    Unreadable,
     VectorHit,
 )
 
@@ -127,10 +128,15 @@ class QueryExpander(Protocol):
 
 
 class ContentSource(Protocol):
-    """Finds and reads the files of a collection folder."""
+    """Finds and reads the files of a collection folder.
 
-    def scan(self, collection: Collection) -> list[SourceFile]: ...
-    def read_text(self, absolute_path: str) -> str | None: ...
+    `scan` lists the files matching the collection's mask and reports, with a reason, those it
+    found but cannot offer (bad names, links, unlistable folders); `read_text` gives a file's
+    text or the reason it has none (denied, gone, binary, too large).
+    """
+
+    def scan(self, collection: Collection) -> ScanResult: ...
+    def read_text(self, absolute_path: str) -> str | Unreadable: ...
     def is_directory(self, path: str) -> bool: ...
 
 

@@ -26,7 +26,9 @@ from domain.model import (
     Document,
     DocumentMeta,
     LexHit,
+    ScanResult,
     SourceFile,
+    Unreadable,
     VectorHit,
 )
 from domain.ports import CollectionCount, UpsertOutcome
@@ -496,10 +498,13 @@ class FakeContentSource:
             )
             size = len((text or "").encode("utf-8"))
             out.append(SourceFile(relative, absolute, created, modified, size))
-        return sorted(out, key=lambda f: f.relative_path)
+        return ScanResult(files=sorted(out, key=lambda f: f.relative_path))
 
-    def read_text(self, absolute_path: str) -> str | None:
-        return self.files.get(absolute_path)
+    def read_text(self, absolute_path: str) -> str | Unreadable:
+        text = self.files.get(absolute_path)
+        if text is None:
+            return Unreadable("cannot be read: No such file or directory")
+        return text
 
     def is_directory(self, path: str) -> bool:
         target = path.rstrip("/")

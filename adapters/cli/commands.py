@@ -19,7 +19,7 @@ from adapters.cli.main import PROG, package_version
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
-    from domain.model import Collection, SearchResult
+    from domain.model import Collection, SearchResult, UpdateCounts
     from domain.usecases.collections import IndexProgress
 
 JSON_SNIPPET_CHARS = 300
@@ -107,6 +107,15 @@ def collection_add(args: argparse.Namespace) -> int:
             f"Collection path is not a directory.\n  Received: {given}\n  Resolved: {root}\n"
             "Choose a directory and run 'qmd collection add <path>' again."
         )
+    try:
+        root.encode("utf-8")
+    except UnicodeEncodeError:
+        from domain.source_text import display_path
+
+        raise CommandError(
+            f"Collection path is not valid UTF-8: {display_path(root)}\n"
+            "Rename the folder (or use a link with a UTF-8 name) and add it again."
+        ) from None
     pattern: str = args.mask or DEFAULT_PATTERN
     name: str = args.name or (posixpath.basename(root.rstrip("/")) or "root")
     with open_app(args) as app:
@@ -119,6 +128,7 @@ def collection_add(args: argparse.Namespace) -> int:
         out(f"Creating collection '{collection.name}'...\n")
         out(f"Collection: {collection.path} ({collection.pattern})\n\n")
         out(fmt.format_update_counts(counts.indexed, counts.updated, counts.unchanged, 0) + "\n")
+        _report_skipped(counts)
         pending = _pending_embeddings(app)
         if pending:
             out(f"\nRun 'qmd embed' to update embeddings ({pending} unique hashes need vectors)\n")
@@ -367,11 +377,23 @@ def update(args: argparse.Namespace) -> int:
                 result.indexed, result.updated, result.unchanged, result.removed
             )
             out(f"\n{line}\n\n")
+            sys.stdout.flush()
+            _report_skipped(result)
         pending = _pending_embeddings(app)
     out("✓ All collections updated.\n")
     if pending:
         out(f"\nRun 'qmd embed' to update embeddings ({pending} unique hashes need vectors)\n")
     return 0
+
+
+def _report_skipped(counts: UpdateCounts) -> None:
+    """Every file found but not indexed, with its reason, on stderr (stdout keeps the
+    original's report)."""
+    if not counts.problems:
+        return
+    lines = [f"Skipped {len(counts.problems)} file(s) that cannot be indexed:"]
+    lines += [f"  {problem.path}: {problem.reason}" for problem in counts.problems]
+    err("\n".join(lines) + "\n")
 
 
 def _run_update_command(collection: Collection) -> None:
@@ -480,6 +502,12 @@ def status(args: argparse.Namespace) -> int:
         lines += [f"Config: {app.config_path}", "", "Documents"]
         lines.append(f"  Total:    {report.total_documents} files indexed")
         lines.append(f"  Vectors:  {vectors} embedded")
+        orphaned = _store_count(app, "orphaned_vector_count")
+        if orphaned:
+            lines.append(
+                f"  Orphaned: {orphaned} embedding chunks of removed documents "
+                "(not counted above) — run 'qmd cleanup'"
+            )
         if report.needs_embedding:
             lines.append(f"  Pending:  {report.needs_embedding} need embedding (run 'qmd embed')")
         latest = max((c.last_updated for c in report.collections), default="")
@@ -488,7 +516,11 @@ def status(args: argparse.Namespace) -> int:
         if global_context:
             lines += ["", "Global Context", f"  {_preview(global_context)}"]
         shown = list(report.collections)
-        if shown:
+        # Configured collections without one indexed file (an empty folder, every file
+        # skipped) are listed too: "No collections" would contradict index.yml.
+        listed = {entry.name for entry in shown}
+        empty = [c for c in collections.values() if c.name not in listed]
+        if shown or empty:
             lines += ["", "Collections"]
             for entry in shown:
                 configured = collections.get(entry.name)
@@ -504,7 +536,12 @@ def status(args: argparse.Namespace) -> int:
                     for prefix, text in contexts.items():
                         shown_prefix = "/" if prefix in ("", "/") else f"/{prefix}"
                         lines.append(f"      {shown_prefix}: {_preview(text)}")
-            first = shown[0].name
+            for collection in empty:
+                tag = "" if collection.include_by_default else " [excluded]"
+                lines.append(f"  {collection.name} (qmd://{collection.name}/){tag}")
+                lines.append(f"    Pattern:  {collection.pattern}")
+                lines.append("    Files:    0 (nothing indexed; run 'qmd update')")
+            first = shown[0].name if shown else empty[0].name
             lines += [
                 "",
                 "Examples",
@@ -526,7 +563,11 @@ def _preview(text: str, width: int = 60) -> str:
 
 
 def _vector_count(app: App) -> int:
-    counter = getattr(app.store, "vector_count", None)
+    return _store_count(app, "vector_count")
+
+
+def _store_count(app: App, method: str) -> int:
+    counter = getattr(app.store, method, None)
     return int(counter()) if callable(counter) else 0
 
 
@@ -623,8 +664,12 @@ def embed(args: argparse.Namespace) -> int:
             )
         with _embed_lock(app.db_path) as locked:
             if not locked:
-                err("Another embed process is already running. Skipping.\n")
-                return 0
+                # Nothing was embedded by this run: say so and fail (tobi/qmd #724, #935).
+                err(
+                    "Another embed process is already running; this run embedded nothing. "
+                    "Run 'qmd embed' again when it has finished.\n"
+                )
+                return 1
             use_case = EmbedIndex(app.store, app.vectors, embedder, app.clock)
             pending = len(use_case.pending())
             if not pending and not args.force:
@@ -674,9 +719,10 @@ def embed(args: argparse.Namespace) -> int:
             )
             for error in result.errors:
                 err(f"{error}\n")
-            if result.failed_documents:
+            if result.failed_documents or result.left_pending:
                 err(
-                    f"{result.failed_documents} document(s) failed and stay pending; "
+                    f"Embedding incomplete: {result.left_pending} of {result.pending_documents} "
+                    f"document(s) still need embedding ({result.failed_documents} failed); "
                     "run 'qmd embed' again to retry.\n"
                 )
                 return 1

@@ -390,7 +390,18 @@ class SqliteIndex:
         return int(self._conn.scalar("SELECT COUNT(*) FROM documents WHERE active = 1") or 0)
 
     def vector_count(self) -> int:
-        return int(self._conn.scalar("SELECT COUNT(*) FROM content_vectors") or 0)
+        """Stored chunk vectors of active documents (orphans of removed ones not counted)."""
+        return int(
+            self._conn.scalar(
+                "SELECT COUNT(*) FROM content_vectors cv WHERE EXISTS ("
+                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
+            )
+            or 0
+        )
+
+    def orphaned_vector_count(self) -> int:
+        """Chunk vectors no active document uses any more (`qmd cleanup` removes them)."""
+        return int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0)
 
     def preview_cleanup(self) -> dict[str, int]:
         """What `cleanup` would remove (for `qmd cleanup --dry-run`), same keys."""

@@ -77,6 +77,8 @@ class EmbedReport:
     embedded_chunks: int
     failed_documents: int
     errors: tuple[str, ...] = ()
+    # documents of this run's backlog that still lack a complete vector set at its end
+    left_pending: int = 0
 
 
 @dataclass
@@ -167,6 +169,9 @@ class EmbedIndex:
                     f"Embedding aborted: {failed} of {len(pending)} documents failed "
                     f"(last error: {errors[-1] if errors else 'unknown'}).",
                 )
+        # Counted from the index, not from this loop: whatever the reason (a failed batch,
+        # a body that changed meanwhile), a document still pending is work left undone.
+        left = len(set(pending) & set(self.pending()))
         return EmbedReport(
             model=self.model,
             fingerprint=self.fingerprint,
@@ -176,6 +181,7 @@ class EmbedIndex:
             embedded_chunks=chunks_done,
             failed_documents=failed,
             errors=tuple(errors),
+            left_pending=left,
         )
 
     # ------------------------------------------------------------------ steps

@@ -9,7 +9,7 @@ import pytest
 
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
-from domain.model import Collection
+from domain.model import Collection, ScanResult, SkippedFile, Unreadable
 from tests.fakes import FakeContentSource, FixedClock
 
 FILES = {
@@ -51,7 +51,7 @@ def listed(source: tuple[Source, str], pattern: str, ignore: tuple[str, ...] = (
     impl, root = source
     return [
         f.relative_path
-        for f in impl.scan(Collection(name="c", path=root, pattern=pattern, ignore=ignore))
+        for f in impl.scan(Collection(name="c", path=root, pattern=pattern, ignore=ignore)).files
     ]
 
 
@@ -89,8 +89,9 @@ def test_masks_commas_braces_and_ignores(source: tuple[Source, str]) -> None:
 
 def test_source_file_fields(source: tuple[Source, str]) -> None:
     impl, root = source
-    files = impl.scan(Collection(name="c", path=root, pattern="sub/*.md"))
-    assert len(files) == 1
+    scan = impl.scan(Collection(name="c", path=root, pattern="sub/*.md"))
+    files, skipped = scan.files, scan.skipped
+    assert len(files) == 1 and skipped == []
     found = files[0]
     assert found.absolute_path == os.path.join(root, "sub", "b.md")
     assert found.size == len(b"# B\n")
@@ -102,7 +103,8 @@ def test_read_text_and_is_directory(source: tuple[Source, str]) -> None:
     impl, root = source
     assert impl.read_text(os.path.join(root, "日本", "ノート.md")) == "# 日本\n"
     assert impl.read_text(os.path.join(root, "blank.md")) == "   \n\n"
-    assert impl.read_text(os.path.join(root, "missing.md")) is None
+    missing = impl.read_text(os.path.join(root, "missing.md"))
+    assert isinstance(missing, Unreadable) and "No such file" in missing.reason
     assert impl.is_directory(root)
     assert impl.is_directory(os.path.join(root, "sub"))
     assert not impl.is_directory(os.path.join(root, "a.md"))
@@ -121,10 +123,14 @@ def test_fs_skips_symlinks_and_replaces_bad_utf8(tmp_path: Path) -> None:
     (root / "linkdir").symlink_to(outside, target_is_directory=True)
     (root / "bad.md").write_bytes(b"\xff\xfe bad \xc3\n")
     source = FileSystemSource()
-    found = [f.relative_path for f in source.scan(Collection(name="c", path=str(root)))]
-    assert found == ["bad.md", "real.md"]
+    scan = source.scan(Collection(name="c", path=str(root)))
+    assert [f.relative_path for f in scan.files] == ["bad.md", "real.md"]
+    assert scan.skipped == [
+        SkippedFile("inner-link.md", "symbolic link (links are not followed)"),
+        SkippedFile("link.md", "symbolic link (links are not followed)"),
+    ]
     assert source.read_text(str(root / "bad.md")) == "\ufffd\ufffd bad \ufffd\n"
-    assert source.scan(Collection(name="c", path=str(tmp_path / "missing"))) == []
+    assert source.scan(Collection(name="c", path=str(tmp_path / "missing"))) == ScanResult()
 
 
 @pytest.mark.parametrize("clock", [FixedClock("2025-05-05T05:05:05.005Z"), SystemClock()])

@@ -124,7 +124,7 @@ def test_run_embeds_every_pending_document_once(store: StoreLike) -> None:
 
     assert report.pending_documents == len(hashes)
     assert report.embedded_documents == len(hashes)
-    assert report.failed_documents == 0
+    assert report.failed_documents == 0 and report.left_pending == 0
     assert report.fingerprint == fingerprint_for(embedder)
     assert use_case.pending() == []
     sets = assert_consistent(store)
@@ -217,7 +217,7 @@ def test_failed_documents_stay_pending_and_are_reported(store: StoreLike) -> Non
     hashes = seed(store, docs=5)
     bad = add(store, "notes", "bad.md", "poison pill")
     report = EmbedIndex(store, store, PoisonEmbedder(), FixedClock()).run(batch_chunks=1)
-    assert report.failed_documents == 1
+    assert report.failed_documents == 1 and report.left_pending == 1
     assert report.errors and "cannot embed this" in report.errors[0]
     assert store.pending_hashes(report.model, report.fingerprint) == [bad]
     assert set(assert_consistent(store)) == set(hashes)
