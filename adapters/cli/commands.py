@@ -45,6 +45,13 @@ def open_app(args: argparse.Namespace, *, with_models: bool = False) -> Iterator
     )
     try:
         yield app
+    except Exception as error:
+        from adapters.sqlite.driver import storage_failure
+
+        message = storage_failure(error, app.db_path)
+        if message is None:
+            raise
+        raise CommandError(message) from None
     finally:
         app.close()
 
