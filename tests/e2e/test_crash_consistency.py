@@ -234,6 +234,9 @@ def test_update_killed_at_random_points_leaves_a_consistent_index(
     while killer.kills < UPDATE_KILLS:
         rounds += 1
         assert rounds <= UPDATE_KILLS * 3, "updates keep finishing before their kill"
+        if rounds % 10 == 0:  # the folder grows: keep the kill points spread over a whole run
+            mutate(corpus, rng, 120, (50, 600))
+            span = killer.timed("update")
         mutate(corpus, rng, 120, (50, 600))
         if killer.kill_at_random(span, "update"):
             on_disk = {p.name for p in corpus.glob("*.md")}
@@ -265,15 +268,17 @@ def test_embed_killed_at_random_points_leaves_complete_vector_sets(
     db = env["INDEX_PATH"]
     killer.timed("collection", "add", str(corpus), "--name", "c")
     killer.timed("embed")
-    # Every round re-embeds everything (-f), so each kill point falls inside a whole run.
-    span = killer.timed("embed", "-f")
+    # Every round re-embeds everything (-f), so each kill point falls inside a whole run;
+    # two documents per batch, so vectors are stored all along the run, not only at its end.
+    embed = ("embed", "-f", "--max-docs-per-batch", "2")
+    span = killer.timed(*embed)
     rounds = partial = 0
     while killer.kills < EMBED_KILLS:
         rounds += 1
         assert rounds <= EMBED_KILLS * 3, "embeds keep finishing before their kill"
         mutate(corpus, rng, 3, (100, 700))
         killer.timed("update")
-        if killer.kill_at_random(span, "embed", "-f"):
+        if killer.kill_at_random(span, *embed):
             left = unembedded_active_hashes(db)
             partial += 0 < left < len(indexed_paths(db, "c"))
         check_index(db)
