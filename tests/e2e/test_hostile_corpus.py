@@ -305,3 +305,35 @@ def test_a_file_that_turns_unreadable_leaves_the_index(tmp_path: Path) -> None:
     finally:
         app.close()
     assert stat.S_ISREG(os.stat(corpus / "b.md").st_mode)
+
+
+def test_a_collection_folder_whose_own_name_is_not_utf8_is_refused_clearly(
+    tmp_path: Path,
+) -> None:
+    folder = os.path.join(os.fsencode(tmp_path), b"notes\xff")
+    os.mkdir(folder)
+    with open(os.path.join(folder, b"a.md"), "wb") as handle:
+        handle.write(b"# a\n")
+    env = {**fixture_env(tmp_path), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable.encode(), b"-m", b"adapters.cli.main", b"collection", b"add", folder],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    stderr = done.stderr.decode("utf-8")  # the message itself is valid UTF-8
+    assert done.returncode == 1, stderr
+    assert "Collection path is not valid UTF-8: " in stderr and "notes\\xff" in stderr
+    assert "Traceback" not in stderr
+    status = subprocess.run(
+        [sys.executable, "-m", "adapters.cli.main", "status"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert status.returncode == 0 and "No collections" in status.stdout
