@@ -682,7 +682,10 @@ def embed(args: argparse.Namespace) -> int:
             if not pending and not args.force:
                 out("✓ All documents are embedded.\n")
                 return 0
-            out(f"Embedding {pending} document(s) with {use_case.model}\n")
+            if args.force:
+                out(f"Re-embedding every document (-f) with {use_case.model}\n")
+            else:
+                out(f"Embedding {pending} document(s) with {use_case.model}\n")
             started = time.monotonic()
             deadline = started + args.timeout * 60 if args.timeout else None
             live = sys.stderr.isatty()
@@ -728,8 +731,9 @@ def embed(args: argparse.Namespace) -> int:
                 err(f"{error}\n")
             if result.failed_documents or result.left_pending:
                 err(
-                    f"Embedding incomplete: {result.left_pending} of {result.pending_documents} "
-                    f"document(s) still need embedding ({result.failed_documents} failed); "
+                    f"Embedding incomplete: {result.left_pending} document(s) still need "
+                    f"embedding ({result.failed_documents} of this run's "
+                    f"{result.pending_documents} failed; the others changed while it ran); "
                     "run 'qmd embed' again to retry.\n"
                 )
                 return 1
