@@ -202,3 +202,48 @@ def test_a_70_mib_line_is_refused_and_the_next_request_answered(
         print(f"\n70 MiB line refused with -32600, next request answered, peak RSS {peak} KiB")
     finally:
         server.kill()
+
+
+def test_updates_while_embed_runs_leave_nothing_torn(tmp_path: Path) -> None:
+    """`qmd embed` (MiniLM, two documents per batch) while updates edit what it embeds: it
+    ends with success or 'Embedding incomplete', never an internal error or a lock error,
+    and the next embed finishes the job."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    rng = random.Random(43)
+    for i in range(24):
+        write_doc(corpus, rng, f"doc-{i:03d}.md", rng.randint(50, 200))
+    env = {
+        **fixture_env(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "QMD_EMBED_MODEL": str(REPO / ".models" / "all-MiniLM-L6-v2-f16.gguf"),
+    }
+    assert _qmd(env, "collection", "add", str(corpus), "--name", "c").returncode == 0
+    embed = subprocess.Popen(
+        [sys.executable, "-m", "adapters.cli.main", "embed", "--max-docs-per-batch", "2"],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    updates = 0
+    while embed.poll() is None and updates < 3:
+        time.sleep(1.0)
+        mutate(corpus, rng, 6, (50, 200))
+        done = _qmd(env, "update")
+        assert done.returncode == 0 and "locked" not in done.stderr, done.stderr
+        updates += 1
+    _, err = embed.communicate(timeout=900)
+    assert updates > 0, "embed finished before any update could run beside it"
+    assert "locked" not in err and "internal error" not in err, err
+    assert embed.returncode == 0 or "Embedding incomplete" in err, err
+    check_index(env["INDEX_PATH"])
+    final = _qmd(env, "embed")
+    assert final.returncode == 0, final.stderr
+    check_index(env["INDEX_PATH"])
+    print(
+        f"\nembed while {updates} updates edited its documents: exit {embed.returncode} "
+        f"({err.strip().splitlines()[-1] if err.strip() else 'no message'}); "
+        "the next embed completed"
+    )
