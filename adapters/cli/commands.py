@@ -130,7 +130,7 @@ def collection_add(args: argparse.Namespace) -> int:
             raise CommandError(
                 f"Collection '{name}' already exists.\nUse a different name with --name <name>"
             )
-        with _Progress(name) as progress:
+        with _index_writer_lock(app.db_path), _Progress(name) as progress:
             collection, counts = app.collections.add(root, name, pattern, progress.update)
         out(f"Creating collection '{collection.name}'...\n")
         out(f"Collection: {collection.path} ({collection.pattern})\n\n")
@@ -377,7 +377,7 @@ def update(args: argparse.Namespace) -> int:
                 _run_update_command(collection)
             out(f"Collection: {collection.path} ({collection.pattern})\n")
             sys.stdout.flush()
-            with _Progress(collection.name) as progress:
+            with _index_writer_lock(app.db_path), _Progress(collection.name) as progress:
                 counts = app.collections.update([collection.name], progress.update)
             result = counts[collection.name]
             line = fmt.format_update_counts(
@@ -631,6 +631,26 @@ def embed_progress_line(done: int, total: int, chunks: int, elapsed: float, widt
         f"Embedding [{'#' * filled}{'-' * (width - filled)}] {done}/{total} docs, "
         f"{chunks} chunks, {rate:.1f} chunks/s, ETA {eta}"
     )
+
+
+@contextmanager
+def _index_writer_lock(db_path: str) -> Iterator[None]:
+    """One `qmd update` / `qmd collection add` at a time per index, waiting as long as it
+    takes: a collection is rewritten in one transaction, which can outlast SQLite's busy
+    timeout on a large folder. flock is released by the kernel even on SIGKILL."""
+    import fcntl
+
+    lock_path = os.path.join(os.path.dirname(os.path.abspath(db_path)), ".qmd-update.lock")
+    with open(lock_path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            err("Another update of this index is running; waiting for it to finish...")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextmanager

@@ -147,6 +147,9 @@ def test_two_updates_at_once_lose_and_duplicate_nothing(
     for i in range(100):
         write_doc(second, rng, f"s-{i:03d}.md", rng.randint(50, 300))
     assert _qmd(env, "collection", "add", str(second), "--name", "s").returncode == 0
+    # A 50 ms busy timeout: without the update lock the second writer would fail at once;
+    # the promise must not depend on an update being shorter than the timeout.
+    env = {**env, "QMD_SQLITE_BUSY_TIMEOUT": "50"}
     for _ in range(UPDATE_PAIRS):
         mutate(corpus, rng, 80, (50, 500))
         mutate(second, rng, 20, (50, 300))
