@@ -125,6 +125,11 @@ def collection_add(args: argparse.Namespace) -> int:
         ) from None
     pattern: str = args.mask or DEFAULT_PATTERN
     name: str = args.name or (posixpath.basename(root.rstrip("/")) or "root")
+    for label, value in (("Collection name", name), ("Mask", pattern)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CommandError(f"{label} is not valid UTF-8.") from None
     with open_app(args) as app:
         if app.store.get_collection(name) is not None:
             raise CommandError(

@@ -307,7 +307,7 @@ def test_a_file_that_turns_unreadable_leaves_the_index(tmp_path: Path) -> None:
     assert stat.S_ISREG(os.stat(corpus / "b.md").st_mode)
 
 
-def test_a_collection_folder_whose_own_name_is_not_utf8_is_refused_clearly(
+def test_a_collection_folder_or_name_that_is_not_utf8_is_refused_clearly(
     tmp_path: Path,
 ) -> None:
     folder = os.path.join(os.fsencode(tmp_path), b"notes\xff")
@@ -327,6 +327,21 @@ def test_a_collection_folder_whose_own_name_is_not_utf8_is_refused_clearly(
     assert done.returncode == 1, stderr
     assert "Collection path is not valid UTF-8: " in stderr and "notes\\xff" in stderr
     assert "Traceback" not in stderr
+    good = os.path.join(os.fsencode(tmp_path), b"good")
+    os.mkdir(good)
+    named = subprocess.run(
+        [
+            *(sys.executable.encode(), b"-m", b"adapters.cli.main"),
+            *(b"collection", b"add", good, b"--name", b"bad\xffname"),
+        ],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert named.returncode == 1
+    assert named.stderr.decode("utf-8").strip() == "Collection name is not valid UTF-8."
     status = subprocess.run(
         [sys.executable, "-m", "adapters.cli.main", "status"],
         env=env,
