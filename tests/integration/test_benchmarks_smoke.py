@@ -53,3 +53,25 @@ def test_bench_speed_runs_for_ours(tmp_path: Path) -> None:
     assert spec["search"]["median_ms"] > 0
     assert spec["hits_per_query"] > 0
     assert data["original"] is None
+
+
+def test_bench_hostile_runs(tmp_path: Path) -> None:
+    figures = tmp_path / "hostile.json"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "benchmarks.bench_hostile"),
+            *("--big-mb", "0.5", "--cjk", "200", "--json", str(figures)),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(figures.read_text())
+    small, big = data["big_files"]
+    assert small["indexed"] and not small["skipped"]
+    assert big["skipped"] and not big["indexed"]
+    assert data["cjk_queries"][0]["chars"] == 200
+    assert "search of 200 CJK characters" in done.stdout
