@@ -208,13 +208,22 @@ class ScanResult:
 
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
+    # collection-relative folder prefixes ("" = the collection folder, else ending in "/")
+    # that could not be listed: what was indexed below them is kept, not taken as deleted
+    unlisted: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Unreadable:
-    """`ContentSource.read_text` could not give text for a file: binary, too large, denied…"""
+    """`ContentSource.read_text` could not give text for a file: binary, too large, denied…
+
+    `transient`: the file could not be read this time (denied, I/O error, timeout): its
+    previously indexed version is kept, as the original does. Otherwise (binary, too large)
+    the content itself is refused and a previous version is removed.
+    """
 
     reason: str
+    transient: bool = False
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from domain.model import (
     DocumentMeta,
     LexHit,
     ScanResult,
+    SkippedFile,
     SourceFile,
     Unreadable,
     VectorHit,
@@ -461,7 +462,7 @@ class InMemoryStore:
 
 
 class FakeContentSource:
-    """Collection files in memory: `files` maps absolute path → text (None = unreadable)."""
+    """Collection files in memory: `files` maps absolute path → text (None = denied)."""
 
     def __init__(
         self,
@@ -477,6 +478,10 @@ class FakeContentSource:
         from domain.globs import glob_match, split_glob_mask
 
         root = collection.path.rstrip("/")
+        if not self.is_directory(root):
+            return ScanResult(
+                skipped=[SkippedFile("(collection folder)", f"not found: {root}")], unlisted=[""]
+            )
         patterns = split_glob_mask(collection.pattern)
         ignores = [
             *(f"**/{d}/**" for d in ("node_modules", ".git", ".cache", "vendor", "dist", "build")),
@@ -503,7 +508,7 @@ class FakeContentSource:
     def read_text(self, absolute_path: str) -> str | Unreadable:
         text = self.files.get(absolute_path)
         if text is None:
-            return Unreadable("cannot be read: No such file or directory")
+            return Unreadable("cannot be read: Permission denied", transient=True)
         return text
 
     def is_directory(self, path: str) -> bool:

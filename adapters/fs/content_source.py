@@ -120,12 +120,16 @@ class FileSystemSource:
     def scan(self, collection: Collection) -> ScanResult:
         root = os.path.abspath(os.path.expanduser(collection.path))
         if not os.path.isdir(root):
-            return ScanResult()
+            # an unmounted drive or a renamed folder must not read as "every file deleted"
+            return ScanResult(
+                skipped=[SkippedFile("(collection folder)", f"not found: {display_path(root)}")],
+                unlisted=[""],
+            )
         real_root = os.path.realpath(root)
         patterns = [p for p in split_glob_mask(collection.pattern) if p]
         ignores = (*DEFAULT_IGNORES, *(g for g in collection.ignore if g))
         result = ScanResult()
-        for relative, absolute, st in self._walk(root, result.skipped):
+        for relative, absolute, st in self._walk(root, result):
             if not any(glob_match(p, relative) for p in patterns):
                 continue
             if any(glob_match(g, relative) for g in ignores):
@@ -162,9 +166,9 @@ class FileSystemSource:
             return "resolves outside the collection folder"
         return None
 
-    def _walk(self, root: str, skipped: list[SkippedFile]) -> list[tuple[str, str, os.stat_result]]:
+    def _walk(self, root: str, result: ScanResult) -> list[tuple[str, str, os.stat_result]]:
         """(relative, absolute, lstat) of every non-directory entry; folders that cannot be
-        listed are added to `skipped`."""
+        listed are added to `result.skipped` and `result.unlisted`."""
         out: list[tuple[str, str, os.stat_result]] = []
         pending: list[tuple[str, str]] = [(root, "")]
         while pending:
@@ -172,10 +176,9 @@ class FileSystemSource:
             try:
                 entries = list(os.scandir(directory))
             except OSError as error:
-                if prefix:
-                    skipped.append(
-                        SkippedFile(display_path(prefix), f"folder not readable: {_reason(error)}")
-                    )
+                shown = display_path(prefix) if prefix else "(collection folder)"
+                result.skipped.append(SkippedFile(shown, f"folder not readable: {_reason(error)}"))
+                result.unlisted.append(prefix)
                 continue
             for entry in entries:
                 name = entry.name
@@ -199,7 +202,7 @@ class FileSystemSource:
         try:
             fd = os.open(absolute_path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except OSError as error:
-            return Unreadable(f"cannot be read: {_reason(error)}")
+            return Unreadable(f"cannot be read: {_reason(error)}", transient=True)
         with os.fdopen(fd, "rb") as handle:
             try:
                 st = os.fstat(fd)
@@ -211,7 +214,7 @@ class FileSystemSource:
                 # one byte more than the limit: a file that grew since fstat is caught too
                 data = handle.read(limit + 1)
             except OSError as error:
-                return Unreadable(f"cannot be read: {_reason(error)}")
+                return Unreadable(f"cannot be read: {_reason(error)}", transient=True)
         if len(data) > limit:
             return Unreadable(_too_large(len(data), limit))
         return decode_document(data)

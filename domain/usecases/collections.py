@@ -11,8 +11,8 @@ from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
 from domain.model import (
     DEFAULT_PATTERN,
     Collection,
+    ScanResult,
     SkippedFile,
-    SourceFile,
     Unreadable,
     UpdateCounts,
 )
@@ -193,26 +193,31 @@ class CollectionManager:
         # One transaction per collection: several times faster than a commit per file, and
         # an interrupted update leaves the previous state intact.
         with self._store.transaction():
-            return self._index_files(collection, scan.files, scan.skipped, progress)
+            return self._index_files(collection, scan, progress)
 
     def _index_files(
-        self,
-        collection: Collection,
-        files: builtins.list[SourceFile],
-        skipped: builtins.list[SkippedFile],
-        progress: ProgressCallback | None,
+        self, collection: Collection, scan: ScanResult, progress: ProgressCallback | None
     ) -> UpdateCounts:
         known = self._store.active_documents(collection.name)
-        counts = {"indexed": 0, "updated": 0, "unchanged": 0, "skipped": len(skipped)}
-        problems = list(skipped)
-        seen: set[str] = set()
+        files = scan.files
+        counts = {"indexed": 0, "updated": 0, "unchanged": 0, "skipped": len(scan.skipped)}
+        problems = list(scan.skipped)
+        # What lies below a folder that could not be listed is unknown, not deleted: keep it.
+        seen: set[str] = {
+            path for path in known for prefix in scan.unlisted if path.startswith(prefix)
+        }
         for done, file in enumerate(files, start=1):
             if progress is not None:
                 progress(IndexProgress(collection.name, done, len(files), file.relative_path))
             text = self._source.read_text(file.absolute_path)
             if isinstance(text, Unreadable):
-                # A file that turned unreadable keeps no stale document: it is removed below.
-                problems.append(SkippedFile(file.relative_path, text.reason))
+                reason = text.reason
+                if text.transient and file.relative_path in known:
+                    # Denied or failing for now (as the original): keep what was indexed.
+                    seen.add(file.relative_path)
+                    reason += " (the indexed version is kept)"
+                # Refused content (binary, too large) is removed like a deleted file below.
+                problems.append(SkippedFile(file.relative_path, reason))
                 counts["skipped"] += 1
                 continue
             if not text.strip():  # silently, as the original does

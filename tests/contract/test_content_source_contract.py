@@ -9,7 +9,7 @@ import pytest
 
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
-from domain.model import Collection, ScanResult, SkippedFile, Unreadable
+from domain.model import Collection, SkippedFile, Unreadable
 from tests.fakes import FakeContentSource, FixedClock
 
 FILES = {
@@ -104,7 +104,8 @@ def test_read_text_and_is_directory(source: tuple[Source, str]) -> None:
     assert impl.read_text(os.path.join(root, "日本", "ノート.md")) == "# 日本\n"
     assert impl.read_text(os.path.join(root, "blank.md")) == "   \n\n"
     missing = impl.read_text(os.path.join(root, "missing.md"))
-    assert isinstance(missing, Unreadable) and "No such file" in missing.reason
+    assert isinstance(missing, Unreadable) and missing.reason.startswith("cannot be read: ")
+    assert missing.transient
     assert impl.is_directory(root)
     assert impl.is_directory(os.path.join(root, "sub"))
     assert not impl.is_directory(os.path.join(root, "a.md"))
@@ -130,10 +131,19 @@ def test_fs_skips_symlinks_and_replaces_bad_utf8(tmp_path: Path) -> None:
         SkippedFile("link.md", "symbolic link (links are not followed)"),
     ]
     assert source.read_text(str(root / "bad.md")) == "\ufffd\ufffd bad \ufffd\n"
-    assert source.scan(Collection(name="c", path=str(tmp_path / "missing"))) == ScanResult()
+    gone = source.scan(Collection(name="c", path=str(tmp_path / "missing")))
+    assert gone.files == [] and gone.unlisted == [""]
+    assert gone.skipped == [SkippedFile("(collection folder)", f"not found: {tmp_path}/missing")]
 
 
 @pytest.mark.parametrize("clock", [FixedClock("2025-05-05T05:05:05.005Z"), SystemClock()])
 def test_clock_format(clock: FixedClock | SystemClock) -> None:
     stamp = clock.now_iso()
     assert len(stamp) == 24 and stamp[10] == "T" and stamp.endswith("Z") and stamp[19] == "."
+
+
+def test_a_missing_collection_folder_is_unlisted_not_empty(source: tuple[Source, str]) -> None:
+    impl, root = source
+    gone = impl.scan(Collection(name="c", path=root + "-gone"))
+    assert gone.files == [] and gone.unlisted == [""]
+    assert [s.path for s in gone.skipped] == ["(collection folder)"]

@@ -243,6 +243,16 @@ def test_hostile_folder_is_indexed_around_every_bad_entry(
     assert again.returncode == 0, again.stderr
     assert f"0 new, 0 updated, {len(corpus.indexed)} unchanged, 0 removed" in again.stdout
     assert set(_reported(again.stderr)) == set(corpus.skipped)
+    # a folder that turns unreadable hides its files for now: they are kept, not removed
+    os.chmod(corpus.root / "x.md", 0)
+    try:
+        hidden = _qmd(ctx, "update")
+    finally:
+        os.chmod(corpus.root / "x.md", 0o755)
+    assert hidden.returncode == 0, hidden.stderr
+    assert f"0 new, 0 updated, {len(corpus.indexed) - 1} unchanged, 0 removed" in hidden.stdout
+    assert _reported(hidden.stderr)["x.md/"].startswith("folder not readable")
+    assert "qmd://h/x.md/inner.md" in _qmd(ctx, "ls", "h").stdout
     status = _qmd(ctx, "status")
     assert status.returncode == 0 and "h (qmd://h/)" in status.stdout, status.stdout
     assert f"Total:    {len(corpus.indexed)} files indexed" in status.stdout
@@ -352,3 +362,33 @@ def test_a_collection_folder_or_name_that_is_not_utf8_is_refused_clearly(
         check=False,
     )
     assert status.returncode == 0 and "No collections" in status.stdout
+
+
+def test_a_missing_collection_folder_keeps_its_documents(tmp_path: Path) -> None:
+    """An unmounted drive or a renamed folder is reported, not read as 'all deleted'."""
+    folder = tmp_path / "notes"
+    _write(folder / "a.md", b"# A\nalpha\n")
+    _write(folder / "b.md", b"# B\nbeta\n")
+    env = {**fixture_env(tmp_path), "PYTHONPATH": str(REPO)}
+
+    def qmd(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "adapters.cli.main", *args],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    assert qmd("collection", "add", str(folder), "--name", "n").returncode == 0
+    folder.rename(tmp_path / "elsewhere")
+    gone = qmd("update")
+    assert gone.returncode == 0, gone.stderr
+    assert "0 new, 0 updated, 0 unchanged, 0 removed" in gone.stdout
+    assert f"(collection folder): not found: {folder}" in gone.stderr
+    assert "Total:    2 files indexed" in qmd("status").stdout
+    (tmp_path / "elsewhere").rename(folder)
+    back = qmd("update")
+    assert "0 new, 0 updated, 2 unchanged, 0 removed" in back.stdout and not back.stderr
