@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_crash_consistency import check_index, indexed_paths, mutate, write_doc
+from tests.figures import report
 from tests.mcp_harness import REPO, StdioServer, fixture_env
 
 UPDATES_WHILE_SERVING = 12
@@ -132,7 +133,7 @@ def test_update_rewrites_the_index_while_servers_answer(
             server.kill()
     check_index(env["INDEX_PATH"])
     assert indexed_paths(env["INDEX_PATH"], "c") == {p.name for p in corpus.glob("*.md")}
-    print(
+    report(
         f"\n{log['requests']} MCP requests on {len(servers)} servers (spec and compat) during "
         f"{updates} updates: 0 errors, 0 'database is locked'; index matches the folder"
     )
@@ -172,7 +173,7 @@ def test_two_updates_at_once_lose_and_duplicate_nothing(
         assert indexed_paths(env["INDEX_PATH"], "c") == {p.name for p in corpus.glob("*.md")}
         assert indexed_paths(env["INDEX_PATH"], "s") == {p.name for p in second.glob("*.md")}
     total = len(list(corpus.glob("*.md"))) + len(list(second.glob("*.md")))
-    print(
+    report(
         f"\n{UPDATE_PAIRS} pairs of concurrent updates over 2 collections: both exit 0 each "
         f"time, no 'database is locked', {total} documents, none lost or duplicated"
     )
@@ -202,7 +203,7 @@ def test_a_70_mib_line_is_refused_and_the_next_request_answered(
         assert server.request("ping")["result"] == {}
         peak = _peak_rss_kib(server.process.pid)
         assert peak < 200 * 1024, f"peak RSS {peak} KiB"
-        print(f"\n70 MiB line refused with -32600, next request answered, peak RSS {peak} KiB")
+        report(f"\n70 MiB line refused with -32600, next request answered, peak RSS {peak} KiB")
     finally:
         server.kill()
 
@@ -245,7 +246,7 @@ def test_updates_while_embed_runs_leave_nothing_torn(tmp_path: Path) -> None:
     final = _qmd(env, "embed")
     assert final.returncode == 0, final.stderr
     check_index(env["INDEX_PATH"])
-    print(
+    report(
         f"\nembed while {updates} updates edited its documents: exit {embed.returncode} "
         f"({err.strip().splitlines()[-1] if err.strip() else 'no message'}); "
         "the next embed completed"

@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from adapters.sqlite.driver import connect
+from tests.figures import report
 from tests.mcp_harness import REPO, fixture_env
 
 SCALE = max(1, int(os.environ.get("QMD_CRASH_SCALE", "1")))
@@ -261,7 +262,7 @@ def test_update_killed_at_random_points_leaves_a_consistent_index(
         f"; {rolled_back} kills came before the commit (index left as before); "
         f"after the rerun {counts['documents']} documents match the folder"
     )
-    print(killer.summary("update", rounds, extra))
+    report(killer.summary("update", rounds, extra))
 
 
 def test_embed_killed_at_random_points_leaves_complete_vector_sets(
@@ -298,7 +299,7 @@ def test_embed_killed_at_random_points_leaves_complete_vector_sets(
     status = killer.run("status")
     assert "need embedding" not in status.stdout, status.stdout
     assert unembedded_active_hashes(db) == 0
-    print(
+    report(
         killer.summary(
             "embed (MiniLM)",
             rounds,
@@ -363,7 +364,7 @@ def test_cleanup_killed_at_random_points_leaves_a_consistent_index(
         f"; {deleted} kills came after its deletes had committed (in FTS optimize, VACUUM "
         f"or exit), {killer.kills - deleted} before"
     )
-    print(killer.summary("cleanup", rounds, extra))
+    report(killer.summary("cleanup", rounds, extra))
 
 
 # ------------------------------------------------------------------------------ disk full
@@ -441,4 +442,4 @@ def test_full_disk_gives_a_clear_error_and_an_index_that_still_opens(
         again = qmd("update")
         assert again.returncode == 0, again.stderr
         assert check_index(env["INDEX_PATH"])["documents"] == 420
-        print(f"\ndisk full ({how}): {full.stderr.strip().splitlines()[0]!r}; index opens")
+        report(f"\ndisk full ({how}): {full.stderr.strip().splitlines()[0]!r}; index opens")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.figures import report
 from tests.mcp_harness import REPO, StdioServer, fixture_env
 
 NOBODY = 65534
@@ -256,7 +257,7 @@ def test_hostile_folder_is_indexed_around_every_bad_entry(
     status = _qmd(ctx, "status")
     assert status.returncode == 0 and "h (qmd://h/)" in status.stdout, status.stdout
     assert f"Total:    {len(corpus.indexed)} files indexed" in status.stdout
-    print(
+    report(
         f"\nhostile corpus ({ctx['user'].how}): tried {corpus.tried} entries: "
         f"{len(corpus.indexed)} indexed, {len(corpus.skipped)} skipped with a reason, "
         f"{len(corpus.silent)} blank skipped silently"
@@ -290,7 +291,7 @@ def test_both_mcp_surfaces_answer_over_the_hostile_index(
         assert not status.get("isError"), status
         answered += 2
         assert server.process.poll() is None
-        print(f"\nmcp {surface or 'spec'}: {answered} calls over the hostile index answered")
+        report(f"\nmcp {surface or 'spec'}: {answered} calls over the hostile index answered")
     finally:
         server.kill()
 
