@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from adapters.sqlite.driver import Connection, DatabaseError, connect
+from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
 from adapters.sqlite.fts import render_fts_query
 from adapters.sqlite.schema import (
     DIMENSION_MISMATCH,
@@ -736,15 +736,22 @@ class SqliteIndex:
         return None if value is None else str(value)
 
     def put(self, key: str, value: str) -> None:
-        self._conn.execute(
-            "INSERT OR REPLACE INTO llm_cache (hash, result, created_at) VALUES (?, ?, ?)",
-            (key, value, _now_iso()),
-        )
-        if random.random() < 0.01:
+        """Best effort: an entry that cannot be written now (another process, e.g. a long
+        `qmd update`, holds the write lock past the busy timeout; a full disk) is not cached.
+        A search must not fail because its cache could not be filled."""
+        try:
             self._conn.execute(
-                "DELETE FROM llm_cache WHERE hash NOT IN ("
-                f"SELECT hash FROM llm_cache ORDER BY created_at DESC LIMIT {LLM_CACHE_KEEP})"
+                "INSERT OR REPLACE INTO llm_cache (hash, result, created_at) VALUES (?, ?, ?)",
+                (key, value, _now_iso()),
             )
+            if random.random() < 0.01:
+                self._conn.execute(
+                    "DELETE FROM llm_cache WHERE hash NOT IN (SELECT hash FROM llm_cache "
+                    f"ORDER BY created_at DESC LIMIT {LLM_CACHE_KEEP})"
+                )
+        except OperationalError:
+            if self._conn.in_transaction:
+                raise  # part of a larger unit of work: its owner decides
 
     def clear(self) -> None:
         self._conn.execute("DELETE FROM llm_cache")
