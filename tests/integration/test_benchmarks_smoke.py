@@ -55,11 +55,11 @@ def test_bench_speed_runs_for_ours(tmp_path: Path) -> None:
     assert data["original"] is None
 
 
-def test_bench_hostile_runs(tmp_path: Path) -> None:
+def test_bench_index_memory_runs(tmp_path: Path) -> None:
     figures = tmp_path / "hostile.json"
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "benchmarks.bench_hostile"),
+            *(sys.executable, "-m", "benchmarks.bench_index_memory"),
             *("--big-mb", "0.5", "--cjk", "200", "--json", str(figures)),
         ],
         cwd=REPO,

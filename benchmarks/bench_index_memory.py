@@ -7,7 +7,7 @@
    fixture (whose documents are Chinese in part): peak RSS of the server and seconds per
    query, showing the cost per FTS5 token that a query length bound has to cap.
 
-    .venv/bin/python -m benchmarks.bench_hostile [--big-mb 10] [--cjk 4000,40000] [--json F]
+    .venv/bin/python -m benchmarks.bench_index_memory [--big-mb 10] [--cjk 4000,40000] [--json F]
 
 Queries longer than the wire section's 4,000-character bound are refused once that bound is
 in place; the benchmark then reports the refusal instead of a cost.
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     lengths = [int(n) for n in args.cjk.split(",") if n]
-    root = Path(tempfile.mkdtemp(prefix="qmd-bench-hostile-"))
+    root = Path(tempfile.mkdtemp(prefix="qmd-bench-index-memory-"))
     try:
         figures: dict[str, Any] = {
             "machine": machine(),
