@@ -18,38 +18,29 @@ from adapters.config.yaml_config import (
 )
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
-from adapters.mcp.services import Services
+from adapters.fs.root_scope import (
+    RootScope,
+    RootScopedLexicalIndex,
+    RootScopedStore,
+    RootScopedVectorIndex,
+)
+from adapters.models.bundle import Models
 from adapters.sqlite.store import SqliteIndex
 from domain.ports import (
     Clock,
     ConfigRepository,
     ContentSource,
     DocumentStore,
-    Embedder,
+    IndexMaintenance,
     LexicalIndex,
     LlmCache,
-    QueryExpander,
-    Reranker,
     VectorIndex,
 )
 from domain.usecases.collections import CollectionManager
 from domain.usecases.retrieval import Retrieval
-from domain.usecases.search import Searcher
-from domain.usecases.status import EmbeddingIdentity, StatusReader
-
-DEFAULT_EMBED_MODEL = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
-
-
-@dataclass
-class Models:
-    """The model adapters in use; any may be absent (the features then degrade or error)."""
-
-    embedder: Embedder | None = None
-    reranker: Reranker | None = None
-    expander: QueryExpander | None = None
-    identity: EmbeddingIdentity = field(
-        default_factory=lambda: EmbeddingIdentity(DEFAULT_EMBED_MODEL, "")
-    )
+from domain.usecases.search import Searcher, SearchModels
+from domain.usecases.services import Services
+from domain.usecases.status import StatusReader
 
 
 @dataclass
@@ -66,8 +57,10 @@ class App:
     retrieval: Retrieval
     searcher: Searcher
     status: StatusReader
+    maintenance: IndexMaintenance | None = None  # None: the index offers no upkeep
     db_path: str = ""
     config_path: str = ""
+    home: str | None = None
     closers: list[Any] = field(default_factory=list)
 
     def services(self) -> Services:
@@ -89,10 +82,12 @@ def assemble(
     clock: Clock,
     models: Models | None = None,
     home: str | None = None,
+    maintenance: IndexMaintenance | None = None,
 ) -> App:
     """Wire the use cases over whatever adapters (real or fake) are given."""
     chosen = models or Models()
     return App(
+        home=home,
         store=store,
         lexical=lexical,
         vectors=vectors,
@@ -104,9 +99,13 @@ def assemble(
         collections=CollectionManager(store, config, source, clock, cache),
         retrieval=Retrieval(store, home=home),
         searcher=Searcher(
-            store, lexical, vectors, chosen.embedder, chosen.reranker, chosen.expander
+            store,
+            lexical,
+            vectors,
+            SearchModels(chosen.embedder, chosen.reranker, chosen.expander),
         ),
         status=StatusReader(store, vectors, chosen.identity),
+        maintenance=maintenance,
     )
 
 
@@ -116,28 +115,48 @@ def build_app(
     *,
     with_models: bool = True,
     force_cpu: bool = False,
+    force_root: str | None = None,
 ) -> App:
-    """The production graph: SQLite index + YAML config + file system (+ GGUF models)."""
+    """The production graph: SQLite index + YAML config + file system (+ GGUF models).
+
+    With `force_root`, every read the use cases make goes through the root scope
+    (`adapters.fs.root_scope`): the app sees only collections whose folders lie inside it.
+    """
     environ = os.environ if env is None else env
     db_path, config_path = resolve_paths(index_name, environ)
     index = SqliteIndex.open(db_path, environ)
     if os.path.exists(config_path):
-        sync_config_to_store(load_config(config_path), index)
+        sync_config_to_store(
+            load_config(config_path),
+            index,
+            config_dir=os.path.dirname(config_path),
+            home=environ.get("HOME"),
+        )
     models = build_models(config_path, environ, force_cpu=force_cpu, cache=index)
     if not with_models:
         # Nothing loads either way; this keeps the adapters out of commands that need no
         # model while `status` still counts pending embeddings for the configured model.
         models = Models(identity=models.identity)
+    store: DocumentStore = index
+    lexical: LexicalIndex = index
+    vectors: VectorIndex = index
+    if force_root is not None:
+        scope = RootScope(force_root, index)
+        scoped_store = RootScopedStore(index, scope)
+        store = scoped_store
+        lexical = RootScopedLexicalIndex(index, scope)
+        vectors = RootScopedVectorIndex(index, scoped_store, scope)
     app = assemble(
-        store=index,
-        lexical=index,
-        vectors=index,
+        store=store,
+        lexical=lexical,
+        vectors=vectors,
         cache=index,
         config=YamlConfigRepository(config_path),
         source=FileSystemSource(),
         clock=SystemClock(),
         models=models,
         home=environ.get("HOME"),
+        maintenance=index,
     )
     app.db_path, app.config_path = db_path, config_path
     app.closers.append(index.close)
@@ -153,4 +172,6 @@ def build_models(
     """GGUF model adapters; they resolve and load their files lazily, on first use."""
     from adapters.models.factory import models_from_config  # imports model code on demand
 
-    return models_from_config(config_path, env, force_cpu=force_cpu, cache=cache)
+    from_yaml = load_config(config_path).models
+    config_dir = os.path.dirname(os.path.abspath(config_path))
+    return models_from_config(from_yaml, config_dir, env, force_cpu=force_cpu, cache=cache)

@@ -14,8 +14,10 @@ import jsonschema
 ERAS = ("2025", "2026-07-28")
 SURFACES = ("compat-2.8.3", "spec")
 # default: the index fixtures/setup.json describes; embedded: the same index after the
-# implementation computed its embeddings (vector search and hybrid query have data)
-FIXTURES = ("default", "embedded")
+# implementation computed its embeddings (vector search and hybrid query have data);
+# rooted: the default index served with `--force-root` on the handbook folder, so the
+# archive collection lies outside the permitted root
+FIXTURES = ("default", "embedded", "rooted")
 
 
 class CaseError(ValueError):

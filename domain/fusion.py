@@ -1,4 +1,4 @@
-"""Reciprocal-rank fusion and position-aware blending (req RANK-*)."""
+"""Reciprocal-rank fusion and position-aware blending (REQ-SEARCH-LEX-008, REQ-SEARCH-SCORE-001)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """QMD's lex query syntax parsed into a storage-neutral form.
 
-Syntax (req LEX-1..LEX-8 in docs/spec/search.md): bare terms are prefix matches, `"…"` is an
-exact phrase, a leading `-` negates a term or phrase, hyphenated words become phrases, dotted
-tokens are split into ANDed parts, runs of CJK characters become phrases of single characters.
+Syntax (REQ-SEARCH-LEX-001..007 in docs/spec/search.md): bare terms are prefix matches,
+`"…"` is an exact phrase, a leading `-` negates a term or phrase, hyphenated words become
+phrases, dotted tokens are split into ANDed parts, runs of CJK characters become phrases of
+single characters.
 Only letters, digits, `'` and `_` survive inside a term; everything is lower-cased.
 """
 

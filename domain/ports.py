@@ -81,6 +81,33 @@ class DocumentStore(Protocol):
     def cleanup(self) -> dict[str, int]: ...
 
 
+class IndexMaintenance(Protocol):
+    """Health and upkeep of the index as a whole (`qmd status`, `cleanup`, `doctor`)."""
+
+    @property
+    def vec_available(self) -> bool:
+        """Whether vector search can run on this index at all (the extension is loaded)."""
+        ...
+
+    def total_documents(self) -> int: ...
+    def vector_count(self) -> int:
+        """Stored chunk vectors of active documents (orphans of removed ones not counted)."""
+        ...
+
+    def orphaned_vector_count(self) -> int:
+        """Chunk vectors no active document uses any more (`cleanup` removes them)."""
+        ...
+
+    def preview_cleanup(self) -> dict[str, int]:
+        """What `cleanup` would remove, under the same keys."""
+        ...
+
+    def cleanup(self) -> dict[str, int]:
+        """Drop caches, orphaned vectors, inactive rows and orphaned content; compact. Keys:
+        cache_entries, orphaned_vectors, inactive_documents, orphaned_content."""
+        ...
+
+
 class LexicalIndex(Protocol):
     """Full-text search; `bm25` in hits is raw FTS5 bm25 (negative, lower is better)."""
 

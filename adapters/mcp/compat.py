@@ -10,7 +10,6 @@ conformance/baselines/ours-compat.yaml (there are none today).
 from __future__ import annotations
 
 import json
-import logging
 from importlib import resources
 from typing import Any
 
@@ -26,17 +25,20 @@ from adapters.mcp.formatting import (
     status_text_2_8_3,
     text_result,
 )
-from adapters.mcp.protocol import INVALID_PARAMS, JsonRpcError
-from adapters.mcp.services import Services
-from adapters.mcp.validation import optional_int, validate_arguments, with_defaults
+from adapters.mcp.tools import Tool, ToolHandler, call_tool, input_validation_message, tool_table
+from adapters.mcp.validation import optional_int
+from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, OriginalWording, ProtocolWording
+from adapters.version import IMPLEMENTS
 from domain.errors import EXCLUDED, DocumentNotFoundError, QmdError
 from domain.model import SubQuery
 from domain.paths import decode_uri_component, expand_reserved
+from domain.profiles import ORIGINAL_2_8_3
 from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
+from domain.usecases.search import SearchRequest, primary_query
+from domain.usecases.services import Services
 
-log = logging.getLogger("qmd.mcp")
-COMPAT_VERSION = "2.8.3"
+COMPAT_VERSION = IMPLEMENTS  # the original release this surface answers as
 DEFAULT_MAX_BYTES = 65536
 # The adapter slices with JavaScript semantics itself, so the use case returns everything.
 UNBOUNDED = 1_000_000
@@ -48,14 +50,39 @@ _TOOLS: list[dict[str, Any]] = json.loads(
 _INSTRUCTIONS_TAIL = (_DATA / "compat-2.8.3-instructions-tail.txt").read_text(encoding="utf-8")
 
 
+class PlainTextErrors:
+    """The original's error presenter: the message as text, `isError`, nothing structured."""
+
+    def invalid_arguments(self, tool: str, issues: list[str]) -> dict[str, Any]:
+        return text_result(input_validation_message(tool, issues), is_error=True)
+
+    def not_found(self, error: DocumentNotFoundError) -> dict[str, Any]:
+        return text_result(not_found_text(error), is_error=True)
+
+    def failed(self, error: QmdError) -> dict[str, Any]:
+        return text_result(error.message, is_error=True)
+
+    def crashed(self, tool: str, error: Exception) -> dict[str, Any]:
+        # The original answers a failing call with the exception's message.
+        return text_result(str(error) or type(error).__name__, is_error=True)
+
+
 class CompatSurface:
     name = "compat-2.8.3"
     server_version = COMPAT_VERSION
     answers_malformed_messages = False
+    wording: ProtocolWording = OriginalWording()
 
     def __init__(self, services: Services) -> None:
         self._services = services
-        self._schemas = {tool["name"]: tool["inputSchema"] for tool in _TOOLS}
+        handlers: dict[str, ToolHandler] = {
+            "query": self._query,
+            "get": self._get,
+            "multi_get": self._multi_get,
+            "status": lambda _args: self._status(),
+        }
+        self._tools = tool_table([Tool(d, handlers[d["name"]]) for d in _TOOLS])
+        self._errors = PlainTextErrors()
 
     def capabilities(self) -> dict[str, Any]:
         return {"resources": {"listChanged": True}, "tools": {"listChanged": True}}
@@ -105,29 +132,7 @@ class CompatSurface:
     # -- tools ----------------------------------------------------------------------------
 
     def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        schema = self._schemas[name]
-        issues = validate_arguments(schema, arguments)
-        if issues:
-            return text_result(
-                f"Input validation error: Invalid arguments for tool {name}: {', '.join(issues)}",
-                is_error=True,
-            )
-        args = with_defaults(schema, arguments)
-        try:
-            if name == "query":
-                return self._query(args)
-            if name == "get":
-                return self._get(args)
-            if name == "multi_get":
-                return self._multi_get(args)
-            return self._status()
-        except DocumentNotFoundError as error:
-            return text_result(not_found_text(error), is_error=True)
-        except QmdError as error:
-            return text_result(error.message, is_error=True)
-        except Exception as error:  # the original answers a failing call with its message
-            log.exception("tool %s failed", name)
-            return text_result(str(error) or type(error).__name__, is_error=True)
+        return call_tool(self._tools, self._errors, name, arguments)
 
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         plain = args.get("query")
@@ -142,36 +147,23 @@ class CompatSurface:
                 "Error: provide either 'query' (plain text) or 'searches' (typed sub-queries)",
                 is_error=True,
             )
-        searcher = self._services.searcher
-        collections = args.get("collections") or searcher.default_collections()
+        searcher = self._services.searcher.with_profile(ORIGINAL_2_8_3)
+        request = SearchRequest(
+            limit=UNBOUNDED,
+            collections=args.get("collections") or searcher.default_collections(),
+            min_score=args["minScore"],
+            candidate_limit=_js_int(args.get("candidateLimit", 40)),
+            intent=args.get("intent"),
+            rerank=args["rerank"],
+        )
         limit = _js_int(args["limit"])
-        candidate_limit = _js_int(args.get("candidateLimit", 40))
         if plain:
             primary = plain
-            results = searcher.hybrid_query(
-                plain,
-                limit=UNBOUNDED,
-                collections=collections,
-                min_score=args["minScore"],
-                candidate_limit=candidate_limit,
-                intent=args.get("intent"),
-                rerank=args["rerank"],
-            )
+            results = searcher.hybrid_query(plain, request)
         else:
             subs = [SubQuery(s["type"], s["query"]) for s in searches]
-            primary = next(
-                (s.query for s in subs if s.type == "lex"),
-                next((s.query for s in subs if s.type == "vec"), subs[0].query),
-            )
-            results = searcher.structured_query(
-                subs,
-                limit=UNBOUNDED,
-                collections=collections,
-                min_score=args["minScore"],
-                candidate_limit=candidate_limit,
-                intent=args.get("intent"),
-                rerank=args["rerank"],
-            )
+            primary = primary_query(subs)
+            results = searcher.structured_query(subs, request)
         # JavaScript's slice(0, limit): negative limits count from the end.
         return results_payload(results[:limit], primary, with_line=True)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from adapters.mcp.validation import js_type
+from adapters.mcp.wording import JsonRpcError, ProtocolWording
 
 LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_LEGACY = "2025-11-25"
@@ -33,6 +34,7 @@ UNSUPPORTED_VERSION = -32022
 _CACHE_HINTS: dict[str, int] = {
     "server/discover": 60000,
     "tools/list": 60000,
+    "prompts/list": 60000,
     "resources/list": 0,
     "resources/templates/list": 0,
     "resources/read": 0,
@@ -45,20 +47,13 @@ _MODERN_ONLY = frozenset({"server/discover"})
 log = logging.getLogger("qmd.mcp")
 
 
-class JsonRpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
 class Surface(Protocol):
     """The MCP-visible behaviour of one server profile (seed-000 spec or compat 2.8.3)."""
 
     name: str
     server_version: str
     answers_malformed_messages: bool
+    wording: ProtocolWording
 
     def capabilities(self) -> dict[str, Any]: ...
     def instructions(self) -> str | None: ...
@@ -68,20 +63,6 @@ class Surface(Protocol):
     def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]: ...
     def resource_templates(self) -> list[dict[str, Any]]: ...
     def read_resource(self, uri: str) -> dict[str, Any]: ...
-
-
-def zod_issue_message(prefix: str, issues: list[dict[str, Any]]) -> str:
-    """`{prefix}` + the issue list pretty-printed the way JavaScript's JSON.stringify does."""
-    return prefix + json.dumps(issues, indent=2, ensure_ascii=False)
-
-
-def _missing_issue(path: list[str], expected: str, got: str) -> dict[str, Any]:
-    return {
-        "expected": expected,
-        "code": "invalid_type",
-        "path": path,
-        "message": f"Invalid input: expected {expected}, received {got}",
-    }
 
 
 @dataclass
@@ -267,22 +248,11 @@ class Session:
     def _tools_call(self, params: Any) -> dict[str, Any]:
         if not isinstance(params, dict):
             got = "undefined" if params is None else js_type(params)
-            raise JsonRpcError(
-                INVALID_PARAMS,
-                zod_issue_message(
-                    "Invalid tools/call request: ", [_missing_issue(["params"], "object", got)]
-                ),
-            )
+            raise self.surface.wording.bad_param("tools/call", ["params"], "object", got)
         name = params.get("name")
         if not isinstance(name, str):
             got = "undefined" if "name" not in params else js_type(name)
-            raise JsonRpcError(
-                INVALID_PARAMS,
-                zod_issue_message(
-                    "Invalid tools/call request: ",
-                    [_missing_issue(["params", "name"], "string", got)],
-                ),
-            )
+            raise self.surface.wording.bad_param("tools/call", ["params", "name"], "string", got)
         if name not in {tool["name"] for tool in self.surface.tools()}:
             raise JsonRpcError(INVALID_PARAMS, f"Tool {name} not found")
         return self.surface.call_tool(name, params.get("arguments"))
@@ -296,16 +266,10 @@ class Session:
     def _resources_read(self, params: Any) -> dict[str, Any]:
         uri = params.get("uri") if isinstance(params, dict) else None
         if not isinstance(uri, str):
-            got = (
-                "undefined"
-                if not isinstance(params, dict) or "uri" not in params
-                else (js_type(uri))
-            )
+            absent = not isinstance(params, dict) or "uri" not in params
+            got = "undefined" if absent else js_type(uri)
             path = ["params", "uri"] if isinstance(params, dict) else ["params"]
-            raise JsonRpcError(
-                INTERNAL_ERROR,
-                zod_issue_message("", [_missing_issue(path, "string", got)]),
-            )
+            raise self.surface.wording.bad_param("resources/read", path, "string", got)
         return self.surface.read_resource(uri)
 
     def _prompts_list(self, _params: Any) -> dict[str, Any]:

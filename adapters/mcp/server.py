@@ -1,32 +1,23 @@
-"""Entry point for `qmd mcp`: pick the surface, open a session, serve stdio."""
+"""Entry point for `qmd mcp`: pick a surface from the registry, open a session, serve stdio."""
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 
-from adapters.bootstrap import App
-from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
-from adapters.mcp.protocol import Session, Surface
-from adapters.mcp.root_guard import RootGuard
-from adapters.mcp.spec import SpecSurface
+from adapters.mcp.protocol import Session
+from adapters.mcp.registry import SurfaceContext, create_surface
 from adapters.mcp.stdio import serve_stdio
-
-SURFACES = ("spec", COMPAT_VERSION)
-
-
-def make_surface(app: App, compat: str | None, version: str, force_root: str | None) -> Surface:
-    """`compat=None` gives the seed-000 spec surface; `"2.8.3"` the original's."""
-    if compat is None:
-        return SpecSurface(app.services(), version, RootGuard(force_root))
-    if compat == COMPAT_VERSION:
-        return CompatSurface(app.services())
-    raise ValueError(f"Unknown compat surface {compat!r}; supported: {COMPAT_VERSION}")
+from domain.usecases.services import Services
 
 
 def run_stdio_server(
-    app: App, compat: str | None, version: str, force_root: str | None = None
+    services: Services,
+    surface: str,
+    context: SurfaceContext,
+    on_close: Callable[[], None] | None = None,
 ) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
-    session = Session(make_surface(app, compat, version, force_root))
-    return serve_stdio(session, on_close=app.close)
+    session = Session(create_surface(surface, services, context))
+    return serve_stdio(session, on_close=on_close)

@@ -7,8 +7,6 @@ Requirement IDs are in docs/spec/; the ones this module implements are cited inl
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -24,10 +22,10 @@ from adapters.mcp.formatting import (
     status_text_spec,
     text_result,
 )
-from adapters.mcp.protocol import INVALID_PARAMS, JsonRpcError
 from adapters.mcp.root_guard import RootGuard
-from adapters.mcp.services import Services
-from adapters.mcp.validation import optional_int, validate_arguments, with_defaults
+from adapters.mcp.tools import Tool, ToolHandler, call_tool, input_validation_message, tool_table
+from adapters.mcp.validation import optional_int
+from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
 from domain.errors import (
     INTERNAL_ERROR,
     INVALID_ARGUMENT,
@@ -38,11 +36,13 @@ from domain.errors import (
 )
 from domain.model import DocumentMeta, SearchResult
 from domain.paths import decode_uri_component, expand_reserved
+from domain.profiles import SEED_000
 from domain.scoring import js_round
 from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
+from domain.usecases.search import SearchRequest
+from domain.usecases.services import Services
 
-log = logging.getLogger("qmd.mcp")
 SPEC_MAX_BYTES = 10240
 MAX_ITEMS = 200  # seed 001 NFR-4: list results are bounded
 HYBRID_CANDIDATES = 30
@@ -178,16 +178,35 @@ def error_result(code: str, message: str) -> dict[str, Any]:
     return result
 
 
+class EnvelopeErrors:
+    """The default surface's error presenter: every failure carries the seed-001 envelope."""
+
+    def invalid_arguments(self, tool: str, issues: list[str]) -> dict[str, Any]:
+        return error_result(INVALID_ARGUMENT, input_validation_message(tool, issues))
+
+    def not_found(self, error: DocumentNotFoundError) -> dict[str, Any]:
+        return error_result(error.code, not_found_text(error))
+
+    def failed(self, error: QmdError) -> dict[str, Any]:
+        return error_result(error.code, error.message)
+
+    def crashed(self, tool: str, error: Exception) -> dict[str, Any]:
+        return error_result(
+            INTERNAL_ERROR, f"Internal error while running {tool}: {type(error).__name__}"
+        )
+
+
 class SpecSurface:
     name = "spec"
     answers_malformed_messages = True
+    wording: ProtocolWording = JsonRpcWording()
 
     def __init__(self, services: Services, version: str, root_guard: RootGuard | None = None):
         self._services = services
+        self._searcher = services.searcher.with_profile(SEED_000)
         self.server_version = version
         self._guard = root_guard or RootGuard(None)
-        self._schemas = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
-        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        handlers: dict[str, ToolHandler] = {
             "search": self._search,
             "vsearch": self._vsearch,
             "query": self._query,
@@ -195,6 +214,8 @@ class SpecSurface:
             "multi_get": self._multi_get,
             "status": lambda _args: self._status(),
         }
+        self._tools = tool_table([Tool(d, handlers[d["name"]]) for d in TOOLS])
+        self._errors = EnvelopeErrors()
 
     def capabilities(self) -> dict[str, Any]:
         return {
@@ -226,24 +247,7 @@ class SpecSurface:
     # -- tools ----------------------------------------------------------------------------
 
     def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        schema = self._schemas[name]
-        issues = validate_arguments(schema, arguments)
-        if issues:
-            return error_result(
-                INVALID_ARGUMENT,
-                f"Input validation error: Invalid arguments for tool {name}: {', '.join(issues)}",
-            )
-        try:
-            return self._handlers[name](with_defaults(schema, arguments))
-        except DocumentNotFoundError as error:
-            return error_result(error.code, not_found_text(error))
-        except QmdError as error:
-            return error_result(error.code, error.message)
-        except Exception as error:  # seed 001: one failing call must not end the server
-            log.exception("tool %s failed", name)
-            return error_result(
-                INTERNAL_ERROR, f"Internal error while running {name}: {type(error).__name__}"
-            )
+        return call_tool(self._tools, self._errors, name, arguments)
 
     def _search_args(self, args: dict[str, Any]) -> tuple[str, int, float, list[str]]:
         query = args["query"].strip()
@@ -256,23 +260,15 @@ class SpecSurface:
         if not 0 <= min_score <= 1:
             raise QmdError(INVALID_ARGUMENT, "minScore must be between 0 and 1")
         collection = args.get("collection")
-        searcher = self._services.searcher
         if collection:
+            # Under --force-root an outside collection is absent from the store, so it is
+            # "not found" like one that does not exist.
             if self._services.store.get_collection(collection) is None:
                 raise QmdError(NOT_FOUND, f"Collection not found: {collection}")
             collections = [collection]
         else:
-            collections = searcher.default_collections()
-        allowed = [
-            c for c in collections if self._guard.allows_collection(self._collection_path(c))
-        ]
-        if collection and not allowed:
-            self._guard.reject(collection)
-        return query, min(limit, MAX_ITEMS), min_score, allowed
-
-    def _collection_path(self, name: str) -> str | None:
-        collection = self._services.store.get_collection(name)
-        return collection.path if collection else None
+            collections = self._searcher.default_collections()
+        return query, min(limit, MAX_ITEMS), min_score, collections
 
     def _payload(self, results: list[SearchResult], query: str) -> dict[str, Any]:
         return results_payload(results, query, with_line=False)
@@ -281,19 +277,15 @@ class SpecSurface:
         query, limit, min_score, collections = self._search_args(args)
         if not collections:
             return self._payload([], query)
-        results = self._services.searcher.lex_search(
-            query, limit=limit, collections=collections, min_score=min_score, relaxed=True
+        results = self._searcher.lex_search(
+            query, SearchRequest(limit=limit, collections=collections, min_score=min_score)
         )
         return self._payload(results, query)
 
     def _vsearch(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
-        results = self._services.searcher.vector_search(
-            query,
-            limit=limit,
-            collections=collections or None,
-            min_score=min_score,
-            degrade=True,
+        results = self._searcher.vector_search(
+            query, SearchRequest(limit=limit, collections=collections, min_score=min_score)
         )
         return self._payload(results, query)
 
@@ -301,22 +293,18 @@ class SpecSurface:
         query, limit, min_score, collections = self._search_args(args)
         if not collections:
             return self._payload([], query)
-        results = self._services.searcher.hybrid_query(
-            query,
+        request = SearchRequest(
             limit=limit,
             collections=collections,
             min_score=min_score,
             candidate_limit=HYBRID_CANDIDATES,
-            relaxed_lex=True,
-            degrade=True,
         )
+        results = self._searcher.hybrid_query(query, request)
         return self._payload(results, query)
 
     def _find(self, reference: str, shown: str) -> DocumentMeta:
         self._guard.check_reference(reference)
-        meta = self._services.retrieval.find(reference, original=shown)
-        self._guard.check_document(meta, self._collection_path(meta.collection))
-        return meta
+        return self._services.retrieval.find(reference, original=shown)
 
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]
@@ -347,11 +335,7 @@ class SpecSurface:
         documents: list[dict[str, Any]] = []
         if result.errors:
             notices.append({"type": "text", "text": "Errors:\n" + "\n".join(result.errors)})
-        entries = [
-            e
-            for e in result.entries
-            if self._guard.allows_collection(self._collection_path(e.meta.collection))
-        ]
+        entries = result.entries
         shown, remaining = entries[:MAX_ITEMS], max(0, len(entries) - MAX_ITEMS)
         for entry in shown:
             display = entry.meta.display_path

@@ -11,8 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from adapters.bootstrap import Models
-from adapters.config.yaml_config import load_config
+from adapters.models.bundle import Models
 from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
 from adapters.models.references import (
     ModelResolver,
@@ -33,12 +32,14 @@ def llama_available() -> bool:
         return False
 
 
-def configured_refs(config_path: str, env: Mapping[str, str]) -> dict[str, str]:
-    """Model reference per role. A relative path from index.yml is taken relative to the
+def configured_refs(
+    from_yaml: Mapping[str, str], config_dir: str, env: Mapping[str, str]
+) -> dict[str, str]:
+    """Model reference per role, from index.yml's `models:` (read by the caller), the
+    environment and the defaults. A relative path from index.yml is taken relative to the
     file's folder, so the index does not change meaning with the working directory."""
-    from_yaml = load_config(config_path).models
     refs: dict[str, str] = {str(k): v for k, v in select_model_refs(from_yaml, env).items()}
-    base = Path(config_path).resolve().parent
+    base = Path(config_dir).resolve()
     for role, ref in refs.items():
         came_from_yaml = bool((from_yaml.get(role) or "").strip())
         parsed = parse_model_ref(ref)
@@ -49,7 +50,8 @@ def configured_refs(config_path: str, env: Mapping[str, str]) -> dict[str, str]:
 
 
 def models_from_config(
-    config_path: str,
+    from_yaml: Mapping[str, str],
+    config_dir: str,
     env: Mapping[str, str] | None = None,
     *,
     force_cpu: bool = False,
@@ -61,7 +63,7 @@ def models_from_config(
     counts pending documents) and search runs without model stages.
     """
     environ = os.environ if env is None else env
-    refs = configured_refs(config_path, environ)
+    refs = configured_refs(from_yaml, config_dir, environ)
     resolver = ModelResolver(model_cache_dir(environ), env=environ)
     embedder = LlamaEmbedder(refs["embed"], resolver=resolver, force_cpu=force_cpu)
     identity = EmbeddingIdentity(refs["embed"], fingerprint_for(embedder))

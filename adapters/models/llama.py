@@ -3,8 +3,9 @@
 * Nothing is imported or loaded until a model is first needed, so a CLI run that never touches
   vectors never pays for llama.cpp (or fails on its absence).
 * `verbose=False` keeps llama.cpp quiet: only errors reach stderr, nothing reaches stdout (the
-  MCP stdio channel). Note llama-cpp-python silences fd 1/2 while a model loads (~0.1–1 s);
-  servers should call `warm_up()` before they start answering on stdout.
+  MCP stdio channel). llama-cpp-python points fds 1/2 at /dev/null while a model loads
+  (~0.1–1 s); MCP frames are unaffected because the stdio transport writes them to a duplicate
+  of the original fd 1 (adapters/mcp/stdio.py), so a model may load mid-session.
 * GPU: all layers are offloaded when the build supports it, unless `force_cpu` (`--no-gpu`),
   `QMD_FORCE_CPU` or `QMD_LLAMA_GPU=false` says otherwise.
 * One llama.cpp context is not thread-safe, so every call on a model holds that model's lock.
@@ -284,10 +285,6 @@ class LlamaEmbedder:
         with self._model.lock:
             return int(self._llm().n_embd())
 
-    def warm_up(self) -> None:
-        with self._model.lock:
-            self._llm()
-
     def close(self) -> None:
         self._model.close()
         self._limit = None
@@ -384,9 +381,6 @@ class LlamaReranker:
     @property
     def model_name(self) -> str:
         return self._name
-
-    def warm_up(self) -> None:
-        self._model.get()
 
     def close(self) -> None:
         self._model.close()
@@ -548,9 +542,6 @@ class LlamaQueryExpander:
     @property
     def model_name(self) -> str:
         return self._name
-
-    def warm_up(self) -> None:
-        self._model.get()
 
     def close(self) -> None:
         self._model.close()

@@ -1,4 +1,4 @@
-"""Collections, contexts and (re)indexing of their folders (req IDX-*)."""
+"""Collections, contexts and (re)indexing of their folders (docs/spec/index.md, REQ-INDEX-*)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Finding documents by reference and fetching them, singly or by pattern (req RET-*)."""
+"""Finding documents by reference and fetching them, singly or by pattern.
+
+docs/spec/retrieval.md: REQ-TOOL-GET-*, REQ-TOOL-MGET-*.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Lexical, vector, structured and hybrid search (req SRCH-*, RANK-*).
+"""Lexical, vector, structured and hybrid search (docs/spec/search.md).
 
-One implementation serves both MCP surfaces; the surfaces only choose parameters (limits,
-candidate counts, collection defaults) and format the results.
+One implementation serves every surface. What differs between the original's behaviour and
+the default surface is data, a `SearchProfile` (domain/profiles.py); what one call asks for is a
+`SearchRequest`; surfaces format the results.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from domain.model import (
     SubQuery,
 )
 from domain.ports import DocumentStore, Embedder, LexicalIndex, QueryExpander, Reranker, VectorIndex
+from domain.profiles import ORIGINAL_2_8_3, LexicalRule, ModelFailure, SearchProfile
 from domain.scoring import normalize_bm25
 from domain.snippets import extract_snippet
 from domain.text import resolve_context
@@ -138,6 +140,49 @@ class _Contexts:
         return resolve_context(self._global, self._by_collection[name], document.meta.path)
 
 
+@dataclass(frozen=True)
+class SearchRequest:
+    """What one search call asks for; every mode reads the fields it needs."""
+
+    limit: int = 10
+    collections: Sequence[str] | None = None
+    min_score: float = 0.0
+    candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
+    intent: str | None = None
+    rerank: bool = True
+    expand: bool = True  # vector search: embed vec/hyde expansions of the query too
+    explain: bool = False  # hybrid/structured: attach a ScoreExplanation to every result
+    snippet_chars: int = SNIPPET_CHARS
+
+
+@dataclass(frozen=True)
+class SearchModels:
+    """The model adapters a search may use; any may be absent."""
+
+    embedder: Embedder | None = None
+    reranker: Reranker | None = None
+    expander: QueryExpander | None = None
+
+
+@dataclass(frozen=True)
+class _Snippet:
+    """How result snippets are cut for one call."""
+
+    query: str
+    intent: str | None = None
+    chars: int = SNIPPET_CHARS
+
+
+def primary_query(searches: Sequence[SubQuery]) -> str:
+    """The query a structured search ranks chunks and snippets by: the first lex sub-query,
+    else the first vec one, else the first of any type."""
+    for wanted in ("lex", "vec"):
+        found = next((s.query for s in searches if s.type == wanted), None)
+        if found is not None:
+            return found
+    return searches[0].query
+
+
 def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], str]) -> None:
     """The original's structured-search checks, raised with its exact wording."""
     for index, sub in enumerate(searches):
@@ -169,16 +214,25 @@ class Searcher:
         store: DocumentStore,
         lexical: LexicalIndex,
         vectors: VectorIndex,
-        embedder: Embedder | None = None,
-        reranker: Reranker | None = None,
-        expander: QueryExpander | None = None,
+        models: SearchModels | None = None,
+        profile: SearchProfile = ORIGINAL_2_8_3,
     ) -> None:
         self._store = store
         self._lexical = lexical
         self._vectors = vectors
-        self._embedder = embedder
-        self._reranker = reranker
-        self._expander = expander
+        self._models = models or SearchModels()
+        self._embedder = self._models.embedder
+        self._reranker = self._models.reranker
+        self._expander = self._models.expander
+        self.profile = profile
+
+    def with_profile(self, profile: SearchProfile) -> Searcher:
+        """The same indexes and models, searched the way `profile` says."""
+        return Searcher(self._store, self._lexical, self._vectors, self._models, profile)
+
+    @property
+    def _degrade(self) -> bool:
+        return self.profile.on_model_failure is ModelFailure.SKIP_STAGE
 
     # -- collections --------------------------------------------------------------------------
 
@@ -207,6 +261,14 @@ class Searcher:
         if collections is None:
             return self._lex_leg(text, limit, None)
         return _merge_best([self._lex_leg(text, limit, c) for c in collections], limit)
+
+    def _lex_by_rule(
+        self, text: str, limit: int, collections: Sequence[str] | None
+    ) -> list[Candidate]:
+        """The profile's lexical rule: every term must match, or any-term matches fill up."""
+        if self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:
+            return self._lex_relaxed(text, limit, collections)
+        return self._lex_merged(text, limit, collections)
 
     def _lex_relaxed(
         self, text: str, limit: int, collections: Sequence[str] | None
@@ -255,105 +317,74 @@ class Searcher:
         contexts: _Contexts,
         candidate: Candidate,
         score: float,
-        snippet_query: str,
-        intent: str | None = None,
+        snippet: _Snippet,
         chunk: tuple[int, int] | None = None,
-        snippet_chars: int = SNIPPET_CHARS,
     ) -> SearchResult:
         body = candidate.document.body
+        start: int | None = candidate.chunk_pos
+        length: int | None = None
         if chunk is not None:
-            snippet = extract_snippet(
-                body, snippet_query, snippet_chars, chunk[0], chunk[1], intent
-            )
-        elif candidate.chunk_pos is not None:
-            snippet = extract_snippet(
-                body, snippet_query, snippet_chars, candidate.chunk_pos, None, intent
-            )
-        else:
-            snippet = extract_snippet(body, snippet_query, snippet_chars, None, None, intent)
+            start, length = chunk
         return SearchResult(
             candidate.document,
             score,
             contexts(candidate.document),
-            snippet,
+            extract_snippet(body, snippet.query, snippet.chars, start, length, snippet.intent),
             candidate.source,
             chunk,
         )
 
     # -- public modes -------------------------------------------------------------------------
 
-    def lex_search(
-        self,
-        query: str,
-        limit: int = 10,
-        collections: Sequence[str] | None = None,
-        min_score: float = 0.0,
-        snippet_chars: int = SNIPPET_CHARS,
-        relaxed: bool = False,
-    ) -> list[SearchResult]:
-        """BM25 search; scores are |bm25| / (1 + |bm25|).
-
-        `relaxed` (the spec surface) fills the limit with any-term matches once the all-term
-        ones run out (docs/decisions/0007); otherwise every term must match, as in the original.
-        """
-        hits = (self._lex_relaxed if relaxed else self._lex_merged)(query, limit, collections)
+    def lex_search(self, query: str, request: SearchRequest) -> list[SearchResult]:
+        """BM25 search under the profile's lexical rule; scores are |bm25| / (1 + |bm25|)."""
+        hits = self._lex_by_rule(query, request.limit, request.collections)
         contexts = _Contexts(self._store)
+        snippet = _Snippet(query, chars=request.snippet_chars)
         return [
-            self._result(contexts, hit, hit.score, query, snippet_chars=snippet_chars)
+            self._result(contexts, hit, hit.score, snippet)
             for hit in hits
-            if hit.score >= min_score
-        ][:limit]
+            if hit.score >= request.min_score
+        ][: request.limit]
 
-    def vector_search(
-        self,
-        query: str,
-        limit: int = 10,
-        collections: Sequence[str] | None = None,
-        min_score: float = 0.3,
-        expand: bool = True,
-        snippet_chars: int = SNIPPET_CHARS,
-        degrade: bool = False,
-    ) -> list[SearchResult]:
+    def vector_search(self, query: str, request: SearchRequest) -> list[SearchResult]:
         """Embed the query (and its vec/hyde expansions), keep the best score per document.
 
-        With `degrade`, an expansion model that cannot be had means no expansion.
+        When the profile skips failed stages, an expansion model that cannot be had means no
+        expansion.
         """
         if not self._vectors.has_vector_index():
             raise QmdError(UNAVAILABLE, VECTOR_INDEX_MISSING)
         embedder = self._require_embedder()
         texts = [query]
         expander = self._expander
-        if expand and expander is not None:
-            expanded = _optional_stage(degrade, lambda: expander.expand(query)) or []
+        if request.expand and expander is not None:
+            expanded = _optional_stage(self._degrade, lambda: expander.expand(query)) or []
             texts += [s.query for s in expanded if s.type in ("vec", "hyde")]
         vectors = embedder.embed_queries(texts)
-        legs = [self._vec_merged(v, limit, collections) for v in vectors]
-        merged = _merge_best(legs, limit)
+        legs = [self._vec_merged(v, request.limit, request.collections) for v in vectors]
+        merged = _merge_best(legs, request.limit)
         contexts = _Contexts(self._store)
+        snippet = _Snippet(query, chars=request.snippet_chars)
         return [
-            self._result(contexts, c, c.score, query, snippet_chars=snippet_chars)
+            self._result(contexts, c, c.score, snippet)
             for c in merged
-            if c.score >= min_score
+            if c.score >= request.min_score
         ]
 
     def structured_query(
         self,
         searches: Sequence[SubQuery],
-        limit: int = 10,
-        collections: Sequence[str] | None = None,
-        min_score: float = 0.0,
-        candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
-        intent: str | None = None,
-        rerank: bool = True,
+        request: SearchRequest,
+        *,
         label: Callable[[int], str] = lambda _i: "Structured search",
-        explain: bool = False,
     ) -> list[SearchResult]:
         """Typed sub-queries, no expansion: lex legs first, then vec/hyde, first list x2.
 
-        With `explain`, every result carries its `ScoreExplanation`.
+        Sub-queries are validated with the original's wording, `label` naming each one.
         """
         validate_sub_queries(searches, label)
-        scopes: list[str | None] = list(collections) if collections else [None]
+        scopes: list[str | None] = list(request.collections) if request.collections else [None]
         ranked = _Ranked()
         for sub in searches:
             if sub.type == "lex":
@@ -371,57 +402,38 @@ class Searcher:
                     )
         if ranked.weights:
             ranked.weights[0] = 2.0
-        primary = next((s.query for s in searches if s.type == "lex"), None)
-        if primary is None:
-            primary = next((s.query for s in searches if s.type == "vec"), searches[0].query)
-        return self._fuse_and_rank(
-            ranked, primary, limit, min_score, candidate_limit, intent, rerank, explain=explain
-        )
+        return self._fuse_and_rank(ranked, primary_query(searches), request)
 
-    def hybrid_query(
-        self,
-        query: str,
-        limit: int = 10,
-        collections: Sequence[str] | None = None,
-        min_score: float = 0.0,
-        candidate_limit: int = DEFAULT_CANDIDATE_LIMIT,
-        intent: str | None = None,
-        rerank: bool = True,
-        relaxed_lex: bool = False,
-        degrade: bool = False,
-        explain: bool = False,
-    ) -> list[SearchResult]:
+    def hybrid_query(self, query: str, request: SearchRequest) -> list[SearchResult]:
         """Probe BM25, expand unless the signal is strong, fuse BM25 + vectors, rerank, blend.
 
-        Stages whose adapter is not configured are skipped. With `degrade` (the spec
-        surface), a missing vector index means BM25 only (no expansion, no rerank), and a
-        model that cannot be loaded skips its stage instead of failing the call; without it
-        (the compat surface, like the original) such a model failure is the answer. With
-        `explain`, every result carries its `ScoreExplanation`.
+        Stages whose adapter is not configured are skipped. Under a profile that skips failed
+        stages (the default surface), a missing vector index means BM25 only (no expansion,
+        no rerank), and a model that cannot be loaded skips its stage instead of failing the
+        call; under the original's profile such a model failure is the answer.
         """
-        lex = self._lex_relaxed if relaxed_lex else self._lex_merged
-        probe = lex(query, LEG_LIMIT, collections)
+        collections = request.collections
+        probe = self._lex_by_rule(query, LEG_LIMIT, collections)
         ranked = _Ranked()
         ranked.add(probe, 2.0, "fts", "original", query)
-        if degrade and not self._vectors.has_vector_index():
-            return self._fuse_and_rank(
-                ranked, query, limit, min_score, candidate_limit, intent, False, explain=explain
-            )
+        if self.profile.bm25_only_without_vectors and not self._vectors.has_vector_index():
+            return self._fuse_and_rank(ranked, query, replace(request, rerank=False))
         expansions: list[SubQuery] = []
         expander = self._expander
-        if expander is not None and not _strong_signal(probe, intent):
-            expanded = _optional_stage(degrade, lambda: expander.expand(query)) or []
+        if expander is not None and not _strong_signal(probe, request.intent):
+            expanded = _optional_stage(self._degrade, lambda: expander.expand(query)) or []
             expansions = [s for s in expanded if s.query != query]
         for sub in expansions:
             if sub.type == "lex":
-                ranked.add(lex(sub.query, LEG_LIMIT, collections), 1.0, "fts", "lex", sub.query)
+                hits = self._lex_by_rule(sub.query, LEG_LIMIT, collections)
+                ranked.add(hits, 1.0, "fts", "lex", sub.query)
         embedder = self._embedder
         if embedder is not None and self._vectors.has_vector_index():
             semantic: list[tuple[ListQueryType, str]] = [("original", query)]
             semantic += [(s.type, s.query) for s in expansions if s.type in ("vec", "hyde")]
             texts = [text for _type, text in semantic]
-            # None: the model could not be had and the caller degrades to BM25 only
-            vectors = _optional_stage(degrade, lambda: embedder.embed_queries(texts))
+            # None: the model could not be had and the profile degrades to BM25 only
+            vectors = _optional_stage(self._degrade, lambda: embedder.embed_queries(texts))
             for (query_type, text), vector in zip(semantic, vectors or [], strict=False):
                 ranked.add(
                     self._vec_merged(vector, LEG_LIMIT, collections),
@@ -430,25 +442,16 @@ class Searcher:
                     query_type,
                     text,
                 )
-        return self._fuse_and_rank(
-            ranked, query, limit, min_score, candidate_limit, intent, rerank, degrade, explain
-        )
+        return self._fuse_and_rank(ranked, query, request)
 
     # -- fusion, chunk choice, rerank, blend ---------------------------------------------------
 
     def _fuse_and_rank(
-        self,
-        ranked: _Ranked,
-        primary: str,
-        limit: int,
-        min_score: float,
-        candidate_limit: int,
-        intent: str | None,
-        rerank: bool,
-        degrade: bool = False,
-        explain: bool = False,
+        self, ranked: _Ranked, primary: str, request: SearchRequest
     ) -> list[SearchResult]:
-        fused = reciprocal_rank_fusion(ranked.lists, ranked.weights)[: max(candidate_limit, 0)]
+        intent = request.intent
+        fused = reciprocal_rank_fusion(ranked.lists, ranked.weights)
+        fused = fused[: max(request.candidate_limit, 0)]
         candidates: list[tuple[Candidate, tuple[int, int]]] = []
         for item in fused:
             document = ranked.documents[item.key]
@@ -458,10 +461,12 @@ class Searcher:
             candidates.append((Candidate(document, item.score), chunk))
         reranker = self._reranker
         rerank_scores: list[float] | None = None
-        if rerank and reranker is not None and candidates:
+        if request.rerank and reranker is not None and candidates:
             rerank_query = f"{intent}\n\n{primary}" if intent else primary
             texts = [c.document.body[pos : pos + length] for c, (pos, length) in candidates]
-            rerank_scores = _optional_stage(degrade, lambda: reranker.rerank(rerank_query, texts))
+            rerank_scores = _optional_stage(
+                self._degrade, lambda: reranker.rerank(rerank_query, texts)
+            )
         if rerank_scores is not None:
             scores = [
                 blend(position, rerank_scores[position - 1])
@@ -470,20 +475,21 @@ class Searcher:
         else:
             scores = [1.0 / position for position in range(1, len(candidates) + 1)]
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])
-        traces = ranked.contributions() if explain else {}
+        traces = ranked.contributions() if request.explain else {}
         results: list[SearchResult] = []
         contexts = _Contexts(self._store)
+        snippet = _Snippet(primary, intent)
         for index in order:
             candidate, chunk = candidates[index]
-            if scores[index] < min_score:
+            if scores[index] < request.min_score:
                 continue
-            result = self._result(contexts, candidate, scores[index], primary, intent, chunk)
-            if explain:
+            result = self._result(contexts, candidate, scores[index], snippet, chunk)
+            if request.explain:
                 trace = traces.get(_key(candidate.document), [])
                 rerank_score = rerank_scores[index] if rerank_scores is not None else None
                 result = replace(result, explanation=_explanation(trace, index + 1, rerank_score))
             results.append(result)
-            if len(results) >= limit:
+            if len(results) >= request.limit:
                 break
         return results
 

@@ -1,4 +1,7 @@
-"""Index health: counts per collection and embedding backlog (req STAT-*)."""
+"""Index health: counts per collection and embedding backlog.
+
+REQ-TOOL-STATUS-001, REQ-SPEC-STATUS-*.
+"""
 
 from __future__ import annotations
 

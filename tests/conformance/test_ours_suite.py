@@ -3,7 +3,8 @@
 `ours-compat` must reproduce every golden recorded from the original 2.8.3 (or carry a
 reasoned baseline entry); `ours-spec` must satisfy every case written from seeds 000/001;
 `ours-spec-models` runs the spec cases that need vectors, on a fixture embedded with the
-real MiniLM GGUF (`scripts/prepare_models.py`).
+real MiniLM GGUF (`scripts/prepare_models.py`); `ours-spec-rooted` serves the default fixture
+with `--force-root` on its handbook folder.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.conformance.helpers import run_cli
         ("ours-compat", "compat-2.8.3", "default"),
         ("ours-spec", "spec", "default"),
         pytest.param("ours-spec-models", "spec", "embedded", marks=pytest.mark.models),
+        ("ours-spec-rooted", "spec", "rooted"),
     ],
 )
 def test_full_suite_passes_against_our_server(

@@ -189,3 +189,23 @@ def test_sync_config_to_store(store: StoreLike) -> None:
     assert sync_config_to_store(changed, store) is True
     assert [c.name for c in store.list_collections()] == ["handbook"]
     assert store.get_global_context() is None
+
+
+def test_sync_stores_collection_folders_absolute(store: StoreLike) -> None:
+    """`~` and relative folders are resolved against home and index.yml's folder, never the
+    current directory, so indexing and `--force-root` read the same folder (REQ-SPEC-ROOT-001)."""
+    config = parse_config(
+        "collections:\n"
+        "  rel:\n    path: notes/../notes2\n"
+        "  home:\n    path: ~/docs\n"
+        "  abs:\n    path: /srv/x/\n"
+        "  empty:\n    path: ''\n"
+    )
+    assert sync_config_to_store(config, store, config_dir="/cfg/qmd", home="/h") is True
+    paths = {c.name: c.path for c in store.list_collections()}
+    assert paths == {"rel": "/cfg/qmd/notes2", "home": "/h/docs", "abs": "/srv/x", "empty": ""}
+    # A store that still holds a relative folder (written before) is re-synced.
+    store.put_collection(Collection(name="rel", path="notes2"))
+    assert sync_config_to_store(config, store, config_dir="/cfg/qmd", home="/h") is True
+    assert store.get_collection("rel") == Collection(name="rel", path="/cfg/qmd/notes2")
+    assert sync_config_to_store(config, store, config_dir="/cfg/qmd", home="/h") is False

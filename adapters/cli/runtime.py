@@ -1,0 +1,205 @@
+"""What every `qmd` command shares: output, the application for one run, formats, paths."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from adapters.cli import formats as fmt
+from adapters.cli.errors import CommandError
+
+if TYPE_CHECKING:
+    from adapters.bootstrap import App
+    from domain.model import Collection, UpdateCounts
+    from domain.ports import IndexMaintenance
+    from domain.usecases.collections import IndexProgress
+
+
+JSON_SNIPPET_CHARS = 300
+SNIPPET_CHARS = 500
+
+
+def out(text: str) -> None:
+    sys.stdout.write(text)
+
+
+def err(text: str) -> None:
+    sys.stderr.write(text.rstrip("\n") + "\n")
+
+
+@contextmanager
+def open_app(args: argparse.Namespace, *, with_models: bool = False) -> Iterator[App]:
+    from adapters.bootstrap import build_app
+
+    app = build_app(
+        getattr(args, "index", None),
+        with_models=with_models,
+        force_cpu=bool(getattr(args, "no_gpu", False)),
+    )
+    try:
+        yield app
+    except Exception as error:
+        from adapters.sqlite.driver import storage_failure
+
+        message = storage_failure(error, app.db_path)
+        if message is None:
+            raise
+        raise CommandError(message) from None
+    finally:
+        app.close()
+
+
+@contextmanager
+def index_writer_lock(db_path: str) -> Iterator[None]:
+    """One `qmd update` / `qmd collection add` at a time per index, waiting as long as it
+    takes: a collection is rewritten in one transaction, which can outlast SQLite's busy
+    timeout on a large folder. flock is released by the kernel even on SIGKILL."""
+    import fcntl
+
+    lock_path = os.path.join(os.path.dirname(os.path.abspath(db_path)), ".qmd-update.lock")
+    with open(lock_path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            err("Another update of this index is running; waiting for it to finish...")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def report_skipped(counts: UpdateCounts) -> None:
+    """Every file found but not indexed, with its reason, on stderr (stdout keeps the
+    original's report)."""
+    if not counts.problems:
+        return
+    lines = [f"Skipped {len(counts.problems)} file(s) that cannot be indexed:"]
+    lines += [f"  {problem.path}: {problem.reason}" for problem in counts.problems]
+    err("\n".join(lines) + "\n")
+
+
+def iso_to_datetime(value: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def ago(value: str | None) -> str:
+    moment = iso_to_datetime(value) if value else None
+    if moment is None:
+        return "never"
+    return fmt.format_time_ago(max(0.0, (datetime.now(UTC) - moment).total_seconds()))
+
+
+def pending_embeddings(app: App) -> int:
+    return app.status.status().needs_embedding
+
+
+def resolve_format(args: argparse.Namespace) -> str:
+    raw = (args.format or "").strip().lower()
+    if raw:
+        if raw in fmt.FORMATS:
+            return raw
+        raise CommandError(
+            f"Unknown --format value: {args.format}\nValid: {', '.join(fmt.FORMATS)}"
+        )
+    legacy: list[str] = args.legacy_format or []
+    for candidate in ("csv", "md", "xml", "files", "json"):
+        if candidate in legacy:
+            return candidate
+    return "cli"
+
+
+def collections_for(app: App, names: Sequence[str] | None) -> list[str] | None:
+    if names:
+        for name in names:
+            if app.store.get_collection(name) is None:
+                raise CommandError(f"Collection not found: {name}")
+        return list(dict.fromkeys(names))
+    return app.searcher.default_collections() or None
+
+
+def result_path(app: App, args: argparse.Namespace, collection: str, path: str) -> str:
+    """`--full-path` shows the file on disk when it still exists, else the `qmd://` URI."""
+    if getattr(args, "full_path", False):
+        on_disk = full_path(collection_root(app, collection), path)
+        if on_disk is not None:
+            return on_disk
+    return display_uri(args, collection, path)
+
+
+def display_uri(args: argparse.Namespace, collection: str, path: str) -> str:
+    """`qmd://c/p`, with `?index=NAME` for a non-default `--index` (as the original)."""
+    from urllib.parse import quote
+
+    base = f"qmd://{collection}/{path}"
+    name = getattr(args, "index", None)
+    if name and name != "index":
+        return f"{base}?index={quote(name, safe='')}"
+    return base
+
+
+def collection_root(app: App, name: str) -> str | None:
+    collection = app.store.get_collection(name)
+    return collection.path if collection else None
+
+
+def full_path(root: str | None, relative: str) -> str | None:
+    """The on-disk path: `./rel` when under the working directory, else absolute."""
+    if root is None:
+        return None
+    absolute = os.path.realpath(os.path.join(root, relative))
+    if not os.path.exists(absolute):
+        return None
+    cwd = os.path.realpath(os.getcwd())
+    if absolute.startswith(cwd + os.sep):
+        return "./" + os.path.relpath(absolute, cwd)
+    return absolute
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self, label: str | None = None) -> None:
+        self._label = label
+        self._live = sys.stderr.isatty()
+        self._drawn = False
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._drawn:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+    def update(self, progress: IndexProgress) -> None:
+        if not self._live:
+            return
+        label = self._label or progress.collection
+        sys.stderr.write("\r" + fmt.progress_line(label, progress.done, progress.total))
+        sys.stderr.flush()
+        self._drawn = True
+
+
+def require_collection(app: App, name: str, *, hint: bool = False) -> Collection:
+    collection = app.store.get_collection(name)
+    if collection is None:
+        extra = "\nRun 'qmd collection list' to see available collections." if hint else ""
+        raise CommandError(f"Collection not found: {name}{extra}")
+    return collection
+
+
+def maintenance(app: App) -> IndexMaintenance:
+    """The index's upkeep port; an index without one cannot run this command."""
+    if app.maintenance is None:
+        raise CommandError("This index offers no maintenance operations.")
+    return app.maintenance

@@ -1,0 +1,75 @@
+"""The command line in-process, through `main(argv)`: the fast paths that need no subprocess
+(the subprocess end-to-end tests stay in tests/e2e/test_cli.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.cli.main import main
+from adapters.version import IMPLEMENTS
+
+REPO = Path(__file__).resolve().parents[2]
+HANDBOOK = REPO / "fixtures" / "corpora" / "handbook"
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every file qmd touches lives under tmp_path for this test."""
+    for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "QMD_EMBED_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("INDEX_PATH", str(tmp_path / "index.sqlite"))
+    monkeypatch.setenv("QMD_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    return tmp_path
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.endswith(f"(implements QMD {IMPLEMENTS})\n")
+
+
+def test_unknown_command_and_usage_mistakes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["frobnicate"]) == 1
+    assert "Unknown command: frobnicate" in capsys.readouterr().err
+    assert main(["search", "-n", "zero", "x"]) == 2
+    assert "expected a positive integer, got 'zero'" in capsys.readouterr().err
+    assert main([]) == 1
+    assert "<command>" in capsys.readouterr().out
+
+
+def test_index_search_get_and_status(isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
+    capsys.readouterr()
+    assert main(["search", "rate limits", "--format", "files"]) == 0
+    found = capsys.readouterr().out
+    assert "qmd://handbook/engineering/api/rate limits.md" in found
+    assert main(["get", "handbook/README.md", "-l", "2"]) == 0
+    assert capsys.readouterr().out.strip()
+    assert main(["status"]) == 0
+    assert "handbook (qmd://handbook/)" in capsys.readouterr().out
+    assert main(["cleanup", "--dry-run"]) == 0
+    assert "Dry run — no changes made." in capsys.readouterr().out
+
+
+def test_an_unknown_surface_is_refused_before_anything_starts(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["mcp", "--surface", "nonesuch"]) == 2
+    assert "Unknown MCP surface 'nonesuch'" in capsys.readouterr().err
+    assert main(["mcp", "--compat", "2.8.3", "--surface", "spec"]) == 2
+    assert "--compat and --surface name different surfaces" in capsys.readouterr().err
+
+
+def test_readme_command_table_matches_the_grammar() -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gen_cli_reference.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
