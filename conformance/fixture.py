@@ -104,13 +104,23 @@ def server_env(scratch: Scratch, profile: Profile, path_dirs: list[str]) -> dict
     return env
 
 
+def profile_placeholders(scratch: Scratch, profile: Profile, qmd: str | None) -> dict[str, str]:
+    """Placeholders for a profile's setup and launch argv: the scratch paths, `{qmd}`, and
+    `{root}` (the folder its binary defaults are relative to) when it has one."""
+    values = scratch.placeholders(qmd)
+    root = binary_root(profile)
+    if root is not None:
+        values["root"] = str(root)
+    return values
+
+
 def expand(argv: list[str], values: dict[str, str]) -> list[str]:
     return [part.format(**values) for part in argv]
 
 
 def setup_commands(scratch: Scratch, profile: Profile, qmd: str | None) -> list[list[str]]:
     """The argv list the profile's setup steps expand to, in setup.json order."""
-    base = scratch.placeholders(qmd)
+    base = profile_placeholders(scratch, profile, qmd)
     steps = scratch.setup
     out: list[list[str]] = []
     tmpl = profile.setup

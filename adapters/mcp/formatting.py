@@ -8,7 +8,7 @@ from domain.errors import DocumentNotFoundError
 from domain.model import DocumentMeta, IndexStatus, SearchResult
 from domain.paths import encode_qmd_path
 from domain.scoring import percent, round_score
-from domain.text import add_line_numbers, slice_lines
+from domain.text import LineWindow, add_line_numbers, window_lines
 
 TEXT_MARKDOWN = "text/markdown"
 
@@ -58,21 +58,55 @@ def embedded_resource(
     return {"type": "resource", "resource": resource}
 
 
-def get_body(body: str, from_line: int | None, max_lines: int | None, numbered: bool) -> str:
-    """`get`: the requested line window, numbered from its first line when asked."""
-    if from_line is not None or max_lines is not None:
-        body = slice_lines(body, from_line, max_lines)
-    return add_line_numbers(body, from_line or 1) if numbered else body
+# Bounded single documents (REQ-BOUND-DOC-001): a reply carries at most this many characters
+# of one document; the rest is named by a line range. The compat surface allows more, so
+# documents the original would send whole up to 1 MiB still come back unchanged.
+SPEC_DOCUMENT_CHARS = 262_144
+COMPAT_DOCUMENT_CHARS = 1_048_576
 
 
-def multi_get_body(body: str, max_lines: int | None, numbered: bool) -> str:
-    """`multi_get`: truncate to `max_lines` with a note, THEN number (the note gets a number)."""
+def truncation_note(window: LineWindow, max_chars: int) -> str:
+    if window.cut_line:
+        shown = (
+            f"line {window.first} is longer than {max_chars} characters; only its start is shown"
+        )
+        following = window.first + 1
+    else:
+        shown = (
+            f"lines {window.first}-{window.last} of {window.total} shown "
+            f"(at most {max_chars} characters of a document per reply)"
+        )
+        following = window.last + 1
+    more = f"; continue with fromLine: {following}" if following <= window.total else ""
+    return f"[TRUNCATED: {shown}{more}]"
+
+
+def get_body(
+    body: str,
+    from_line: int | None,
+    max_lines: int | None,
+    numbered: bool,
+    max_chars: int = COMPAT_DOCUMENT_CHARS,
+) -> str:
+    """`get`: the requested line window, numbered from its first line when asked, cut to
+    `max_chars` at a line boundary with a continuation note."""
+    first_number = from_line or 1
+    window = window_lines(body, from_line, max_lines, max_chars, first_number if numbered else None)
+    text = add_line_numbers(window.text, first_number) if numbered else window.text
+    return f"{text}\n\n{truncation_note(window, max_chars)}" if window.truncated else text
+
+
+def multi_get_body(
+    body: str, max_lines: int | None, numbered: bool, max_chars: int = COMPAT_DOCUMENT_CHARS
+) -> str:
+    """`multi_get`: truncate to `max_lines` with a note, THEN number (the note gets a number);
+    then cut to `max_chars` like `get_body`."""
     if max_lines:
         lines = body.split("\n")
         if len(lines) > max_lines:
             kept = "\n".join(lines[:max_lines])
             body = f"{kept}\n\n[... truncated {len(lines) - max_lines} more lines]"
-    return add_line_numbers(body, 1) if numbered else body
+    return get_body(body, None, None, numbered, max_chars)
 
 
 def status_payload(status: IndexStatus, text: str) -> dict[str, Any]:

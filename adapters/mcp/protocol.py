@@ -8,12 +8,20 @@ way. What the tools do is the business of a `Surface`.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from adapters.mcp.validation import js_type
+from adapters.mcp.wire import (
+    MAX_DEPTH,
+    FrameError,
+    decode_frame,
+    depth_exceeds,
+    find_unrepresentable,
+    replace_lone_surrogates,
+)
+from adapters.mcp.wire import valid_id as _valid_id
 from adapters.mcp.wording import JsonRpcError, ProtocolWording
 
 LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -72,12 +80,6 @@ class _Request:
     params: Any
 
 
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (
-        isinstance(value, int | float) and not isinstance(value, bool)
-    )
-
-
 class Session:
     """One MCP connection: feed it decoded messages, get back the replies to write."""
 
@@ -105,13 +107,21 @@ class Session:
 
     # -- entry points ---------------------------------------------------------------------
 
-    def handle_text(self, text: str) -> dict[str, Any] | None:
+    def handle_text(self, text: bytes | str) -> dict[str, Any] | None:
+        """One frame, decoded by the wire policy (adapters/mcp/wire.py, REQ-WIRE-*)."""
         if not text.strip():
             return None
         try:
-            message = json.loads(text)
-        except ValueError:
-            return self.malformed(PARSE_ERROR, "Parse error")
+            message = decode_frame(text)
+        except FrameError as failure:
+            return self.malformed(failure.code, failure.message)
+        if depth_exceeds(message):
+            request_id = message.get("id") if isinstance(message, dict) else None
+            return self.malformed(
+                INVALID_REQUEST,
+                f"Invalid Request: nested deeper than {MAX_DEPTH} levels",
+                request_id if _valid_id(request_id) else None,
+            )
         return self.handle_message(message)
 
     def handle_message(self, message: Any) -> dict[str, Any] | None:
@@ -134,7 +144,14 @@ class Session:
             return None  # notifications need no reply; unknown ones are ignored
         if not _valid_id(request_id):
             return self.malformed(INVALID_REQUEST, "Invalid Request")
-        request = _Request(request_id, method, message.get("params"))
+        params = message.get("params")
+        if self.surface.answers_malformed_messages:
+            problem = find_unrepresentable(params, "params")
+            if problem is not None:  # REQ-WIRE-PARAMS-001
+                return self.error(request_id, INVALID_PARAMS, f"Invalid params: {problem}")
+        else:  # read leniently, as the original does (REQ-WIRE-COMPAT-001)
+            params = replace_lone_surrogates(params)
+        request = _Request(request_id, method, params)
         try:
             return self._dispatch(request)
         except JsonRpcError as failure:

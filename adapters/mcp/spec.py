@@ -12,6 +12,7 @@ from typing import Any
 
 from adapters.mcp.formatting import (
     RESOURCE_TEMPLATE,
+    SPEC_DOCUMENT_CHARS,
     embedded_resource,
     get_body,
     multi_get_body,
@@ -38,13 +39,13 @@ from domain.model import DocumentMeta, SearchResult
 from domain.paths import decode_uri_component, expand_reserved
 from domain.profiles import SEED_000
 from domain.scoring import js_round
-from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
 from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services
 
 SPEC_MAX_BYTES = 10240
 MAX_ITEMS = 200  # seed 001 NFR-4: list results are bounded
+MULTI_GET_REPLY_CHARS = 1_048_576  # all documents of one multi_get reply together
 HYBRID_CANDIDATES = 30
 PROMPT_GUIDE = (resources.files("adapters.mcp") / "data" / "spec-query-prompt.md").read_text(
     encoding="utf-8"
@@ -317,7 +318,13 @@ class SpecSurface:
             raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
         meta = self._find(request.target, reference)
         fetched = self._services.retrieval.fetch(meta)
-        body = get_body(fetched.body, request.from_line, request.max_lines, args["lineNumbers"])
+        body = get_body(
+            fetched.body,
+            request.from_line,
+            request.max_lines,
+            args["lineNumbers"],
+            SPEC_DOCUMENT_CHARS,  # REQ-BOUND-DOC-001
+        )
         return {"content": [embedded_resource(meta, body, fetched.context, with_name=True)]}
 
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -327,6 +334,8 @@ class SpecSurface:
         max_bytes = int(args["maxBytes"])
         if max_bytes < 0:
             raise QmdError(INVALID_ARGUMENT, "maxBytes must not be negative")
+        if max_bytes > SPEC_DOCUMENT_CHARS:  # REQ-BOUND-DOC-001
+            raise QmdError(INVALID_ARGUMENT, f"maxBytes must be at most {SPEC_DOCUMENT_CHARS}")
         max_lines = optional_int(args.get("maxLines"))
         if max_lines is not None and max_lines < 0:
             raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
@@ -337,8 +346,22 @@ class SpecSurface:
             notices.append({"type": "text", "text": "Errors:\n" + "\n".join(result.errors)})
         entries = result.entries
         shown, remaining = entries[:MAX_ITEMS], max(0, len(entries) - MAX_ITEMS)
+        budget, over_budget = MULTI_GET_REPLY_CHARS, 0
         for entry in shown:
             display = entry.meta.display_path
+            if entry.fetched is not None and entry.meta.body_length > budget:
+                notices.append(  # REQ-BOUND-DOC-002: the reply as a whole is bounded too
+                    {
+                        "type": "text",
+                        "text": f"[SKIPPED: {display} - reply budget of "
+                        f"{MULTI_GET_REPLY_CHARS} characters reached. "
+                        f"Use 'qmd get' with file=\"{display}\" to retrieve.]",
+                    }
+                )
+                budget, over_budget = 0, over_budget + 1
+                continue
+            if entry.fetched is not None:
+                budget -= entry.meta.body_length
             if entry.fetched is None:
                 size = js_round(entry.meta.body_length / 1024)
                 notices.append(
@@ -349,7 +372,9 @@ class SpecSurface:
                     }
                 )
                 continue
-            body = multi_get_body(entry.fetched.body, max_lines, args["lineNumbers"])
+            body = multi_get_body(
+                entry.fetched.body, max_lines, args["lineNumbers"], SPEC_DOCUMENT_CHARS
+            )
             documents.append(
                 embedded_resource(entry.meta, body, entry.fetched.context, with_name=True)
             )
@@ -368,7 +393,7 @@ class SpecSurface:
         result_payload: dict[str, Any] = {"content": content}
         result_payload["structuredContent"] = {
             "documents": len(documents),
-            "skipped": sum(1 for e in shown if e.fetched is None),
+            "skipped": sum(1 for e in shown if e.fetched is None) + over_budget,
             "errors": list(result.errors),
             "truncated": bool(remaining),
             **({"remaining": remaining} if remaining else {}),
@@ -399,4 +424,5 @@ class SpecSurface:
                 ]
             }
         fetched = self._services.retrieval.fetch(meta)
-        return resource_contents(uri, meta, add_line_numbers(fetched.body, 1), fetched.context)
+        text = get_body(fetched.body, None, None, True, SPEC_DOCUMENT_CHARS)  # REQ-BOUND-DOC-001
+        return resource_contents(uri, meta, text, fetched.context)

@@ -9,14 +9,16 @@ prints from native libraries cannot corrupt the stream.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
-from adapters.mcp.protocol import INVALID_REQUEST, PARSE_ERROR, Session
+from adapters.mcp.protocol import INVALID_REQUEST, Session
+from adapters.mcp.wire import encode_frame
+
+__all__ = ["MAX_LINE_BYTES", "OVERSIZED", "encode_frame", "read_lines", "serve_stdio"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _READ_CHUNK = 1 << 16
@@ -62,32 +64,12 @@ def read_lines(
             start = newline + 1
 
 
-def _js_numbers(value: Any) -> Any:
-    """JavaScript has one number type: an integral float is written without `.0`."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _js_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_js_numbers(item) for item in value]
-    return value
-
-
-def encode_frame(message: dict[str, Any]) -> bytes:
-    text = json.dumps(_js_numbers(message), ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8") + b"\n"
-
-
 def reply_for_line(session: Session, line: bytes | OversizedLine) -> dict[str, Any] | None:
     if isinstance(line, OversizedLine):
         return session.malformed(
             INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE_BYTES} bytes"
         )
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError:
-        return session.malformed(PARSE_ERROR, "Parse error")
-    return session.handle_text(text)
+    return session.handle_text(line)
 
 
 def serve_stdio(
@@ -105,8 +87,11 @@ def serve_stdio(
     for line in read_lines(source):
         reply = reply_for_line(session, line)
         if reply is not None:
-            stdout.write(encode_frame(reply))
-            stdout.flush()
+            try:
+                stdout.write(encode_frame(reply))
+                stdout.flush()
+            except BrokenPipeError:  # the client went away: nothing left to answer
+                break
     log.info("Shutting down (stdin closed)...")
     if on_close is not None:
         on_close()

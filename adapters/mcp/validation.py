@@ -7,6 +7,7 @@ Unknown properties are ignored, as there.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -39,6 +40,10 @@ def _check(schema: dict[str, Any], value: Any, path: list[str], issues: list[str
         return
     if expected is not None and got != expected:
         issues.append(f"{where}: Invalid input: expected {expected}, received {got}")
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        # 1e999 decodes to infinity; the original's validator refuses it in these words.
+        issues.append(f"{where}: Invalid input: expected number, received number")
         return
     if expected == "array":
         max_items = schema.get("maxItems")

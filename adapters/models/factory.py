@@ -1,7 +1,8 @@
 """Build the model adapters the composition root hands to the use cases.
 
-Nothing is loaded here: the adapters resolve and load their GGUF files on first use, so
-building them is cheap and never touches the network.
+Nothing is loaded here: the adapters resolve and load their GGUF files (or reach their model
+servers, for `openai:`/`ollama:` references) on first use, so building them is cheap and never
+touches the network.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from adapters.models.bundle import Models
 from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
 from adapters.models.references import (
     ModelResolver,
+    is_remote_ref,
     model_cache_dir,
     parse_model_ref,
     select_model_refs,
 )
-from domain.ports import LlmCache
+from adapters.models.remote import RemoteEmbedder, RemoteQueryExpander, RemoteReranker
+from domain.ports import Embedder, LlmCache, QueryExpander, Reranker
 from domain.usecases.embedding import fingerprint_for
 from domain.usecases.status import EmbeddingIdentity
 
@@ -42,6 +45,8 @@ def configured_refs(
     base = Path(config_dir).resolve()
     for role, ref in refs.items():
         came_from_yaml = bool((from_yaml.get(role) or "").strip())
+        if is_remote_ref(ref):
+            continue
         parsed = parse_model_ref(ref)
         if came_from_yaml and parsed.kind == "path":
             path = Path(ref).expanduser()
@@ -59,28 +64,51 @@ def models_from_config(
 ) -> Models:
     """Embedder, reranker and expander for `index.yml` + environment.
 
-    Without llama-cpp-python only the embedding identity is filled in (so `status` still
-    counts pending documents) and search runs without model stages.
+    Without llama-cpp-python the local roles stay empty (the embedding identity is still
+    filled in, so `status` counts pending documents) and search runs without those stages;
+    remote roles need no llama.cpp.
     """
     environ = os.environ if env is None else env
     refs = configured_refs(from_yaml, config_dir, environ)
     resolver = ModelResolver(model_cache_dir(environ), env=environ)
-    embedder = LlamaEmbedder(refs["embed"], resolver=resolver, force_cpu=force_cpu)
-    identity = EmbeddingIdentity(refs["embed"], fingerprint_for(embedder))
-    if not llama_available():
-        return Models(identity=identity)
-    return Models(
-        embedder=embedder,
-        reranker=LlamaReranker(refs["rerank"], resolver=resolver, cache=cache, force_cpu=force_cpu),
-        expander=LlamaQueryExpander(
+    local = llama_available()
+    embedder: Embedder | None
+    if is_remote_ref(refs["embed"]):
+        remote = RemoteEmbedder(refs["embed"], env=environ, cache=cache)
+        embedder = remote
+        # Without network access: the dimension is declared or cached from an earlier run;
+        # if neither, no vector can be current yet, so an unmatchable fingerprint is right.
+        space = remote.known_embedding_space()
+        fingerprint = fingerprint_for(remote, space) if space is not None else ""
+    else:
+        llama = LlamaEmbedder(refs["embed"], resolver=resolver, force_cpu=force_cpu)
+        fingerprint = fingerprint_for(llama)
+        embedder = llama if local else None
+    identity = EmbeddingIdentity(
+        embedder.model_name if embedder is not None else refs["embed"], fingerprint
+    )
+    reranker: Reranker | None = None
+    expander: QueryExpander | None = None
+    if is_remote_ref(refs["rerank"]):
+        reranker = RemoteReranker(refs["rerank"], env=environ, cache=cache)
+    elif local:
+        reranker = LlamaReranker(
+            refs["rerank"], resolver=resolver, cache=cache, force_cpu=force_cpu
+        )
+    max_tokens = _expand_max_tokens(environ)
+    if is_remote_ref(refs["generate"]):
+        expander = RemoteQueryExpander(
+            refs["generate"], env=environ, cache=cache, max_tokens=max_tokens
+        )
+    elif local:
+        expander = LlamaQueryExpander(
             refs["generate"],
             resolver=resolver,
             cache=cache,
             force_cpu=force_cpu,
-            max_tokens=_expand_max_tokens(environ),
-        ),
-        identity=identity,
-    )
+            max_tokens=max_tokens,
+        )
+    return Models(embedder=embedder, reranker=reranker, expander=expander, identity=identity)
 
 
 def _expand_max_tokens(env: Mapping[str, str]) -> int:

@@ -5,6 +5,8 @@ A reference is written as the original QMD writes it:
 * `hf:<org>/<repo>/<path/in/repo.gguf>` (optionally `#<revision>`): a Hugging Face file, looked
   up in the model cache and downloaded only when a network is reachable;
 * `https://…/file.gguf`: a plain download into the cache;
+* `openai:<model id>[@<base url>]` / `ollama:<model>[@<base url>]`: a model served over HTTP
+  (`adapters/models/remote.py`, ADR 0013); options may follow as `?name=value&…`;
 * anything else: a local path (`~` expanded; relative paths resolve against `base_dir`).
 
 Which reference a role uses: `models:` in index.yml > `QMD_{EMBED,RERANK,GENERATE}_MODEL` >
@@ -15,6 +17,7 @@ how to provide one; nothing here retries or blocks for long.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import urllib.error
 import urllib.parse
@@ -63,6 +66,108 @@ class ModelRef:
     @property
     def file_name(self) -> str:
         return self.file.rsplit("/", 1)[-1]
+
+
+REMOTE_PROVIDERS = ("openai", "ollama")
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_OLLAMA_BASE_URL = "http://127.0.0.1:11434"
+REMOTE_OPTIONS = frozenset(
+    {
+        "dimensions",
+        "rerank",
+        "scores",
+        "timeout",
+        "batch",
+        "concurrency",
+        "key_env",
+        "format",
+        "retries",
+    }
+)
+
+IDENTITY_OPTIONS = frozenset({"dimensions", "format", "rerank"})
+
+
+@dataclass(frozen=True)
+class RemoteModelRef:
+    """`openai:<model>[@<base url>][?options]` or `ollama:…`: a model behind an HTTP API.
+
+    `text` is the reference as written (it names the model in the index, and holds no
+    secret: keys come only from environment variables or key files). `base_url` is empty
+    when the reference names none; the provider's environment variable or default applies.
+    """
+
+    text: str
+    provider: Literal["openai", "ollama"]
+    model: str
+    base_url: str = ""
+    options: tuple[tuple[str, str], ...] = ()
+
+    def option(self, name: str, default: str = "") -> str:
+        return dict(self.options).get(name, default)
+
+    @property
+    def identity(self) -> str:
+        """The name vectors and cached answers are stored under: provider, model and the
+        options that change results, without the server's address (as tobi/qmd#954 stores
+        `openai:<model id>`), so moving a server or its port keeps the index current."""
+        kept = [(k, v) for k, v in self.options if k in IDENTITY_OPTIONS]
+        suffix = "?" + urllib.parse.urlencode(sorted(kept)) if kept else ""
+        return f"{self.provider}:{self.model}{suffix}"
+
+
+def is_remote_ref(text: str) -> bool:
+    return text.strip().split(":", 1)[0] in REMOTE_PROVIDERS and ":" in text
+
+
+def parse_remote_ref(text: str) -> RemoteModelRef:
+    """Split a remote reference; refuse embedded credentials and unknown options."""
+    text = text.strip()
+    provider, _, rest = text.partition(":")
+    if provider not in REMOTE_PROVIDERS:
+        raise QmdError(INVALID_ARGUMENT, f"{text!r} is not an openai: or ollama: reference")
+    options: list[tuple[str, str]] = []
+    body, question, query = rest.rpartition("?")
+    if not question:
+        body = rest
+    else:
+        for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+            if name in ("key", "api_key", "apikey", "token"):
+                raise QmdError(INVALID_ARGUMENT, _NO_KEYS_IN_REFS.format(ref=provider))
+            if name not in REMOTE_OPTIONS:
+                raise QmdError(
+                    INVALID_ARGUMENT,
+                    f"unknown option {name!r} in model reference {provider}:…; "
+                    f"known: {', '.join(sorted(REMOTE_OPTIONS))}",
+                )
+            options.append((name, value))
+    model, base_url = body, ""
+    match = re.search(r"@(https?://.*)$", body)
+    if match:
+        model, base_url = body[: match.start()], match.group(1).rstrip("/")
+        parsed = urllib.parse.urlparse(base_url)
+        if parsed.username or parsed.password:
+            raise QmdError(INVALID_ARGUMENT, _NO_KEYS_IN_REFS.format(ref=provider))
+        if not parsed.hostname:
+            raise QmdError(INVALID_ARGUMENT, f"{provider}: reference has no host in its URL")
+    if not model:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"model reference {provider}: must name a model: {provider}:<model>[@<base url>]",
+        )
+    return RemoteModelRef(
+        text=text,
+        provider="openai" if provider == "openai" else "ollama",
+        model=model,
+        base_url=base_url,
+        options=tuple(options),
+    )
+
+
+_NO_KEYS_IN_REFS = (
+    "{ref}: model references never carry API keys (they are stored in the index); set "
+    "QMD_<ROLE>_API_KEY / QMD_<ROLE>_API_KEY_FILE or the provider's key variable instead"
+)
 
 
 def parse_model_ref(text: str) -> ModelRef:

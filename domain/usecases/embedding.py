@@ -29,15 +29,23 @@ MAX_ATTEMPTS = 3
 ABORT_ERROR_RATIO = 0.8
 
 
-def embed_fingerprint(model_name: str, query_probe: str, doc_probe: str) -> str:
-    """First 6 hex digits of sha256 over the lines that determine what a stored vector means."""
-    lines = (
+def embed_fingerprint(
+    model_name: str, query_probe: str, doc_probe: str, space: str | None = None
+) -> str:
+    """First 6 hex digits of sha256 over the lines that determine what a stored vector means.
+
+    `space` (served model and dimension of a remote embedder) is a line only when given, so
+    local fingerprints stay the original's.
+    """
+    lines: tuple[str, ...] = (
         f"model:{model_name}",
         f"query:{query_probe}",
         f"doc:{doc_probe}",
         f"chunk_tokens:{CHUNK_SIZE_TOKENS}",
         f"chunk_overlap_tokens:{CHUNK_OVERLAP_TOKENS}",
     )
+    if space is not None:
+        lines = (*lines, f"space:{space}")
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:6]
 
 
@@ -49,14 +57,25 @@ class FormatsEmbeddingText(Protocol):
     def format_document(self, title: str, text: str) -> str: ...
 
 
-def fingerprint_for(embedder: Embedder) -> str:
+@runtime_checkable
+class DescribesEmbeddingSpace(Protocol):
+    """Optional extension of `Embedder` (remote models): which served model and dimension
+    the vectors come from, beyond what the configured name says."""
+
+    def embedding_space(self) -> str: ...
+
+
+def fingerprint_for(embedder: Embedder, space: str | None = None) -> str:
+    """`space` overrides the embedder's own `embedding_space()` (which may need the network)."""
     title, text = FINGERPRINT_DOC_PROBE
     if isinstance(embedder, FormatsEmbeddingText):
         query_probe = embedder.format_query(FINGERPRINT_QUERY_PROBE)
         doc_probe = embedder.format_document(title, text)
     else:
         query_probe, doc_probe = FINGERPRINT_QUERY_PROBE, f"{title}\n{text}"
-    return embed_fingerprint(embedder.model_name, query_probe, doc_probe)
+    if space is None and isinstance(embedder, DescribesEmbeddingSpace):
+        space = embedder.embedding_space()
+    return embed_fingerprint(embedder.model_name, query_probe, doc_probe, space)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from domain.bounds import check_pattern, check_reference
 from domain.errors import (
     EXCLUDED,
     INVALID_ARGUMENT,
@@ -119,6 +120,7 @@ class Retrieval:
 
         Raises DocumentNotFoundError (with suggestions for paths) or QmdError(EXCLUDED).
         """
+        check_reference(reference)
         shown = original if original is not None else reference
         target = parse_line_ref(reference).target.strip()
         if not target:
@@ -188,6 +190,7 @@ class Retrieval:
 
     def multi_get(self, pattern: str, max_bytes: int) -> MultiGetResult:
         """Resolve a glob, a comma list or docids; skip bodies longer than `max_bytes`."""
+        check_pattern(pattern)
         errors: list[str] = []
         metas: list[DocumentMeta] = []
         stripped = pattern.strip()

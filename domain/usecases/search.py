@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from domain.bounds import check_query
 from domain.chunking import best_chunk_index, chunk_document
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
 from domain.fusion import (
@@ -187,6 +188,7 @@ def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], st
     """The original's structured-search checks, raised with its exact wording."""
     for index, sub in enumerate(searches):
         where = f"{label(index)} ({sub.type})"
+        check_query(sub.query, f"{where}: query")
         if "\n" in sub.query or "\r" in sub.query:
             raise QmdError(
                 INVALID_ARGUMENT,
@@ -338,6 +340,7 @@ class Searcher:
 
     def lex_search(self, query: str, request: SearchRequest) -> list[SearchResult]:
         """BM25 search under the profile's lexical rule; scores are |bm25| / (1 + |bm25|)."""
+        check_query(query)
         hits = self._lex_by_rule(query, request.limit, request.collections)
         contexts = _Contexts(self._store)
         snippet = _Snippet(query, chars=request.snippet_chars)
@@ -353,6 +356,7 @@ class Searcher:
         When the profile skips failed stages, an expansion model that cannot be had means no
         expansion.
         """
+        check_query(query)
         if not self._vectors.has_vector_index():
             raise QmdError(UNAVAILABLE, VECTOR_INDEX_MISSING)
         embedder = self._require_embedder()
@@ -384,6 +388,8 @@ class Searcher:
         Sub-queries are validated with the original's wording, `label` naming each one.
         """
         validate_sub_queries(searches, label)
+        if request.intent:
+            check_query(request.intent, "intent")
         scopes: list[str | None] = list(request.collections) if request.collections else [None]
         ranked = _Ranked()
         for sub in searches:
@@ -412,6 +418,9 @@ class Searcher:
         no rerank), and a model that cannot be loaded skips its stage instead of failing the
         call; under the original's profile such a model failure is the answer.
         """
+        check_query(query)
+        if request.intent:
+            check_query(request.intent, "intent")
         collections = request.collections
         probe = self._lex_by_rule(query, LEG_LIMIT, collections)
         ranked = _Ranked()

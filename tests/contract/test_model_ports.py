@@ -1,9 +1,15 @@
-"""Embedder, Reranker and QueryExpander contracts, run against the fakes and llama.cpp.
+"""Embedder, Reranker and QueryExpander contracts, run against the fakes, llama.cpp and the
+remote adapters (adapters/models/remote.py).
 
 The llama.cpp runs use the stand-in models from `scripts/prepare_models.py`: all-MiniLM-L6-v2
 (converted to GGUF) for embeddings, and gemma-3-270m (a base model) for reranking and
 expansion. gemma's relevance judgements are meaningless, so the reranker and expander
 contracts check shape, ranges, determinism and fallbacks, never quality.
+
+The remote runs talk to a real `llama_cpp.server` serving the same files on loopback
+(tests/remote_servers.py): `openai` directly; `ollama` through a shim translating Ollama's
+native API to that server (no Ollama is installable here); the `/rerank` endpoint shape
+through the shim too (llama_cpp.server has none), scored by the real MiniLM embeddings.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import pytest
 
 from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
 from adapters.models.references import PREPARED_EMBED_FILE, PREPARED_GENERATE_FILE
+from adapters.models.remote import RemoteEmbedder, RemoteQueryExpander, RemoteReranker
 from domain.ports import Embedder, QueryExpander, Reranker
 from tests.model_fakes import (
     FakeEmbedder,
@@ -23,8 +30,33 @@ from tests.model_fakes import (
     prepared_model,
     words,
 )
+from tests.remote_servers import CHAT_ALIAS, EMBED_ALIAS, model_server, shim
 
 IMPLEMENTATIONS = ["fake", pytest.param("llama", marks=pytest.mark.models)]
+REMOTE = [
+    pytest.param("openai", marks=pytest.mark.models),
+    pytest.param("ollama", marks=pytest.mark.models),
+]
+RERANK_REMOTE = [
+    pytest.param("openai-chat", marks=pytest.mark.models),
+    pytest.param("openai-endpoint", marks=pytest.mark.models),
+    pytest.param("ollama", marks=pytest.mark.models),
+]
+__all__ = ["model_server", "shim"]  # session fixtures, imported for pytest to find
+
+
+def remote_reference(request: pytest.FixtureRequest, alias: str, options: str = "") -> str:
+    """An `openai:`/`ollama:` reference to the real server (or the shim in front of it)."""
+    kind = str(request.param)
+    suffix = f"?{options}" if options else ""
+    if kind.startswith("ollama"):
+        shim_server = request.getfixturevalue("shim")
+        return f"ollama:{alias}@{shim_server.base_url}{suffix}"
+    if kind == "openai-endpoint":
+        shim_server = request.getfixturevalue("shim")
+        return f"openai:{alias}@{shim_server.v1}{suffix}"
+    server = request.getfixturevalue("model_server")
+    return server.reference(alias, options)
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -38,30 +70,51 @@ def norm(v: list[float]) -> float:
 # ------------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="module", params=IMPLEMENTATIONS)
+@pytest.fixture(scope="module", params=IMPLEMENTATIONS + REMOTE)
 def embedder(request: pytest.FixtureRequest) -> Iterator[Embedder]:
     if request.param == "fake":
         yield FakeEmbedder()
+        return
+    if request.param in ("openai", "ollama"):
+        remote = RemoteEmbedder(remote_reference(request, EMBED_ALIAS, "batch=4"), env={})
+        yield remote
+        remote.close()
         return
     real = LlamaEmbedder(str(prepared_model(PREPARED_EMBED_FILE)), batch_size=4)
     yield real
     real.close()
 
 
-@pytest.fixture(scope="module", params=IMPLEMENTATIONS)
+@pytest.fixture(scope="module", params=IMPLEMENTATIONS + RERANK_REMOTE)
 def reranker(request: pytest.FixtureRequest) -> Iterator[Reranker]:
     if request.param == "fake":
         yield FakeReranker()
+        return
+    if request.param == "openai-endpoint":
+        remote = RemoteReranker(remote_reference(request, EMBED_ALIAS, "rerank=endpoint"), env={})
+        yield remote
+        remote.close()
+        return
+    if request.param in ("openai-chat", "ollama"):
+        options = "rerank=chat" if request.param == "openai-chat" else ""
+        remote = RemoteReranker(remote_reference(request, CHAT_ALIAS, options), env={})
+        yield remote
+        remote.close()
         return
     real = LlamaReranker(str(prepared_model(PREPARED_GENERATE_FILE)), context_size=1024)
     yield real
     real.close()
 
 
-@pytest.fixture(scope="module", params=IMPLEMENTATIONS)
+@pytest.fixture(scope="module", params=IMPLEMENTATIONS + REMOTE)
 def expander(request: pytest.FixtureRequest) -> Iterator[QueryExpander]:
     if request.param == "fake":
         yield FakeExpander()
+        return
+    if request.param in ("openai", "ollama"):
+        remote = RemoteQueryExpander(remote_reference(request, CHAT_ALIAS), env={}, max_tokens=24)
+        yield remote
+        remote.close()
         return
     real = LlamaQueryExpander(
         str(prepared_model(PREPARED_GENERATE_FILE)), context_size=512, max_tokens=24

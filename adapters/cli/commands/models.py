@@ -141,11 +141,25 @@ def embed(args: argparse.Namespace) -> int:
             return 0
 
 
+def remote_state(entry: dict[str, object]) -> str:
+    """One doctor line for a remote model: where, with which key variable, and what works."""
+    key = f"key from {entry['key']}" if entry.get("key") else "no key"
+    if not entry.get("available"):
+        return f"UNAVAILABLE — {entry.get('error')} ({key})"
+    facts = [f"ok at {entry.get('url')}", key]
+    if entry.get("listed") is None:
+        facts.append("the server lists no models")
+    if entry.get("dimensions"):
+        facts.append(f"{entry['dimensions']} dimensions")
+    return "; ".join(facts)
+
+
 def doctor(args: argparse.Namespace) -> int:
     from adapters.config.yaml_config import load_config
     from adapters.models.factory import configured_refs
     from adapters.models.llama import describe_backend
-    from adapters.models.references import ModelResolver, model_cache_dir
+    from adapters.models.references import ModelResolver, is_remote_ref, model_cache_dir
+    from adapters.models.remote import check_endpoint
 
     lines = ["QMD Doctor", ""]
     healthy = True
@@ -168,7 +182,16 @@ def doctor(args: argparse.Namespace) -> int:
         resolver=ModelResolver(model_cache_dir(os.environ)),
         force_cpu=bool(args.no_gpu),
     )
-    if info.get("llama_cpp"):
+    remote_roles = {role for role, ref in refs.items() if is_remote_ref(ref)}
+    for role in remote_roles:
+        # Each endpoint is asked: reachable, model listed, and the embedding dimension.
+        info["models"][role] = {
+            **check_endpoint(refs[role], role, os.environ),
+            "env": info["models"][role]["env"],
+        }
+    if len(remote_roles) == len(refs):
+        lines.append("  llama.cpp:  not needed (every model is remote)")
+    elif info.get("llama_cpp"):
         backend = "GPU offload" if info.get("gpu_used") else "CPU"
         support = "supported" if info.get("gpu_offload") else "not built in"
         lines.append(
@@ -179,6 +202,10 @@ def doctor(args: argparse.Namespace) -> int:
         lines.append(f"  llama.cpp:  not available: {info.get('error', 'unknown error')}")
     lines.append(f"  Model cache: {info.get('cache_dir')}")
     for role, entry in info.get("models", {}).items():
+        if entry.get("remote"):
+            healthy &= bool(entry.get("available"))
+            lines.append(f"  {role:<8} {entry['reference']}: {remote_state(entry)}")
+            continue
         if entry.get("available"):
             state = f"ok ({entry.get('path')})"
         else:

@@ -1,0 +1,63 @@
+"""Bounds on every input that drives work (docs/spec REQ-BOUND-*, issue 11).
+
+Each check raises `invalid-argument` naming the bound, so one hostile argument costs a
+constant amount of work instead of minutes: FTS5 time grows with the square of the number of
+terms (`a b` x 3,000 took 42 s), SQLite refuses LIKE patterns over 50,000 bytes, and a glob's
+cost grows with its wildcards. The limits sit far above what a person or an agent types.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from domain.errors import INVALID_ARGUMENT, QmdError
+from domain.lexquery import parse_lex_query
+
+MAX_QUERY_CHARS: Final = 4000
+MAX_QUERY_TERMS: Final = 128
+MAX_PATTERN_CHARS: Final = 4096
+MAX_PATTERN_WILDCARDS: Final = 64
+MAX_REFERENCE_CHARS: Final = 4096
+_WILDCARDS: Final = frozenset("*?[{(")
+
+
+def check_query(text: str, label: str = "query") -> None:
+    """A search text: at most MAX_QUERY_CHARS characters and MAX_QUERY_TERMS terms."""
+    if len(text) > MAX_QUERY_CHARS:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"{label} is too long: {len(text)} characters (at most {MAX_QUERY_CHARS})",
+        )
+    terms = sum(len(clause.terms) for clause in parse_lex_query(text).clauses)
+    if terms > MAX_QUERY_TERMS:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"{label} has too many terms: {terms} (at most {MAX_QUERY_TERMS})",
+        )
+
+
+def check_pattern(pattern: str) -> None:
+    """A multi_get pattern: at most MAX_PATTERN_CHARS characters and MAX_PATTERN_WILDCARDS
+    wildcard characters (`*`, `?`, `[`, `{`, `(`), which bound the matcher's live states."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"pattern is too long: {len(pattern)} characters (at most {MAX_PATTERN_CHARS})",
+        )
+    wildcards = sum(1 for ch in pattern if ch in _WILDCARDS)
+    if wildcards > MAX_PATTERN_WILDCARDS:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"pattern is too complex: {wildcards} wildcard characters "
+            f"(at most {MAX_PATTERN_WILDCARDS})",
+        )
+
+
+def check_reference(reference: str) -> None:
+    """A document path, `qmd://` URI or docid: at most MAX_REFERENCE_CHARS characters."""
+    if len(reference) > MAX_REFERENCE_CHARS:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"document reference is too long: {len(reference)} characters "
+            f"(at most {MAX_REFERENCE_CHARS})",
+        )

@@ -1,0 +1,235 @@
+"""Drive a real `qmd mcp` process with fuzzed frames and judge every reply by the oracle.
+
+Frames are pipelined in batches, each closed by a sync `tools/list` request; the server
+answers in order, so the replies between two syncs must be exactly the ones the oracle
+expects. A reply that takes longer than `hang_seconds` is a hang; a process that exits is a
+crash (its batch is kept, and the server restarted); RSS is sampled after every batch.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.fuzz import frames as gen
+from tests.fuzz import oracle
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Report:
+    surface: str
+    frames: int = 0
+    replies: int = 0
+    crashes: int = 0
+    hangs: int = 0
+    non_strict: int = 0
+    violations: int = 0
+    internal_errors: int = 0
+    seconds: float = 0.0
+    max_frame_seconds: float = 0.0
+    max_rss_mb: float = 0.0
+    examples: list[str] = field(default_factory=list)
+    slowest: bytes = b""
+
+    def note(self, text: str) -> None:
+        if len(self.examples) < 20:
+            self.examples.append(text[:600])
+
+    @property
+    def frames_per_second(self) -> float:
+        return self.frames / self.seconds if self.seconds else 0.0
+
+    @property
+    def clean(self) -> bool:
+        return not (self.crashes or self.hangs or self.non_strict or self.violations)
+
+    def summary(self) -> str:
+        return (
+            f"{self.surface}: {self.frames} frames, {self.replies} replies, "
+            f"{self.crashes} crashes, {self.hangs} hangs, {self.non_strict} non-strict replies, "
+            f"{self.violations} oracle violations, {self.internal_errors} internal errors, "
+            f"{self.frames_per_second:.0f} frames/s, slowest frame {self.max_frame_seconds:.2f} s, "
+            f"peak RSS {self.max_rss_mb:.0f} MB"
+        )
+
+
+class Server:
+    def __init__(self, env: dict[str, str], args: list[str], root: Path = REPO) -> None:
+        """`qmd mcp` from the checkout at `root` (another one to fuzz an older build)."""
+        env = dict(env, PYTHONPATH=str(root))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "adapters.cli.main", "mcp", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=root,
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def write(self, data: bytes) -> bool:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(data)
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return False
+        return True
+
+    def rss_mb(self) -> float:
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        except OSError:
+            return 0.0
+        for row in status.splitlines():
+            if row.startswith("VmRSS:"):
+                return int(row.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def _tools(server: Server) -> list[dict[str, Any]]:
+    server.write(b'{"jsonrpc":"2.0","id":"tools","method":"tools/list"}\n')
+    line = server.lines.get(timeout=60)
+    assert line is not None, "server closed before tools/list"
+    tools: list[dict[str, Any]] = json.loads(line)["result"]["tools"]
+    return tools
+
+
+def run(
+    env: dict[str, str],
+    compat: bool,
+    frame_count: int,
+    seed: int = 0,
+    batch: int = 25,
+    hang_seconds: float = 10.0,
+    crash_dir: Path | None = None,
+    source: gen.Source | None = None,
+    server_root: Path = REPO,
+) -> Report:
+    """Send `frame_count` fuzzed frames to one surface; returns the tally."""
+    args = ["--compat", "2.8.3"] if compat else []
+    report = Report("compat-2.8.3" if compat else "spec")
+    source = source or gen.RandomSource(seed)
+    server = Server(env, args, server_root)
+    tools = _tools(server)
+    started = time.monotonic()
+    counter = 0
+    try:
+        while report.frames < frame_count:
+            lines = [
+                gen.frame(source, tools, counter + i)
+                for i in range(min(batch, frame_count - report.frames))
+            ]
+            counter += len(lines)
+            if not _send_batch(server, lines, compat, report, hang_seconds):
+                report.crashes += 1
+                report.note(f"crash after batch ending at frame {report.frames}")
+                if crash_dir is not None:
+                    crash_dir.mkdir(parents=True, exist_ok=True)
+                    (crash_dir / f"{report.surface}-{report.frames}.jsonl").write_bytes(
+                        b"\n".join(lines) + b"\n"
+                    )
+                server.stop()
+                server = Server(env, args, server_root)
+                _tools(server)
+            report.max_rss_mb = max(report.max_rss_mb, server.rss_mb())
+    finally:
+        report.seconds = time.monotonic() - started
+        server.stop()
+    return report
+
+
+def _send_batch(
+    server: Server, lines: list[bytes], compat: bool, report: Report, hang_seconds: float
+) -> bool:
+    """One batch and its sync; False when the server died."""
+    expectations = [oracle.expect(line, answers_malformed=not compat) for line in lines]
+    sync_id = f"sync-{report.frames}"
+    payload = b"".join(line + b"\n" for line in lines)
+    payload += json.dumps({"jsonrpc": "2.0", "id": sync_id, "method": "tools/list"}).encode()
+    writer = threading.Thread(target=server.write, args=(payload + b"\n",), daemon=True)
+    sent_at = time.monotonic()
+    writer.start()
+    due = [(index, e) for index, e in enumerate(expectations) if e.reply]
+    report.frames += len(lines)
+    last = sent_at
+    while True:
+        try:
+            raw = server.lines.get(timeout=hang_seconds)
+        except queue.Empty:
+            report.hangs += 1
+            report.note(f"no reply within {hang_seconds} s; pending frames: {[i for i, _ in due]}")
+            _show_batch(report, lines, due[0][0] if due else 0)
+            return False
+        now = time.monotonic()
+        if now - last > report.max_frame_seconds:
+            report.max_frame_seconds = now - last
+            report.slowest = lines[due[0][0]][:300] if due else b""
+        last = now
+        if raw is None:
+            _show_batch(report, lines, due[0][0] if due else 0)
+            return False
+        report.replies += 1
+        try:
+            reply = oracle.strict_parse(raw.rstrip(b"\n"))
+        except ValueError:
+            report.non_strict += 1
+            report.note(f"non-strict reply: {raw[:300]!r}")
+            if due:
+                due.pop(0)
+            continue
+        if isinstance(reply, dict) and reply.get("id") == sync_id:
+            if due:
+                report.violations += len(due)
+                for index, _ in due:
+                    report.note(f"no reply to: {lines[index][:300]!r}")
+            writer.join()
+            return True
+        if oracle.internal_error(reply):
+            report.internal_errors += 1
+            culprit = lines[due[0][0]][:300] if due else b""
+            report.note(f"internal error: {json.dumps(reply)[:200]} for {culprit!r}")
+        if not due:
+            report.violations += 1
+            report.note(f"unexpected reply {json.dumps(reply)[:200]}")
+            continue
+        index, expectation = due.pop(0)
+        problems = oracle.violations(expectation, reply, answers_malformed=not compat)
+        if problems:
+            report.violations += 1
+            report.note(f"{problems} for {lines[index][:300]!r} -> {json.dumps(reply)[:300]}")
+
+
+def _show_batch(report: Report, lines: list[bytes], index: int) -> None:
+    report.note(f"frame: {lines[index][:300]!r}")
+
+
+def fuzz_env(root: Path) -> dict[str, str]:
+    """The fixture index under `root` (built once), and an environment for servers over it."""
+    from tests.mcp_harness import build_fixture_index, fixture_env
+
+    if not (root / "index.sqlite").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        build_fixture_index(root)
+    return fixture_env(root)
