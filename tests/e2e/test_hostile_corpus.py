@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import random
 import shutil
 import stat
 import subprocess
@@ -393,3 +394,46 @@ def test_a_missing_collection_folder_keeps_its_documents(tmp_path: Path) -> None
     (tmp_path / "elsewhere").rename(folder)
     back = qmd("update")
     assert "0 new, 0 updated, 2 unchanged, 0 removed" in back.stdout and not back.stderr
+
+
+@pytest.mark.parametrize("surface", [(), ("--compat", "2.8.3")], ids=["spec", "compat"])
+def test_a_1_mb_cjk_query_is_refused_and_memory_stays_flat(
+    tmp_path: Path, surface: tuple[str, ...]
+) -> None:
+    """It took the server to 1.17 GB: every CJK character is an FTS5 token of one phrase, and
+    FTS5 loads each token's position list (docs/reliability.md). The query bound refuses it
+    before FTS5 sees it, on both surfaces."""
+    from tests.mcp_harness import build_fixture_index
+
+    _, env = build_fixture_index(tmp_path)
+    corpus_chars = sorted(
+        {
+            ch
+            for path in (REPO / "fixtures" / "corpora" / "handbook").rglob("*.md")
+            for ch in path.read_text(encoding="utf-8")
+            if 0x4E00 <= ord(ch) <= 0x9FFF
+        }
+    )
+    assert corpus_chars, "the handbook fixture holds Chinese documents"
+    rng = random.Random(1)
+    query = "".join(rng.choice(corpus_chars) for _ in range(350_000))  # 1.05 MB of UTF-8
+    server = StdioServer(env, *surface)
+    try:
+        server.initialize()
+        if surface:
+            arguments: dict[str, object] = {
+                "searches": [{"type": "lex", "query": query}],
+                "rerank": False,
+            }
+            result = server.call("query", arguments, timeout=60)
+        else:
+            result = server.call("search", {"query": query}, timeout=60)
+        assert result.get("isError"), str(result)[:300]
+        assert "too long" in result["content"][0]["text"]
+        with open(f"/proc/{server.process.pid}/status", encoding="ascii") as handle:
+            peak = next(int(line.split()[1]) for line in handle if line.startswith("VmHWM:"))
+        assert peak < 200 * 1024, f"peak RSS {peak} KiB"
+        assert server.request("ping")["result"] == {}
+        report(f"1 MB CJK query on {surface or 'spec'}: refused, server peak RSS {peak} KiB")
+    finally:
+        server.kill()
