@@ -116,11 +116,13 @@ def build_app(
     with_models: bool = True,
     force_cpu: bool = False,
     force_root: str | None = None,
+    compat: bool = False,
 ) -> App:
     """The production graph: SQLite index + YAML config + file system (+ GGUF models).
 
     With `force_root`, every read the use cases make goes through the root scope
     (`adapters.fs.root_scope`): the app sees only collections whose folders lie inside it.
+    `compat`: the models follow the original 2.8.3's rules (the `--compat` MCP server).
     """
     environ = os.environ if env is None else env
     db_path, config_path = resolve_paths(index_name, environ)
@@ -132,7 +134,9 @@ def build_app(
             config_dir=os.path.dirname(config_path),
             home=environ.get("HOME"),
         )
-    models = build_models(config_path, environ, force_cpu=force_cpu, cache=index)
+    models = build_models(
+        config_path, environ, force_cpu=force_cpu, cache=index, original_rules=compat
+    )
     if not with_models:
         # Nothing loads either way; this keeps the adapters out of commands that need no
         # model while `status` still counts pending embeddings for the configured model.
@@ -168,10 +172,18 @@ def build_models(
     env: Mapping[str, str],
     force_cpu: bool = False,
     cache: LlmCache | None = None,
+    original_rules: bool = False,
 ) -> Models:
     """GGUF model adapters; they resolve and load their files lazily, on first use."""
     from adapters.models.factory import models_from_config  # imports model code on demand
 
     from_yaml = load_config(config_path).models
     config_dir = os.path.dirname(os.path.abspath(config_path))
-    return models_from_config(from_yaml, config_dir, env, force_cpu=force_cpu, cache=cache)
+    return models_from_config(
+        from_yaml,
+        config_dir,
+        env,
+        force_cpu=force_cpu,
+        cache=cache,
+        original_rules=original_rules,
+    )

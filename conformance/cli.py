@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance import __version__, baselines, goldens, profiles, requirements
+from conformance import __version__, baselines, goldens, matrix, profiles, requirements
 from conformance.cases import ERAS, FIXTURES, SURFACES, CaseError, load_cases
 from conformance.suite import EXIT_DATA, EXIT_FAIL, EXIT_OK, EXIT_USAGE, Options, env_jobs, run
 
@@ -52,8 +52,10 @@ def _parser() -> argparse.ArgumentParser:
         )
         g.add_argument(
             "--setup-cmd",
-            help="with --server-cmd: shell command that builds the "
-            "fixture index (omitted: no setup)",
+            action="append",
+            help="with --server-cmd: shell command that builds the fixture index (omitted: no "
+            "setup); repeat it for several steps: a failing step is reported and the cases "
+            "still run",
         )
         g.add_argument(
             "--surface",
@@ -136,6 +138,26 @@ def _parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("record", help="record goldens from a reference implementation")
     target_options(rec)
 
+    mat = sub.add_parser(
+        "matrix",
+        help="write a compatibility matrix (implementations x requirement areas) from JSON reports",
+    )
+    mat.add_argument(
+        "--report",
+        action="append",
+        required=True,
+        metavar="LABEL=PATH",
+        help="a --report-json file and the column it feeds (repeat; reports with the same "
+        "label merge)",
+    )
+    mat.add_argument("--out", type=Path, help="write here instead of stdout")
+    mat.add_argument("--notes", type=Path, help="a Markdown file appended as written")
+    mat.add_argument(
+        "--made-by",
+        default="qmd-conformance matrix …",
+        help="the command line to print as how the page was made",
+    )
+
     sub.add_parser("list", help="list cases and the requirements they cover")
     sub.add_parser("validate", help="check cases, goldens, baselines and requirements")
     return p
@@ -166,6 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list()
         if args.command == "validate":
             return _validate()
+        if args.command == "matrix":
+            return _matrix(args, parser)
         profile = _profile(args, parser)
         opts = Options(
             profile=profile,
@@ -190,6 +214,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CaseError as exc:
         print(f"invalid case data: {exc}", file=sys.stderr)
         return EXIT_DATA
+
+
+def _matrix(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    try:
+        columns = matrix.load_columns(matrix.parse_report_options(args.report))
+    except ValueError as exc:
+        parser.error(str(exc))
+    text = matrix.render(columns, requirements.load(), args.made_by)
+    if args.notes:
+        text += "\n" + args.notes.read_text(encoding="utf-8")
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
 
 
 def _list() -> int:

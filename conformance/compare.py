@@ -62,8 +62,25 @@ def _same_scalar(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
-def diff(expected: Any, actual: Any, path: str = "$") -> list[Difference]:
-    """Every place where actual differs from expected, deepest first-class path named."""
+def tolerances(message: Any, rules: list[dict[str, Any]]) -> dict[str, float]:
+    """Concrete paths of `message` whose numbers may differ by up to `abs` (a case's
+    `tolerance` rules: scores computed by two llama.cpp builds agree only to a few digits)."""
+    allowed: dict[str, float] = {}
+    for rule in rules:
+        for where, value in jsonpath.find(message, rule["path"]):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                allowed[where] = max(allowed.get(where, 0.0), float(rule["abs"]))
+    return allowed
+
+
+def diff(
+    expected: Any, actual: Any, path: str = "$", tolerant: dict[str, float] | None = None
+) -> list[Difference]:
+    """Every place where actual differs from expected, deepest first-class path named.
+
+    `tolerant` maps concrete paths to the absolute difference allowed between two numbers
+    there (see `tolerances`); the field must still be present and a number.
+    """
     if isinstance(expected, dict) and isinstance(actual, dict):
         out: list[Difference] = []
         for key in expected:
@@ -71,7 +88,7 @@ def diff(expected: Any, actual: Any, path: str = "$") -> list[Difference]:
             if key not in actual:
                 out.append(Difference(sub, expected[key], MISSING, "missing"))
             else:
-                out += diff(expected[key], actual[key], sub)
+                out += diff(expected[key], actual[key], sub, tolerant)
         for key in actual:
             if key not in expected:
                 out.append(
@@ -87,14 +104,21 @@ def diff(expected: Any, actual: Any, path: str = "$") -> list[Difference]:
             elif idx >= len(expected):
                 out.append(Difference(sub, MISSING, actual[idx], "unexpected item"))
             else:
-                out += diff(expected[idx], actual[idx], sub)
+                out += diff(expected[idx], actual[idx], sub, tolerant)
         return out
     if _same_scalar(expected, actual):
+        return []
+    if tolerant and path in tolerant and _close(expected, actual, tolerant[path]):
         return []
     note = ""
     if isinstance(expected, str) and isinstance(actual, str):
         note = _first_difference(expected, actual)
     return [Difference(path, expected, actual, note)]
+
+
+def _close(a: Any, b: Any, allowed: float) -> bool:
+    numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b))
+    return numbers and abs(float(a) - float(b)) <= allowed
 
 
 def _first_difference(a: str, b: str) -> str:

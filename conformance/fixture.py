@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from conformance.cases import EMBEDDED_FIXTURES
 from conformance.profiles import Profile, binary_root, repo_root
 from conformance.transport import ServerStartError
 
@@ -96,6 +97,7 @@ def server_env(scratch: Scratch, profile: Profile, path_dirs: list[str]) -> dict
     if path_dirs:
         env["PATH"] = os.pathsep.join([*path_dirs, env.get("PATH", "")])
     subst = scratch.placeholders(None)
+    subst["repo"] = str(repo_root())  # e.g. the local GGUF models in {repo}/.models
     root = binary_root(profile)
     if root is not None:
         subst["root"] = str(root)
@@ -140,23 +142,58 @@ def setup_commands(scratch: Scratch, profile: Profile, qmd: str | None) -> list[
         out.append(expand(tmpl["context"], {**base, "target": ctx["target"], "text": ctx["text"]}))
     for name in steps.get("exclude", []):
         out.append(expand(tmpl["exclude"], {**base, "name": name}))
-    if profile.fixture == "embedded":
+    if profile.fixture in EMBEDDED_FIXTURES:
         out.append(expand(tmpl["embed"], base))
     return out
 
 
-def run_setup(scratch: Scratch, profile: Profile, qmd: str | None, env: dict[str, str]) -> str:
-    """Run the setup; returns a transcript for the log. Raises ServerStartError on failure."""
+@dataclass(frozen=True)
+class SetupFailure:
+    """A setup step that failed; the run goes on (a port may lack a setup feature)."""
+
+    step: int  # 1-based, in setup order
+    total: int
+    kind: str  # collection, context, exclude, embed, or shell
+    command: str
+    reason: str
+
+    def render(self) -> str:
+        head = f"setup step {self.step}/{self.total} ({self.kind}) failed: {self.command}"
+        return f"{head}\n  {self.reason}"
+
+
+def setup_steps(scratch: Scratch, profile: Profile, qmd: str | None) -> list[tuple[str, list[str]]]:
+    """(kind, argv) per setup step: the profile's commands or the --setup-cmd shell lines."""
+    if profile.setup_shell:
+        values = scratch.placeholders(qmd)
+        return [("shell", ["bash", "-c", line.format(**values)]) for line in profile.setup_shell]
+    if not profile.setup:
+        return []
+    kinds = (
+        ["collection"] * len(scratch.setup["collections"])
+        + ["context"] * len(scratch.setup.get("contexts", []))
+        + ["exclude"] * len(scratch.setup.get("exclude", []))
+        + (["embed"] if profile.fixture in EMBEDDED_FIXTURES else [])
+    )
+    return list(zip(kinds, setup_commands(scratch, profile, qmd), strict=True))
+
+
+def run_setup(
+    scratch: Scratch, profile: Profile, qmd: str | None, env: dict[str, str]
+) -> tuple[str, list[SetupFailure]]:
+    """Run every setup step; returns a transcript for the log and the steps that failed.
+
+    A failing step does not stop the setup: the cases that need what it would have built fail
+    on their own, and the others still say something. Only when every step fails (nothing was
+    set up) is it ServerStartError.
+    """
+    steps = setup_steps(scratch, profile, qmd)
+    if not steps:
+        return "(no setup)", []
     log: list[str] = []
-    if profile.setup_shell is not None:
-        cmds: list[list[str]] = [
-            ["bash", "-c", profile.setup_shell.format(**scratch.placeholders(qmd))]
-        ]
-    elif profile.setup:
-        cmds = setup_commands(scratch, profile, qmd)
-    else:
-        return "(no setup)"
-    for argv in cmds:
+    failures: list[SetupFailure] = []
+    for number, (kind, argv) in enumerate(steps, start=1):
+        shown = " ".join(argv)
         try:
             proc = subprocess.run(
                 argv,
@@ -167,11 +204,17 @@ def run_setup(scratch: Scratch, profile: Profile, qmd: str | None, env: dict[str
                 timeout=SETUP_STEP_TIMEOUT_S,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ServerStartError(f"setup command {argv!r} failed: {exc}") from exc
-        log.append(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}")
+            failures.append(SetupFailure(number, len(steps), kind, shown, str(exc)))
+            log.append(f"$ {shown}\n{exc}")
+            continue
+        log.append(f"$ {shown}\n{proc.stdout}{proc.stderr}")
         if proc.returncode != 0:
-            raise ServerStartError(
-                f"setup command {argv!r} exited {proc.returncode}:\n"
-                f"{proc.stdout[-1500:]}{proc.stderr[-1500:]}"
+            tail = (proc.stderr.strip() or proc.stdout.strip())[-600:]
+            failures.append(
+                SetupFailure(number, len(steps), kind, shown, f"exited {proc.returncode}: {tail}")
             )
-    return "\n".join(log)
+    if len(failures) == len(steps):
+        raise ServerStartError(
+            "every setup step failed:\n" + "\n".join(f.render() for f in failures)
+        )
+    return "\n".join(log), failures

@@ -46,15 +46,22 @@ class Problem:
     message: str
 
 
-def builtin_rules(era: str, request: dict[str, Any] | None, response: Any) -> list[Rule]:
-    """Rules implied by what was asked; a case may add more of its own."""
+def builtin_rules(
+    era: str, request: dict[str, Any] | None, response: Any, meta_required: bool = True
+) -> list[Rule]:
+    """Rules implied by what was asked; a case may add more of its own.
+
+    `meta_required=False`: the 2026-07-28 server-info rule applies only when the result has a
+    `_meta` (a step that switches era mid-connection; its golden decides the rest).
+    """
     if not isinstance(response, dict) or "result" not in response:
         return []
     rules: list[Rule] = []
     method = request.get("method") if request else None
     if method == "initialize":
         rules.append(Rule("$.result.serverInfo.version", "server-version", "release string"))
-    if era == "2026-07-28" and _has_envelope(request):
+    has_meta = isinstance(response["result"], dict) and "_meta" in response["result"]
+    if era == "2026-07-28" and _has_envelope(request) and (meta_required or has_meta):
         rules.append(
             Rule(
                 f'$.result._meta["{SERVER_INFO_META}"].version',

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.cases import FIXTURES, SURFACES, CaseError, package_dir
+from conformance.cases import EMBEDDED_FIXTURES, FIXTURES, SURFACES, CaseError, package_dir
 
 
 class ProfileError(ValueError):
@@ -32,7 +32,8 @@ class Profile:
     launch: list[str]
     fixture: str = "default"  # which fixture its setup builds (cases.FIXTURES)
     setup: dict[str, list[str]] = field(default_factory=dict)
-    setup_shell: str | None = None  # --setup-cmd: one shell command instead of per-step argv
+    # --setup-cmd (repeatable): shell commands, one setup step each, instead of per-step argv
+    setup_shell: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     binary: dict[str, Any] | None = None
     baseline: Path | None = None
@@ -66,8 +67,8 @@ def load(name_or_path: str) -> Profile:
     if fixture not in FIXTURES:
         raise CaseError(f"{path}: fixture must be one of {FIXTURES}")
     setup = data.get("setup", {})
-    if fixture == "embedded" and setup and "embed" not in setup:
-        raise CaseError(f"{path}: an embedded fixture needs a setup.embed command")
+    if fixture in EMBEDDED_FIXTURES and setup and "embed" not in setup:
+        raise CaseError(f"{path}: the {fixture} fixture needs a setup.embed command")
     baseline = package_dir() / "baselines" / f"{data['name']}.yaml"
     return Profile(
         name=data["name"],
@@ -85,7 +86,7 @@ def load(name_or_path: str) -> Profile:
 
 def from_command_line(
     server_cmd: str,
-    setup_cmd: str | None,
+    setup_cmds: list[str] | None,
     surface: str,
     goldens: str | None,
     fixture: str = "default",
@@ -99,7 +100,7 @@ def from_command_line(
         goldens=goldens,
         launch=argv,
         fixture=fixture,
-        setup_shell=setup_cmd,
+        setup_shell=list(setup_cmds or []),
         description=f"--server-cmd {server_cmd!r}",
     )
 

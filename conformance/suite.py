@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -113,11 +113,15 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
         logs = scratch.root / "logs"
         logs.mkdir()
         try:
-            setup_log = run_setup(scratch, profile, qmd, env)
+            setup_log, setup_failures = run_setup(scratch, profile, qmd, env)
             (logs / "setup.log").write_text(setup_log, encoding="utf-8")
         except ServerStartError as exc:
             print(f"server could not start: fixture setup failed: {exc}", file=sys.stderr)
             return EXIT_START
+        for failure in setup_failures:
+            print(f"SETUP FAILED {failure.render()}", file=out)
+        if setup_failures:
+            print("running the cases anyway", file=out)
         spec = ServerSpec(
             argv=expand(profile.launch, profile_placeholders(scratch, profile, qmd)),
             env=env,
@@ -149,7 +153,8 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
 
         if opts.record:
             return _finish_record(outcomes, profile, qmd, env, opts, out)
-        return _finish_run(outcomes, entries, profile, opts, out, requirement_ids)
+        setup_notes = [asdict(failure) for failure in setup_failures]
+        return _finish_run(outcomes, entries, profile, opts, out, requirement_ids, setup_notes)
     finally:
         if opts.keep_scratch:
             print(f"scratch kept in {scratch_root}", file=out)
@@ -164,6 +169,7 @@ def _finish_run(
     opts: Options,
     out: TextIO,
     requirement_ids: list[str],
+    setup_failures: list[dict[str, Any]],
 ) -> int:
     results: list[Result] = []
     for o in outcomes:
@@ -178,6 +184,8 @@ def _finish_run(
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "cases": len({o.case.id for o in outcomes}),
         "requirements": requirement_ids,
+        "fixture": profile.fixture,
+        "setup_failures": setup_failures,
     }
     if opts.report_json:
         write_json(opts.report_json, results, meta)

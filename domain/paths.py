@@ -190,3 +190,14 @@ def expand_reserved(value: str) -> str:
             out.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
         index += 1
     return "".join(out)
+
+
+def scan_order_key(relative_path: str) -> tuple[int, tuple[bytes, ...]]:
+    """Where a file comes in the original's collection scan (and so in `documents.id` order).
+
+    fast-glob walks breadth first and libuv sorts each `readdir` with `strcmp`, so files come
+    by depth, then by their path's segments compared as UTF-8 bytes: `notes/Upper.md` before
+    `notes/code.md`, and every top-level file before `engineering/api/auth.md`.
+    """
+    parts = relative_path.split("/")
+    return len(parts), tuple(part.encode("utf-8", "surrogatepass") for part in parts)

@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Re-record the conformance goldens from the original QMD 2.8.3, then review `git diff`.
-#   scripts/record_goldens.sh [qmd-conformance record options, e.g. --case 'get.*']
+#   scripts/record_goldens.sh [--models] [qmd-conformance record options, e.g. --case 'get.*']
+# --models records the model-backed goldens (local-models fixture, profile
+# original-2.8.3-models; needs the GGUF files in .models/, see scripts/prepare_models.py).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
+IMPL=original-2.8.3
+if [[ "${1:-}" == "--models" ]]; then
+  IMPL=original-2.8.3-models
+  shift
+  set -- --jobs 1 --timeout 120 "$@"  # a model call of the original can take a while on CPU
+fi
 scripts/install_original.sh >/dev/null
-.venv/bin/python -m conformance record --impl original-2.8.3 "$@"
+.venv/bin/python -m conformance record --impl "$IMPL" "$@"
 .venv/bin/python -m conformance validate
 git status --short conformance/goldens

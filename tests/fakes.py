@@ -32,6 +32,7 @@ from domain.model import (
     Unreadable,
     VectorHit,
 )
+from domain.paths import scan_order_key
 from domain.ports import CollectionCount, UpsertOutcome
 
 DIMENSION_MISMATCH = (
@@ -526,7 +527,7 @@ class FakeContentSource:
             )
             size = len((text or "").encode("utf-8"))
             out.append(SourceFile(relative, absolute, created, modified, size))
-        return ScanResult(files=sorted(out, key=lambda f: f.relative_path))
+        return ScanResult(files=sorted(out, key=lambda f: scan_order_key(f.relative_path)))
 
     def read_text(self, absolute_path: str) -> str | Unreadable:
         text = self.files.get(absolute_path)

@@ -11,7 +11,12 @@ drops every path with a segment starting with `.`. Here that is a walk of the fo
   whose real path still lies outside the folder is skipped as well;
 * patterns are matched against `/`-separated paths relative to the folder, case-sensitively;
   patterns that climb out of the folder (`../x`) or are absolute match nothing;
-* results are sorted by path (fast-glob's order is the directory order, which is not stable).
+* files come in the original's scan order (`domain.paths.scan_order_key`: breadth first, names
+  in byte order), which becomes the index's insertion order and so the order of `multi_get`
+  glob results. The original's walker reads folders concurrently, so on a very large tree its
+  order can stray from this; on the fixtures it is exactly this order. (A comma mask whose
+  patterns start in different folders, `*.md,notes/*.txt`, is one fast-glob walk per folder,
+  listed one after the other; here it is one walk.)
 
 Unlike the original, nothing is skipped silently (ADR 0022): `scan` reports every file that
 matches the mask but cannot be indexed (a name that is not UTF-8 or holds control characters, a
@@ -37,6 +42,7 @@ from typing import Any
 
 from domain.globs import glob_match, split_glob_mask
 from domain.model import Collection, ScanResult, SkippedFile, SourceFile, Unreadable
+from domain.paths import scan_order_key
 from domain.source_text import decode_document, display_path, name_problem
 
 EXCLUDED_DIRS = ("node_modules", ".git", ".cache", "vendor", "dist", "build")
@@ -147,7 +153,7 @@ class FileSystemSource:
                     size=st.st_size,
                 )
             )
-        result.files.sort(key=lambda f: f.relative_path)
+        result.files.sort(key=lambda f: scan_order_key(f.relative_path))
         result.skipped.sort(key=lambda f: f.path)
         return result
 

@@ -1,9 +1,9 @@
 """JSON-RPC 2.0 session for MCP: message checks, protocol eras and method dispatch.
 
-Both eras are spoken on one connection, request by request, as the original does: a request
-carrying the 2026-07-28 `_meta` envelope is answered in that stateless era (validated
-envelope, decorated results, no `initialize`/`ping`); any other request is answered the 2025
-way. What the tools do is the business of a `Surface`.
+A connection speaks one era, decided by its opening messages as the original's stdio entry
+decides it (`eras.ConnectionEra`): the 2026-07-28 era is stateless (validated envelope,
+decorated results, no `initialize`/`ping`), the 2025 era has the `initialize` handshake.
+What the tools do is the business of a `Surface`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from adapters.mcp.eras import MODERN_ERA, ConnectionEra, pinned_envelope_problem
 from adapters.mcp.validation import js_type
 from adapters.mcp.wire import (
     MAX_DEPTH,
@@ -85,6 +86,7 @@ class Session:
 
     def __init__(self, surface: Surface) -> None:
         self.surface = surface
+        self._era = ConnectionEra()
 
     # -- envelope --------------------------------------------------------------------------
 
@@ -141,7 +143,9 @@ class Session:
                 INVALID_REQUEST, "Invalid Request", request_id if _valid_id(request_id) else None
             )
         if not has_id:
-            return None  # notifications need no reply; unknown ones are ignored
+            # notifications need no reply (unknown ones are ignored), but may decide the era
+            self._era.judge(method, message.get("params"), is_request=False)
+            return None
         if not _valid_id(request_id):
             return self.malformed(INVALID_REQUEST, "Invalid Request")
         params = message.get("params")
@@ -160,47 +164,13 @@ class Session:
             log.exception("internal error while handling %s", method)
             return self.error(request_id, INTERNAL_ERROR, "Internal error")
 
-    # -- eras -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _meta(params: Any) -> dict[str, Any] | None:
-        if isinstance(params, dict) and isinstance(params.get("_meta"), dict):
-            meta: dict[str, Any] = params["_meta"]
-            if META_VERSION in meta:
-                return meta
-        return None
-
-    @staticmethod
-    def _check_modern_envelope(meta: dict[str, Any]) -> None:
-        version = meta.get(META_VERSION)
-        if version != MODERN:
-            raise JsonRpcError(
-                UNSUPPORTED_VERSION,
-                f"Unsupported protocol version: {version}",
-                {"supported": [MODERN], "requested": version},
-            )
-        if not isinstance(meta.get(META_CAPABILITIES), dict):
-            problem = "missing" if META_CAPABILITIES not in meta else "invalid"
-            raise JsonRpcError(
-                INVALID_PARAMS,
-                f"Invalid _meta envelope for protocol revision {MODERN}: "
-                f"{META_CAPABILITIES}: {problem}",
-                {"envelope": {"key": META_CAPABILITIES, "problem": problem}},
-            )
-
-    def _era_of(self, request: _Request) -> str:
-        """Each request carries its own era, as the original serves them: one with the
-        2026-07-28 `_meta` envelope is modern, anything else is handled the 2025 way."""
-        meta = self._meta(request.params)
-        if meta is None:
-            return "legacy"
-        self._check_modern_envelope(meta)
-        return "modern"
-
     # -- dispatch -------------------------------------------------------------------------
 
     def _dispatch(self, request: _Request) -> dict[str, Any]:
-        era = self._era_of(request)
+        verdict = self._era.judge(request.method, request.params, is_request=True)
+        if verdict.error is not None:
+            raise JsonRpcError(verdict.error.code, verdict.error.message, verdict.error.data)
+        era = "modern" if verdict.era == MODERN_ERA else "legacy"
         handler = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -216,6 +186,10 @@ class Session:
         only_elsewhere = _LEGACY_ONLY if era == "modern" else _MODERN_ONLY
         if handler is None or request.method in only_elsewhere:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+        if era == "modern" and verdict.pinned:  # the opening request was checked already
+            problem = pinned_envelope_problem(request.params)
+            if problem is not None:
+                raise JsonRpcError(problem.code, problem.message, problem.data)
         result = handler(request.params)
         if era == "modern":
             result = self._decorate_modern(request.method, result)

@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from adapters.models.bundle import Models
-from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
+from adapters.models.llama import (
+    EmbedFamily,
+    LlamaEmbedder,
+    LlamaQueryExpander,
+    LlamaReranker,
+)
 from adapters.models.references import (
     ModelResolver,
     is_remote_ref,
@@ -22,6 +27,7 @@ from adapters.models.references import (
     select_model_refs,
 )
 from adapters.models.remote import RemoteEmbedder, RemoteQueryExpander, RemoteReranker
+from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.ports import Embedder, LlmCache, QueryExpander, Reranker
 from domain.usecases.embedding import fingerprint_for
 from domain.usecases.status import EmbeddingIdentity
@@ -61,12 +67,16 @@ def models_from_config(
     *,
     force_cpu: bool = False,
     cache: LlmCache | None = None,
+    original_rules: bool = False,
 ) -> Models:
     """Embedder, reranker and expander for `index.yml` + environment.
 
     Without llama-cpp-python the local roles stay empty (the embedding identity is still
     filled in, so `status` counts pending documents) and search runs without those stages;
     remote roles need no llama.cpp.
+
+    `original_rules` (the 2.8.3 compat server): a local reranker without a ranking head falls
+    back to the original's constant score instead of being asked for yes/no logits.
     """
     environ = os.environ if env is None else env
     refs = configured_refs(from_yaml, config_dir, environ)
@@ -81,7 +91,9 @@ def models_from_config(
         space = remote.known_embedding_space()
         fingerprint = fingerprint_for(remote, space) if space is not None else ""
     else:
-        llama = LlamaEmbedder(refs["embed"], resolver=resolver, force_cpu=force_cpu)
+        llama = LlamaEmbedder(
+            refs["embed"], resolver=resolver, force_cpu=force_cpu, family=_embed_format(environ)
+        )
         fingerprint = fingerprint_for(llama)
         embedder = llama if local else None
     identity = EmbeddingIdentity(
@@ -93,7 +105,11 @@ def models_from_config(
         reranker = RemoteReranker(refs["rerank"], env=environ, cache=cache)
     elif local:
         reranker = LlamaReranker(
-            refs["rerank"], resolver=resolver, cache=cache, force_cpu=force_cpu
+            refs["rerank"],
+            resolver=resolver,
+            cache=cache,
+            force_cpu=force_cpu,
+            original_rules=original_rules,
         )
     max_tokens = _expand_max_tokens(environ)
     if is_remote_ref(refs["generate"]):
@@ -119,3 +135,25 @@ def _expand_max_tokens(env: Mapping[str, str]) -> int:
     except ValueError:
         return 600
     return value if value > 0 else 600
+
+
+_EMBED_FORMATS: dict[str, EmbedFamily] = {
+    "embeddinggemma": "embeddinggemma",
+    "qwen3": "qwen3",
+    "plain": "plain",
+}
+
+
+def _embed_format(env: Mapping[str, str]) -> EmbedFamily | None:
+    """`QMD_EMBED_FORMAT` overrides the prompt format guessed from the model name. The original
+    2.8.3 formats every non-Qwen model the embeddinggemma way (`title: … | text: …`), MiniLM
+    included; `embeddinggemma` reproduces its vectors, e.g. for the model-backed goldens."""
+    value = env.get("QMD_EMBED_FORMAT", "").strip().lower()
+    if not value:
+        return None
+    if value not in _EMBED_FORMATS:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"QMD_EMBED_FORMAT must be one of {', '.join(_EMBED_FORMATS)}, not {value!r}",
+        )
+    return _EMBED_FORMATS[value]

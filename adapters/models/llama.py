@@ -16,9 +16,11 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import logging
 import math
 import os
 import re
+import struct
 import sys
 import threading
 import time
@@ -64,6 +66,7 @@ _QWEN_EMBED = re.compile(r"qwen.*embed|embed.*qwen", re.IGNORECASE)
 _PLAIN_EMBED = re.compile(r"minilm|mpnet|bge-|/bge|e5-|gte-|nomic|bert", re.IGNORECASE)
 
 _LOAD_LOCK = threading.Lock()
+log = logging.getLogger("qmd.models")
 GGML_LOG_LEVEL_ERROR = 4  # ggml: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5
 
 
@@ -171,11 +174,15 @@ class _LazyModel:
                 self._failure = None
             return self._llm
 
-    def load(self, **options: Any) -> Any:
-        llama_cpp = import_llama_cpp()
+    def resolved_path(self) -> Path:
         if self.path is None:
             resolver = self._resolver or ModelResolver()
             self.path = resolver.resolve(self.reference, self.role)
+        return self.path
+
+    def load(self, **options: Any) -> Any:
+        llama_cpp = import_llama_cpp()
+        self.resolved_path()
         kwargs: dict[str, Any] = {
             "model_path": str(self.path),
             "n_gpu_layers": -1 if use_gpu(self._force_cpu) else 0,
@@ -344,11 +351,71 @@ def rerank_prompt_parts(query: str, instruction: str = RERANK_INSTRUCTION) -> tu
     return before, after
 
 
+# node-llama-cpp ranks only with a classifier head; without one the original 2.8.3 warns
+# "Reranker unavailable" and gives every candidate this score (llm.js, `model: "fallback"`).
+RANKING_HEAD_TENSORS = frozenset({"cls.weight", "cls.output.weight"})
+FALLBACK_RERANK_SCORE = 0.5
+
+
+_GGUF_SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+def gguf_tensor_names(path: Path) -> list[str]:
+    """The tensor names of a GGUF file, read from its header only (metadata is skipped).
+
+    A plain reader: gguf.GGUFReader parses every metadata array (a 262k-token vocabulary takes
+    it seconds of CPU), and only the names are wanted here.
+    """
+    with open(path, "rb") as handle:
+
+        def read(fmt: str) -> Any:
+            size = struct.calcsize(fmt)
+            data = handle.read(size)
+            if len(data) != size:
+                raise QmdError(MODEL_UNAVAILABLE, f"{path}: truncated GGUF header")
+            return struct.unpack(fmt, data)[0]
+
+        def skip_value(kind: int) -> None:
+            if kind == _GGUF_STRING:
+                handle.seek(read("<Q"), os.SEEK_CUR)
+            elif kind == _GGUF_ARRAY:
+                item, count = read("<I"), read("<Q")
+                if item in _GGUF_SCALAR_SIZES:
+                    handle.seek(_GGUF_SCALAR_SIZES[item] * count, os.SEEK_CUR)
+                else:
+                    for _ in range(count):
+                        skip_value(item)
+            elif kind in _GGUF_SCALAR_SIZES:
+                handle.seek(_GGUF_SCALAR_SIZES[kind], os.SEEK_CUR)
+            else:
+                raise QmdError(MODEL_UNAVAILABLE, f"{path}: unknown GGUF value type {kind}")
+
+        if handle.read(4) != b"GGUF":
+            raise QmdError(MODEL_UNAVAILABLE, f"{path}: not a GGUF file")
+        read("<I")  # version
+        tensors, entries = read("<Q"), read("<Q")
+        for _ in range(entries):
+            handle.seek(read("<Q"), os.SEEK_CUR)  # key
+            skip_value(read("<I"))
+        names = []
+        for _ in range(tensors):
+            names.append(handle.read(read("<Q")).decode("utf-8", "replace"))
+            handle.seek(8 * read("<I") + 4 + 8, os.SEEK_CUR)  # dims, type, offset
+        return names
+
+
+def has_ranking_head(path: Path) -> bool:
+    """Whether a GGUF carries the classifier tensor node-llama-cpp needs to compute rankings."""
+    return any(name in RANKING_HEAD_TENSORS for name in gguf_tensor_names(path))
+
+
 class LlamaReranker:
     """`Reranker`: P(yes) from the {yes, no} logits at the last prompt position.
 
     Built for Qwen3-Reranker; any causal GGUF runs the same code path (used in tests with
-    gemma-3-270m, whose scores are not meaningful).
+    gemma-3-270m, whose scores are not meaningful). With `original_rules` (the 2.8.3 compat
+    server) a model without a ranking head scores every candidate 0.5, as the original does.
     """
 
     def __init__(
@@ -361,11 +428,14 @@ class LlamaReranker:
         cache: LlmCache | None = None,
         force_cpu: bool = False,
         n_threads: int | None = None,
+        original_rules: bool = False,
     ) -> None:
         self._name = model
         self.context_size = context_size or _env_int(
             "QMD_RERANK_CONTEXT_SIZE", DEFAULT_RERANK_CONTEXT
         )
+        self._original_rules = original_rules
+        self._can_rank: bool | None = None
         self.instruction = instruction
         self._cache = cache
         self._model = _LazyModel(
@@ -385,7 +455,19 @@ class LlamaReranker:
     def close(self) -> None:
         self._model.close()
 
+    def _ranks_like_the_original(self) -> bool:
+        if self._can_rank is None:
+            self._can_rank = has_ranking_head(self._model.resolved_path())
+            if not self._can_rank:
+                log.warning(
+                    "Reranker unavailable — skipping reranking (Computing rankings is not "
+                    "supported for this model.)"
+                )
+        return self._can_rank
+
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        if self._original_rules and not self._ranks_like_the_original():
+            return [FALLBACK_RERANK_SCORE] * len(documents)
         scores: dict[str, float] = {}
         missing: list[str] = []
         for doc in dict.fromkeys(documents):  # identical texts are scored once

@@ -73,9 +73,10 @@ def test_golden_expectations_are_only_for_the_compat_surface() -> None:
         validate_case_data(_case(surfaces=["spec"]), Path("demo.case.json"))
 
 
-def test_goldens_are_recorded_on_the_default_fixture_only() -> None:
-    with pytest.raises(CaseError, match="default fixture"):
+def test_goldens_are_not_recorded_on_the_any_model_embedded_fixture() -> None:
+    with pytest.raises(CaseError, match="default or local-models fixture"):
         validate_case_data(_case(fixture="embedded"), Path("demo.case.json"))
+    validate_case_data(_case(fixture="local-models"), Path("demo.case.json"))
 
 
 def test_file_name_must_match_the_id() -> None:

@@ -216,6 +216,35 @@ def test_failing_setup_exits_3(tmp_path: Path) -> None:
     assert "setup" in proc.stderr
 
 
+def test_a_failing_setup_step_is_named_and_the_cases_still_run(tmp_path: Path) -> None:
+    marker = tmp_path / "first-step-ran"
+    report = tmp_path / "report.json"
+    proc = run_cli(
+        "run",
+        "--server-cmd",
+        shlex.join(MINI),
+        "--setup-cmd",
+        f"touch {shlex.quote(str(marker))}",
+        "--setup-cmd",
+        "echo 'no global context here' >&2; exit 5",
+        "--surface",
+        "spec",
+        "--cases-dir",
+        str(_cases_dir(tmp_path)),
+        "--report-json",
+        str(report),
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert marker.exists()
+    assert "SETUP FAILED setup step 2/2 (shell) failed:" in proc.stdout
+    assert "exited 5: no global context here" in proc.stdout
+    assert "PASS  mini.tools" in proc.stdout
+    data = json.loads(report.read_text())
+    assert data["setup_failures"][0]["step"] == 2 and data["setup_failures"][0]["kind"] == "shell"
+    assert data["setup_failures"][0]["reason"] == "exited 5: no global context here"
+
+
 def test_invalid_case_data_exits_4(tmp_path: Path) -> None:
     d = tmp_path / "cases"
     d.mkdir()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.compare import MISSING, check_matcher, diff
+from conformance.compare import MISSING, check_matcher, diff, tolerances
 
 
 def test_identical_documents_have_no_difference() -> None:
@@ -66,3 +66,23 @@ def test_matchers() -> None:
     assert bad.path == "$.result.isError"
     assert check_matcher(msg, {"path": "$.result.items[*]", "oneOf": ["a"]})
     assert check_matcher(msg, {"path": "$.result.content[0].text", "notContains": "found"})
+
+
+def test_tolerance_rules_allow_close_numbers_only_where_they_point() -> None:
+    golden = {"results": [{"score": 0.8812, "line": 3}, {"score": 0.5, "line": 7}]}
+    rules = [{"path": "$.results[*].score", "abs": 0.005, "why": "model floats"}]
+    close = {"results": [{"score": 0.8849, "line": 3}, {"score": 0.5, "line": 7}]}
+    assert diff(golden, close, tolerant=tolerances(close, rules)) == []
+    far = {"results": [{"score": 0.8912, "line": 3}, {"score": 0.5, "line": 7}]}
+    assert [d.path for d in diff(golden, far, tolerant=tolerances(far, rules))] == [
+        "$.results[0].score"
+    ]
+    # only the named numbers are tolerant; a missing or non-numeric score is still a failure
+    off_by_line = {"results": [{"score": 0.8812, "line": 4}, {"score": 0.5, "line": 7}]}
+    assert diff(golden, off_by_line, tolerant=tolerances(off_by_line, rules))
+    gone = {"results": [{"line": 3}, {"score": "0.5", "line": 7}]}
+    found = diff(golden, gone, tolerant=tolerances(gone, rules))
+    assert [(d.path, d.note) for d in found] == [
+        ("$.results[0].score", "missing"),
+        ("$.results[1].score", ""),
+    ]

@@ -28,6 +28,10 @@ from tests.conformance.helpers import run_cli
         pytest.param("ours-spec-models", "spec", "embedded", marks=pytest.mark.models),
         ("ours-spec-rooted", "spec", "rooted"),
         pytest.param("ours-spec-remote", "spec", "embedded", marks=pytest.mark.models),
+        # the model-backed goldens recorded from the original with the same GGUF files
+        pytest.param(
+            "ours-compat-models", "compat-2.8.3", "local-models", marks=pytest.mark.models
+        ),
     ],
 )
 def test_full_suite_passes_against_our_server(
@@ -36,7 +40,15 @@ def test_full_suite_passes_against_our_server(
     report = tmp_path / "report.json"
     junit = tmp_path / "report.xml"
     proc = run_cli(
-        "run", "--impl", impl, "--report-json", str(report), "--report-junit", str(junit)
+        "run",
+        "--impl",
+        impl,
+        "--timeout",
+        "120",
+        "--report-json",
+        str(report),
+        "--report-junit",
+        str(junit),
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     cases = [c for c in load_cases() if surface in c.surfaces and c.fixture == fixture]

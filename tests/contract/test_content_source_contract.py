@@ -56,14 +56,15 @@ def listed(source: tuple[Source, str], pattern: str, ignore: tuple[str, ...] = (
 
 
 def test_default_pattern_skips_dot_and_excluded_dirs(source: tuple[Source, str]) -> None:
+    # the original's scan order: breadth first, names in byte order (upper case first)
     assert listed(source, "**/*.md") == [
         "a.md",
         "blank.md",
+        "with space.md",
         "drafts/wip.md",
         "sub/b.md",
-        "sub/deep/c.md",
-        "with space.md",
         "日本/ノート.md",
+        "sub/deep/c.md",
     ]
 
 
@@ -71,16 +72,16 @@ def test_masks_commas_braces_and_ignores(source: tuple[Source, str]) -> None:
     assert listed(source, "*.md,notes/*.txt") == [
         "a.md",
         "blank.md",
-        "notes/n.txt",
         "with space.md",
+        "notes/n.txt",
     ]
     assert listed(source, "**/*.{md,txt}", ignore=("drafts/**", "**/deep/**")) == [
         "a.md",
         "blank.md",
-        "notes/n.txt",
-        "sub/b.md",
         "top.txt",
         "with space.md",
+        "notes/n.txt",
+        "sub/b.md",
         "日本/ノート.md",
     ]
     assert listed(source, "sub/*.md") == ["sub/b.md"]

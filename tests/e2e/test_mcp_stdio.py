@@ -282,6 +282,23 @@ def test_stdin_eof_exits_cleanly(server: StdioServer) -> None:
 
 
 def test_modern_era_discover_and_envelope_rules(server: StdioServer) -> None:
+    # An envelope error while the connection's era is still open decides nothing.
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 77,
+            "method": "tools/list",
+            "params": {
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2030-01-01",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+            },
+        }
+    )
+    unsupported = server.receive()
+    assert unsupported["error"]["code"] == -32022
+    assert unsupported["error"]["data"]["supported"] == ["2026-07-28"]
     discover = server.request("server/discover", modern=True)["result"]
     assert discover["supportedVersions"] == ["2026-07-28"]
     assert discover["resultType"] == "complete"
@@ -290,22 +307,16 @@ def test_modern_era_discover_and_envelope_rules(server: StdioServer) -> None:
     assert tools["ttlMs"] == 60000 and tools["cacheScope"] == "private"
     result = server.call("search", {"query": "pagination"}, modern=True)
     assert result["structuredContent"]["results"][0]["file"].endswith("pagination.md")
-    # Each request carries its era, as in the original: without the envelope it is 2025-style.
-    plain = server.request("tools/list")["result"]
-    assert "resultType" not in plain and len(plain["tools"]) == 6
+    # That request pinned the connection to 2026-07-28, as the original's stdio entry does.
+    plain = server.request("tools/list")["error"]
+    assert plain["code"] == -32602 and "missing the required _meta envelope" in plain["message"]
     enveloped_initialize = server.request("initialize", {"protocolVersion": "2025-06-18"}, True)
     assert enveloped_initialize["error"]["code"] == -32601
-    server.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 77,
-            "method": "tools/list",
-            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2030-01-01"}},
-        }
-    )
-    unsupported = server.receive()
-    assert unsupported["error"]["code"] == -32022
-    assert unsupported["error"]["data"]["supported"] == ["2026-07-28"]
+    assert server.request("initialize", {"protocolVersion": "2025-06-18"})["error"] == {
+        "code": -32022,
+        "message": "Unsupported protocol version: 2025-06-18",
+        "data": {"supported": ["2026-07-28"], "requested": "2025-06-18"},
+    }
 
 
 # -- compat surface smoke (the conformance suite checks it answer by answer) --------------------

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -53,6 +55,34 @@ def test_bench_speed_runs_for_ours(tmp_path: Path) -> None:
     assert spec["search"]["median_ms"] > 0
     assert spec["hits_per_query"] > 0
     assert data["original"] is None
+
+
+@pytest.mark.models
+@pytest.mark.original
+def test_bench_embed_compare_runs_both_implementations(tmp_path: Path) -> None:
+    figures = tmp_path / "embed.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_embed_compare",
+            "--docs",
+            "3",
+            "--json",
+            str(figures),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "| original |" in done.stdout and "| ours |" in done.stdout
+    assert "ours / original throughput:" in done.stdout
+    data = json.loads(figures.read_text(encoding="utf-8"))
+    # same corpus, same model, same texts: both indexes hold the same chunks
+    assert data["original"]["chunks"] == data["ours"]["chunks"] > 0
+    assert data["ratio"] > 0
 
 
 def test_bench_index_memory_runs(tmp_path: Path) -> None:

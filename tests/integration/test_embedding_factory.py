@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import gguf
+import numpy as np
+import pytest
+
 from adapters.bootstrap import build_models
 from adapters.config.yaml_config import load_config
 from adapters.models.factory import configured_refs, llama_available, models_from_config
-from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
+from adapters.models.llama import (
+    LlamaEmbedder,
+    LlamaQueryExpander,
+    LlamaReranker,
+    gguf_tensor_names,
+    has_ranking_head,
+)
 from adapters.models.references import DEFAULT_MODELS
+from domain.errors import QmdError
 from domain.usecases.embedding import fingerprint_for
+
+GEMMA = Path(__file__).resolve().parents[2] / ".models" / "gemma-3-270m-q4_k_m.gguf"
 
 
 def write_config(folder: Path, models: str) -> str:
@@ -52,3 +65,53 @@ def test_composition_root_finds_the_factory(tmp_path: Path) -> None:
     models = build_models(config, {"XDG_CACHE_HOME": str(tmp_path)})
     assert models.identity.model == DEFAULT_MODELS["embed"]
     assert models.identity.fingerprint == "c37385"  # the original's, for its default model
+
+
+def test_embed_format_override_follows_the_original_for_minilm(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "  embed: /models/all-MiniLM-L6-v2-f16.gguf\n")
+    guessed = models_from_config(config, {}).embedder
+    assert isinstance(guessed, LlamaEmbedder) and guessed.family == "plain"
+    env = {"QMD_EMBED_FORMAT": "embeddinggemma"}
+    original = models_from_config(config, env).embedder
+    assert isinstance(original, LlamaEmbedder)
+    assert original.format_query("q") == "task: search result | query: q"
+    assert original.format_document("T", "body") == "title: T | text: body"
+    # the prompt format is part of the fingerprint, so vectors of the two never mix
+    assert models_from_config(config, env).identity != models_from_config(config, {}).identity
+    with pytest.raises(QmdError, match="QMD_EMBED_FORMAT must be one of"):
+        models_from_config(config, {"QMD_EMBED_FORMAT": "nomic"})
+
+
+def _gguf_with(path: Path, tensors: list[str]) -> Path:
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tokenizer_model("gpt2")  # a metadata array of strings, skipped by the reader
+    writer.add_token_list(["<s>", "yes", "no"])
+    for name in tensors:
+        writer.add_tensor(name, np.zeros((2, 2), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_a_ranking_head_is_a_classifier_tensor(tmp_path: Path) -> None:
+    plain = _gguf_with(tmp_path / "lm.gguf", ["token_embd.weight", "output.weight"])
+    ranker = _gguf_with(tmp_path / "rank.gguf", ["token_embd.weight", "cls.output.weight"])
+    assert gguf_tensor_names(plain) == ["token_embd.weight", "output.weight"]
+    assert not has_ranking_head(plain)
+    assert has_ranking_head(ranker)
+    assert not has_ranking_head(GEMMA)
+    (tmp_path / "bad.gguf").write_bytes(b"NOPE")
+    with pytest.raises(QmdError, match="not a GGUF file"):
+        gguf_tensor_names(tmp_path / "bad.gguf")
+
+
+def test_compat_reranker_without_a_ranking_head_scores_like_the_original(tmp_path: Path) -> None:
+    gemma = str(GEMMA)
+    config = write_config(tmp_path, f"  rerank: {gemma}\n")
+    compat = models_from_config(config, {}, original_rules=True).reranker
+    assert compat is not None
+    # the original's fallback: 0.5 for every candidate, and the model is never loaded
+    assert compat.rerank("query", ["a", "b", "a"]) == [0.5, 0.5, 0.5]
+    assert isinstance(compat, LlamaReranker) and not compat._model.loaded

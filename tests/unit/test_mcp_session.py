@@ -122,26 +122,45 @@ def test_serve_stdio_answers_each_request_and_returns_zero_on_eof() -> None:
     assert [r["id"] for r in replies] == [1, 2]
 
 
-def test_each_request_carries_its_own_era() -> None:
+_ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _request(session: Session, req_id: int, method: str, meta: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id, "method": method}
+    if meta is not None:
+        message["params"] = {"_meta": meta}
+    reply = session.handle_message(message)
+    assert reply is not None
+    return reply
+
+
+def test_an_opening_envelope_error_decides_nothing_and_a_modern_request_pins_the_era() -> None:
     session = _session(InMemoryStore())
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    modern = session.handle_message(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    partial = _request(
+        session, 1, "tools/list", {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
     )
-    assert modern is not None and modern["result"]["resultType"] == "complete"
-    legacy = session.handle_message({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    assert legacy is not None and "resultType" not in legacy["result"]
-    partial = session.handle_message(
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "ping",
-            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
-        }
-    )
-    assert partial is not None and partial["error"]["data"] == {
+    assert partial["error"]["data"] == {
         "envelope": {"key": "io.modelcontextprotocol/clientCapabilities", "problem": "missing"}
     }
+    assert _request(session, 2, "tools/list", _ENVELOPE)["result"]["resultType"] == "complete"
+    plain = _request(session, 3, "tools/list")
+    assert plain["error"]["code"] == -32602
+    assert plain["error"]["message"].startswith("Request is missing the required _meta envelope")
+    assert _request(session, 4, "ping")["error"]["code"] == -32601
+    assert _request(session, 5, "initialize")["error"] == {
+        "code": -32022,
+        "message": "Unsupported protocol version: the request did not name a protocol version",
+        "data": {"supported": ["2026-07-28"]},
+    }
+
+
+def test_discover_only_probes_and_a_plain_request_pins_the_2025_era() -> None:
+    session = _session(InMemoryStore())
+    assert "supportedVersions" in _request(session, 1, "server/discover", _ENVELOPE)["result"]
+    assert _request(session, 2, "ping")["result"] == {}
+    after = _request(session, 3, "tools/list", _ENVELOPE)
+    assert "resultType" not in after["result"] and "_meta" not in after["result"]
+    assert _request(session, 4, "server/discover", _ENVELOPE)["error"]["code"] == -32601

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.models.factory import models_from_config
+from adapters.bootstrap import build_models
 from adapters.models.http_json import JsonHttpClient, public_url, retry_after_seconds
 from adapters.models.references import is_remote_ref, parse_remote_ref
 from adapters.models.remote import (
@@ -204,7 +204,7 @@ def test_factory_builds_remote_adapters_without_touching_the_network(tmp_path: P
         "  generate: openai:qwen3@http://127.0.0.1:9/v1\n"
     )
     cache = InMemoryStore()  # it is also the LlmCache
-    models = models_from_config(str(config), {}, cache=cache)  # port 9: nothing listens
+    models = build_models(str(config), {}, cache=cache)  # port 9: nothing listens
     assert isinstance(models.embedder, RemoteEmbedder)
     assert isinstance(models.reranker, RemoteReranker)
     assert isinstance(models.expander, RemoteQueryExpander)
@@ -215,4 +215,4 @@ def test_factory_builds_remote_adapters_without_touching_the_network(tmp_path: P
     undeclared = tmp_path / "undeclared.yml"
     undeclared.write_text("models:\n  embed: openai:minilm@http://127.0.0.1:9/v1\n")
     # Never embedded (no dimension known): no vector can be current.
-    assert models_from_config(str(undeclared), {}, cache=cache).identity.fingerprint == ""
+    assert build_models(str(undeclared), {}, cache=cache).identity.fingerprint == ""

@@ -58,7 +58,11 @@ def _serve_stdio(args: argparse.Namespace) -> int:
     # assembled goes to stderr instead.
     with contextlib.redirect_stdout(sys.stderr):
         app = build_app(
-            args.index, with_models=True, force_cpu=bool(args.no_gpu), force_root=force_root
+            args.index,
+            with_models=True,
+            force_cpu=bool(args.no_gpu),
+            force_root=force_root,
+            compat=canonical_surface(surface) == canonical_surface(IMPLEMENTS),
         )
     context = SurfaceContext(package_version(), force_root, app.home)
     return run_stdio_server(app.services(), surface, context, on_close=app.close)
