@@ -1,8 +1,9 @@
 """Hostile requests, timed: the inputs issue 11 found expensive, against both MCP surfaces.
 
-    .venv/bin/python -m benchmarks.bench_hostile [--huge-mb 50] [--json OUT]
+    .venv/bin/python -m benchmarks.bench_hostile [--huge-mb 10] [--json OUT]
 
-Indexes a corpus with one huge markdown file (`--huge-mb`, default 50) and a file named with
+Indexes a corpus with one huge markdown file (`--huge-mb`, default 10: files over 10 MiB are
+not indexed since ADR 0022, so a larger one would only measure not-found) and a file named with
 30 `a`s, then times each request of the issue's list on `qmd mcp` and `qmd mcp --compat 2.8.3`
 and prints its seconds, the reply's size and its first words (a refusal names its bound), and
 each server's peak RSS. Before issue 11: `a b` x 3,000 took 42 s, the `*a…*b` glob 29 s, a
@@ -89,7 +90,7 @@ def _row(server: McpServer, tool: str, args: dict[str, Any]) -> tuple[float, int
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--huge-mb", type=int, default=50)
+    parser.add_argument("--huge-mb", type=int, default=10)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="qmd-hostile-"))

@@ -191,9 +191,47 @@ class SourceFile:
 
 
 @dataclass(frozen=True)
+class SkippedFile:
+    """A file (or folder) a scan found but could not index, and why.
+
+    `path` is for display: collection-relative, with bytes that are not UTF-8 and control
+    characters written as escapes, so it can always be printed and stored.
+    """
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """What a scan of a collection folder found: files to read, and files it had to skip."""
+
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    # collection-relative folder prefixes ("" = the collection folder, else ending in "/")
+    # that could not be listed: what was indexed below them is kept, not taken as deleted
+    unlisted: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """`ContentSource.read_text` could not give text for a file: binary, too large, denied…
+
+    `transient`: the file could not be read this time (denied, I/O error, timeout): its
+    previously indexed version is kept, as the original does. Otherwise (binary, too large)
+    the content itself is refused and a previous version is removed.
+    """
+
+    reason: str
+    transient: bool = False
+
+
+@dataclass(frozen=True)
 class UpdateCounts:
     indexed: int = 0
     updated: int = 0
     unchanged: int = 0
     removed: int = 0
     skipped: int = 0
+    # the files `skipped` counts that the user should hear about (empty files are not listed)
+    problems: tuple[SkippedFile, ...] = ()

@@ -17,8 +17,9 @@ from domain.model import (
     Collection,
     DocumentMeta,
     LexHit,
-    SourceFile,
+    ScanResult,
     SubQuery,
+    Unreadable,
     VectorHit,
 )
 
@@ -89,7 +90,14 @@ class IndexMaintenance(Protocol):
         ...
 
     def total_documents(self) -> int: ...
-    def vector_count(self) -> int: ...
+    def vector_count(self) -> int:
+        """Stored chunk vectors of active documents (orphans of removed ones not counted)."""
+        ...
+
+    def orphaned_vector_count(self) -> int:
+        """Chunk vectors no active document uses any more (`cleanup` removes them)."""
+        ...
+
     def preview_cleanup(self) -> dict[str, int]:
         """What `cleanup` would remove, under the same keys."""
         ...
@@ -147,10 +155,15 @@ class QueryExpander(Protocol):
 
 
 class ContentSource(Protocol):
-    """Finds and reads the files of a collection folder."""
+    """Finds and reads the files of a collection folder.
 
-    def scan(self, collection: Collection) -> list[SourceFile]: ...
-    def read_text(self, absolute_path: str) -> str | None: ...
+    `scan` lists the files matching the collection's mask and reports, with a reason, those it
+    found but cannot offer (bad names, links, unlistable folders); `read_text` gives a file's
+    text or the reason it has none (denied, gone, binary, too large).
+    """
+
+    def scan(self, collection: Collection) -> ScanResult: ...
+    def read_text(self, absolute_path: str) -> str | Unreadable: ...
     def is_directory(self, path: str) -> bool: ...
 
 

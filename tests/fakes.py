@@ -26,7 +26,10 @@ from domain.model import (
     Document,
     DocumentMeta,
     LexHit,
+    ScanResult,
+    SkippedFile,
     SourceFile,
+    Unreadable,
     VectorHit,
 )
 from domain.paths import scan_order_key
@@ -264,7 +267,11 @@ class InMemoryStore:
         return len(self._active())
 
     def vector_count(self) -> int:
-        return len(self._vectors)
+        live = {r.hash for r in self._rows.values() if r.active}
+        return sum(1 for v in self._vectors.values() if v.hash in live)
+
+    def orphaned_vector_count(self) -> int:
+        return len(self._vectors) - self.vector_count()
 
     def preview_cleanup(self) -> dict[str, int]:
         live = {r.hash for r in self._rows.values() if r.active}
@@ -479,7 +486,7 @@ class InMemoryStore:
 
 
 class FakeContentSource:
-    """Collection files in memory: `files` maps absolute path → text (None = unreadable)."""
+    """Collection files in memory: `files` maps absolute path → text (None = denied)."""
 
     def __init__(
         self,
@@ -495,6 +502,10 @@ class FakeContentSource:
         from domain.globs import glob_match, split_glob_mask
 
         root = collection.path.rstrip("/")
+        if not self.is_directory(root):
+            return ScanResult(
+                skipped=[SkippedFile("(collection folder)", f"not found: {root}")], unlisted=[""]
+            )
         patterns = split_glob_mask(collection.pattern)
         ignores = [
             *(f"**/{d}/**" for d in ("node_modules", ".git", ".cache", "vendor", "dist", "build")),
@@ -516,10 +527,13 @@ class FakeContentSource:
             )
             size = len((text or "").encode("utf-8"))
             out.append(SourceFile(relative, absolute, created, modified, size))
-        return sorted(out, key=lambda f: scan_order_key(f.relative_path))
+        return ScanResult(files=sorted(out, key=lambda f: scan_order_key(f.relative_path)))
 
-    def read_text(self, absolute_path: str) -> str | None:
-        return self.files.get(absolute_path)
+    def read_text(self, absolute_path: str) -> str | Unreadable:
+        text = self.files.get(absolute_path)
+        if text is None:
+            return Unreadable("cannot be read: Permission denied", transient=True)
+        return text
 
     def is_directory(self, path: str) -> bool:
         target = path.rstrip("/")

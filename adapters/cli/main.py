@@ -63,6 +63,10 @@ def _report_unexpected(error: Exception) -> int:
     if isinstance(error, QmdError):
         _err(error.message)
         return 1
+    storage = _storage_failure(error)
+    if storage is not None:
+        _err(storage)
+        return 1
     if os.environ.get("QMD_DEBUG") == "1":
         import traceback
 
@@ -73,6 +77,20 @@ def _report_unexpected(error: Exception) -> int:
             "(set QMD_DEBUG=1 for the traceback)"
         )
     return 1
+
+
+def _storage_failure(error: Exception) -> str | None:
+    """A full disk or failing storage, said plainly instead of as an internal error."""
+    import errno
+
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return (
+            f"qmd: no space left to write {error.filename or 'a file'} ({error.strerror}). "
+            "Free some space and run the command again."
+        )
+    from adapters.sqlite.driver import storage_failure
+
+    return storage_failure(error, "the index")
 
 
 def _run(argv: list[str]) -> int:

@@ -15,7 +15,7 @@ from adapters.cli.errors import CommandError
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
-    from domain.model import Collection
+    from domain.model import Collection, UpdateCounts
     from domain.ports import IndexMaintenance
     from domain.usecases.collections import IndexProgress
 
@@ -43,8 +43,45 @@ def open_app(args: argparse.Namespace, *, with_models: bool = False) -> Iterator
     )
     try:
         yield app
+    except Exception as error:
+        from adapters.sqlite.driver import storage_failure
+
+        message = storage_failure(error, app.db_path)
+        if message is None:
+            raise
+        raise CommandError(message) from None
     finally:
         app.close()
+
+
+@contextmanager
+def index_writer_lock(db_path: str) -> Iterator[None]:
+    """One `qmd update` / `qmd collection add` at a time per index, waiting as long as it
+    takes: a collection is rewritten in one transaction, which can outlast SQLite's busy
+    timeout on a large folder. flock is released by the kernel even on SIGKILL."""
+    import fcntl
+
+    lock_path = os.path.join(os.path.dirname(os.path.abspath(db_path)), ".qmd-update.lock")
+    with open(lock_path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            err("Another update of this index is running; waiting for it to finish...")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def report_skipped(counts: UpdateCounts) -> None:
+    """Every file found but not indexed, with its reason, on stderr (stdout keeps the
+    original's report)."""
+    if not counts.problems:
+        return
+    lines = [f"Skipped {len(counts.problems)} file(s) that cannot be indexed:"]
+    lines += [f"  {problem.path}: {problem.reason}" for problem in counts.problems]
+    err("\n".join(lines) + "\n")
 
 
 def iso_to_datetime(value: str) -> datetime | None:

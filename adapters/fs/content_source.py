@@ -18,9 +18,16 @@ drops every path with a segment starting with `.`. Here that is a walk of the fo
   patterns start in different folders, `*.md,notes/*.txt`, is one fast-glob walk per folder,
   listed one after the other; here it is one walk.)
 
-`read_text` decodes UTF-8 with U+FFFD replacement (as Node's `readFileSync(…, "utf-8")` does)
-and returns None when the file can't be read. Whitespace-only files are returned by `scan` and
-`read_text` alike: the caller (the update use case) skips them silently, as the original does.
+Unlike the original, nothing is skipped silently (ADR 0022): `scan` reports every file that
+matches the mask but cannot be indexed (a name that is not UTF-8 or holds control characters, a
+symbolic link, a socket or FIFO) and every folder it cannot list, each with its reason.
+
+`read_text` applies `domain.source_text.decode_document` (UTF-8 with U+FFFD replacement as
+Node's `readFileSync(…, "utf-8")` does, UTF-16/32 by BOM, binary files refused) and returns an
+`Unreadable` reason instead of text for a file that is denied, gone, not a regular file,
+binary, or larger than `max_file_bytes` (never more than that is read). Whitespace-only files
+are returned by `scan` and `read_text` alike: the update use case skips them silently, as the
+original does.
 """
 
 from __future__ import annotations
@@ -34,11 +41,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from domain.globs import glob_match, split_glob_mask
-from domain.model import Collection, SourceFile
+from domain.model import Collection, ScanResult, SkippedFile, SourceFile, Unreadable
 from domain.paths import scan_order_key
+from domain.source_text import decode_document, display_path, name_problem
 
 EXCLUDED_DIRS = ("node_modules", ".git", ".cache", "vendor", "dist", "build")
 DEFAULT_IGNORES = tuple(f"**/{name}/**" for name in EXCLUDED_DIRS)
+# The largest file indexed (ADR 0022): indexing holds a few copies of a body (text, FTS
+# columns, chunks), so this bounds an update's memory at roughly 10x this.
+MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
 def iso_from_ns(ns: int) -> str:
@@ -102,25 +113,38 @@ def _is_inside(root: str, target: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _reason(error: OSError) -> str:
+    return error.strerror or type(error).__name__
+
+
 class FileSystemSource:
     """`ContentSource` over the local file system."""
 
-    def scan(self, collection: Collection) -> list[SourceFile]:
+    def __init__(self, max_file_bytes: int = MAX_FILE_BYTES) -> None:
+        self.max_file_bytes = max_file_bytes
+
+    def scan(self, collection: Collection) -> ScanResult:
         root = os.path.abspath(os.path.expanduser(collection.path))
         if not os.path.isdir(root):
-            return []
+            # an unmounted drive or a renamed folder must not read as "every file deleted"
+            return ScanResult(
+                skipped=[SkippedFile("(collection folder)", f"not found: {display_path(root)}")],
+                unlisted=[""],
+            )
         real_root = os.path.realpath(root)
         patterns = [p for p in split_glob_mask(collection.pattern) if p]
         ignores = (*DEFAULT_IGNORES, *(g for g in collection.ignore if g))
-        found: list[SourceFile] = []
-        for relative, absolute, st in self._walk(root):
+        result = ScanResult()
+        for relative, absolute, st in self._walk(root, result):
             if not any(glob_match(p, relative) for p in patterns):
                 continue
             if any(glob_match(g, relative) for g in ignores):
                 continue
-            if not _is_inside(real_root, os.path.realpath(absolute)):
+            problem = self._entry_problem(relative, absolute, st, real_root)
+            if problem is not None:
+                result.skipped.append(SkippedFile(display_path(relative), problem))
                 continue
-            found.append(
+            result.files.append(
                 SourceFile(
                     relative_path=relative,
                     absolute_path=absolute,
@@ -129,17 +153,38 @@ class FileSystemSource:
                     size=st.st_size,
                 )
             )
-        found.sort(key=lambda f: scan_order_key(f.relative_path))
-        return found
+        result.files.sort(key=lambda f: scan_order_key(f.relative_path))
+        result.skipped.sort(key=lambda f: f.path)
+        return result
 
-    def _walk(self, root: str) -> list[tuple[str, str, os.stat_result]]:
+    @staticmethod
+    def _entry_problem(
+        relative: str, absolute: str, st: os.stat_result, real_root: str
+    ) -> str | None:
+        if stat_module.S_ISLNK(st.st_mode):
+            return "symbolic link (links are not followed)"
+        if not stat_module.S_ISREG(st.st_mode):
+            return "not a regular file"
+        problem = name_problem(relative)
+        if problem is not None:
+            return problem
+        if not _is_inside(real_root, os.path.realpath(absolute)):
+            return "resolves outside the collection folder"
+        return None
+
+    def _walk(self, root: str, result: ScanResult) -> list[tuple[str, str, os.stat_result]]:
+        """(relative, absolute, lstat) of every non-directory entry; folders that cannot be
+        listed are added to `result.skipped` and `result.unlisted`."""
         out: list[tuple[str, str, os.stat_result]] = []
         pending: list[tuple[str, str]] = [(root, "")]
         while pending:
             directory, prefix = pending.pop()
             try:
                 entries = list(os.scandir(directory))
-            except OSError:
+            except OSError as error:
+                shown = display_path(prefix) if prefix else "(collection folder)"
+                result.skipped.append(SkippedFile(shown, f"folder not readable: {_reason(error)}"))
+                result.unlisted.append(prefix)
                 continue
             for entry in entries:
                 name = entry.name
@@ -150,21 +195,39 @@ class FileSystemSource:
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
-                    continue
+                    continue  # vanished since the listing
                 if stat_module.S_ISDIR(st.st_mode):
                     if name not in EXCLUDED_DIRS:
                         pending.append((entry.path, relative + "/"))
-                elif stat_module.S_ISREG(st.st_mode):
+                else:
                     out.append((relative, entry.path, st))
         return out
 
-    def read_text(self, absolute_path: str) -> str | None:
+    def read_text(self, absolute_path: str) -> str | Unreadable:
+        # O_NONBLOCK: a FIFO swapped in since the scan must not block the update forever.
         try:
-            with open(absolute_path, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            return None
-        return data.decode("utf-8", errors="replace")
+            fd = os.open(absolute_path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError as error:
+            return Unreadable(f"cannot be read: {_reason(error)}", transient=True)
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                st = os.fstat(fd)
+                if not stat_module.S_ISREG(st.st_mode):
+                    return Unreadable("not a regular file")
+                limit = self.max_file_bytes
+                if st.st_size > limit:
+                    return Unreadable(_too_large(st.st_size, limit))
+                # one byte more than the limit: a file that grew since fstat is caught too
+                data = handle.read(limit + 1)
+            except OSError as error:
+                return Unreadable(f"cannot be read: {_reason(error)}", transient=True)
+        if len(data) > limit:
+            return Unreadable(_too_large(len(data), limit))
+        return decode_document(data)
 
     def is_directory(self, path: str) -> bool:
         return os.path.isdir(os.path.expanduser(path))
+
+
+def _too_large(size: int, limit: int) -> str:
+    return f"file too large ({size:,} bytes; the limit is {limit:,} bytes)"

@@ -16,7 +16,7 @@ import sqlite3 as _stdlib_sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
@@ -39,6 +39,21 @@ dbapi: ModuleType = _load_driver()
 DatabaseError: type[Exception] = dbapi.DatabaseError
 OperationalError: type[Exception] = dbapi.OperationalError
 IntegrityError: type[Exception] = dbapi.IntegrityError
+
+
+def storage_failure(error: BaseException, path: str) -> str | None:
+    """The user-facing message for SQLite failing to write `path` (disk full, I/O error),
+    or None for any other error. SQLite has rolled the transaction back by then."""
+    if not isinstance(error, DatabaseError):
+        return None
+    message = str(error)
+    if "full" not in message and "disk I/O" not in message:
+        return None
+    return (
+        f"qmd: cannot write {path}: {message}. The command was rolled back: the index still "
+        "holds what the last completed command wrote. Free some space on that disk and run "
+        "the command again."
+    )
 
 
 class Connection:
@@ -96,7 +111,11 @@ class Connection:
             yield
         except BaseException:
             self._depth = 0
-            self.raw.execute("ROLLBACK")
+            # SQLite has already rolled back after some errors (SQLITE_FULL, SQLITE_IOERR):
+            # a second ROLLBACK would fail and hide the error that matters.
+            if self.raw.in_transaction:
+                with suppress(Exception):
+                    self.raw.execute("ROLLBACK")
             raise
         self._depth = 0
         self.raw.execute("COMMIT")

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from adapters.sqlite.driver import Connection, DatabaseError, connect
+from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
 from adapters.sqlite.fts import render_fts_query
 from adapters.sqlite.schema import (
     DIMENSION_MISMATCH,
@@ -390,7 +390,18 @@ class SqliteIndex:
         return int(self._conn.scalar("SELECT COUNT(*) FROM documents WHERE active = 1") or 0)
 
     def vector_count(self) -> int:
-        return int(self._conn.scalar("SELECT COUNT(*) FROM content_vectors") or 0)
+        """Stored chunk vectors of active documents (orphans of removed ones not counted)."""
+        return int(
+            self._conn.scalar(
+                "SELECT COUNT(*) FROM content_vectors cv WHERE EXISTS ("
+                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
+            )
+            or 0
+        )
+
+    def orphaned_vector_count(self) -> int:
+        """Chunk vectors no active document uses any more (`qmd cleanup` removes them)."""
+        return int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0)
 
     def preview_cleanup(self) -> dict[str, int]:
         """What `cleanup` would remove (for `qmd cleanup --dry-run`), same keys."""
@@ -725,15 +736,22 @@ class SqliteIndex:
         return None if value is None else str(value)
 
     def put(self, key: str, value: str) -> None:
-        self._conn.execute(
-            "INSERT OR REPLACE INTO llm_cache (hash, result, created_at) VALUES (?, ?, ?)",
-            (key, value, _now_iso()),
-        )
-        if random.random() < 0.01:
+        """Best effort: an entry that cannot be written now (another process, e.g. a long
+        `qmd update`, holds the write lock past the busy timeout; a full disk) is not cached.
+        A search must not fail because its cache could not be filled."""
+        try:
             self._conn.execute(
-                "DELETE FROM llm_cache WHERE hash NOT IN ("
-                f"SELECT hash FROM llm_cache ORDER BY created_at DESC LIMIT {LLM_CACHE_KEEP})"
+                "INSERT OR REPLACE INTO llm_cache (hash, result, created_at) VALUES (?, ?, ?)",
+                (key, value, _now_iso()),
             )
+            if random.random() < 0.01:
+                self._conn.execute(
+                    "DELETE FROM llm_cache WHERE hash NOT IN (SELECT hash FROM llm_cache "
+                    f"ORDER BY created_at DESC LIMIT {LLM_CACHE_KEEP})"
+                )
+        except OperationalError:
+            if self._conn.in_transaction:
+                raise  # part of a larger unit of work: its owner decides
 
     def clear(self) -> None:
         self._conn.execute("DELETE FROM llm_cache")

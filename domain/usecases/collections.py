@@ -8,7 +8,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
-from domain.model import DEFAULT_PATTERN, Collection, SourceFile, UpdateCounts
+from domain.model import (
+    DEFAULT_PATTERN,
+    Collection,
+    ScanResult,
+    SkippedFile,
+    Unreadable,
+    UpdateCounts,
+)
 from domain.paths import parse_virtual_path
 from domain.ports import Clock, ConfigRepository, ContentSource, DocumentStore, LlmCache
 from domain.text import content_hash, extract_title
@@ -182,26 +189,38 @@ class CollectionManager:
     def index(
         self, collection: Collection, progress: ProgressCallback | None = None
     ) -> UpdateCounts:
-        files = self._source.scan(collection)
+        scan = self._source.scan(collection)
         # One transaction per collection: several times faster than a commit per file, and
         # an interrupted update leaves the previous state intact.
         with self._store.transaction():
-            return self._index_files(collection, files, progress)
+            return self._index_files(collection, scan, progress)
 
     def _index_files(
-        self,
-        collection: Collection,
-        files: builtins.list[SourceFile],
-        progress: ProgressCallback | None,
+        self, collection: Collection, scan: ScanResult, progress: ProgressCallback | None
     ) -> UpdateCounts:
         known = self._store.active_documents(collection.name)
-        counts = {"indexed": 0, "updated": 0, "unchanged": 0, "skipped": 0}
-        seen: set[str] = set()
+        files = scan.files
+        counts = {"indexed": 0, "updated": 0, "unchanged": 0, "skipped": len(scan.skipped)}
+        problems = list(scan.skipped)
+        # What lies below a folder that could not be listed is unknown, not deleted: keep it.
+        seen: set[str] = {
+            path for path in known for prefix in scan.unlisted if path.startswith(prefix)
+        }
         for done, file in enumerate(files, start=1):
             if progress is not None:
                 progress(IndexProgress(collection.name, done, len(files), file.relative_path))
             text = self._source.read_text(file.absolute_path)
-            if text is None or not text.strip():
+            if isinstance(text, Unreadable):
+                reason = text.reason
+                if text.transient and file.relative_path in known:
+                    # Denied or failing for now (as the original): keep what was indexed.
+                    seen.add(file.relative_path)
+                    reason += " (the indexed version is kept)"
+                # Refused content (binary, too large) is removed like a deleted file below.
+                problems.append(SkippedFile(file.relative_path, reason))
+                counts["skipped"] += 1
+                continue
+            if not text.strip():  # silently, as the original does
                 counts["skipped"] += 1
                 continue
             seen.add(file.relative_path)
@@ -227,4 +246,5 @@ class CollectionManager:
             unchanged=counts["unchanged"],
             removed=removed,
             skipped=counts["skipped"],
+            problems=tuple(sorted(problems, key=lambda p: p.path)),
         )

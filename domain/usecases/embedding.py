@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from domain.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_SIZE_TOKENS, chunk_by_tokens
-from domain.errors import INTERNAL_ERROR, QmdError
+from domain.errors import INTERNAL_ERROR, NOT_FOUND, QmdError
 from domain.ports import Clock, DocumentStore, Embedder, VectorIndex
 
 # Fixed texts run through the embedder's formatting so a change of prompt format (not only of
@@ -96,6 +96,8 @@ class EmbedReport:
     embedded_chunks: int
     failed_documents: int
     errors: tuple[str, ...] = ()
+    # active documents that still lack a complete vector set at the end of the run
+    left_pending: int = 0
 
 
 @dataclass
@@ -186,6 +188,10 @@ class EmbedIndex:
                     f"Embedding aborted: {failed} of {len(pending)} documents failed "
                     f"(last error: {errors[-1] if errors else 'unknown'}).",
                 )
+        # Counted from the index, not from this loop: whatever the reason (a failed batch,
+        # a document edited or added by an update meanwhile), a document still pending at the
+        # end is work left undone.
+        left = len(self.pending())
         return EmbedReport(
             model=self.model,
             fingerprint=self.fingerprint,
@@ -195,6 +201,7 @@ class EmbedIndex:
             embedded_chunks=chunks_done,
             failed_documents=failed,
             errors=tuple(errors),
+            left_pending=left,
         )
 
     # ------------------------------------------------------------------ steps
@@ -213,7 +220,14 @@ class EmbedIndex:
         batch: list[tuple[str, str]] = []
         size = 0
         for h in hashes:
-            body = self._store.body(h)
+            try:
+                body = self._store.body(h)
+            except QmdError as error:
+                if error.code != NOT_FOUND:
+                    raise
+                # An update replaced this body since the backlog was listed; the new one is
+                # pending now and is counted as left undone below.
+                continue
             length = len(body.encode("utf-8"))
             if batch and (len(batch) >= max_docs or size + length > max_bytes):
                 yield batch

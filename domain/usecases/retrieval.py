@@ -9,7 +9,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from domain.bounds import check_pattern, check_reference
-from domain.errors import EXCLUDED, INVALID_ARGUMENT, DocumentNotFoundError, QmdError
+from domain.errors import (
+    EXCLUDED,
+    INVALID_ARGUMENT,
+    NOT_FOUND,
+    UNAVAILABLE,
+    DocumentNotFoundError,
+    QmdError,
+)
 from domain.globs import glob_match, is_comma_list, split_comma_list
 from domain.model import Collection, DocumentMeta
 from domain.paths import normalize_docid, parse_line_ref, parse_virtual_path
@@ -21,6 +28,8 @@ from domain.text import resolve_context
 GET_SUGGESTION_DISTANCE = 5
 GET_SUGGESTION_LIMIT = 5
 LIST_SUGGESTION_LIMIT = 3
+# a document rewritten again between each lookup and read this many times is reported busy
+FETCH_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,26 @@ class Retrieval:
         return resolve_context(self._store.get_global_context(), contexts, meta.path)
 
     def fetch(self, meta: DocumentMeta) -> Fetched:
-        return Fetched(meta, self._store.body(meta.hash), self.context_for(meta))
+        """The body and context of a document found a moment ago.
+
+        Lookups and reads are separate statements, and a `qmd update` may commit between
+        them: when the content `meta` names is gone (the document was edited or removed, and
+        its old content deleted), the document's current version is read instead, and a
+        document removed meanwhile is not found. Readers never see a torn index.
+        """
+        for _ in range(FETCH_ATTEMPTS):
+            try:
+                body = self._store.body(meta.hash)
+            except QmdError as error:
+                if error.code != NOT_FOUND:
+                    raise
+                current = self._store.document_by_path(meta.collection, meta.path)
+                if current is None:
+                    raise DocumentNotFoundError(meta.display_path) from None
+                meta = current
+                continue
+            return Fetched(meta, body, self.context_for(meta))
+        raise QmdError(UNAVAILABLE, f"{meta.display_path} kept changing while being read.")
 
     # -- single document ----------------------------------------------------------------------
 
@@ -189,7 +217,11 @@ class Retrieval:
                     MultiGetEntry(meta, None, size_skip_reason(meta.body_length, max_bytes))
                 )
             else:
-                entries.append(MultiGetEntry(meta, self.fetch(meta), None))
+                try:
+                    fetched = self.fetch(meta)
+                except DocumentNotFoundError:
+                    continue  # removed by an update since the listing: as if listed after it
+                entries.append(MultiGetEntry(fetched.meta, fetched, None))
         return MultiGetResult(tuple(entries), tuple(errors))
 
     def _resolve_list_item(self, name: str, all_docs: Sequence[DocumentMeta]) -> DocumentMeta:

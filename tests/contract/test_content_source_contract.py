@@ -9,7 +9,7 @@ import pytest
 
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
-from domain.model import Collection
+from domain.model import Collection, SkippedFile, Unreadable
 from tests.fakes import FakeContentSource, FixedClock
 
 FILES = {
@@ -51,7 +51,7 @@ def listed(source: tuple[Source, str], pattern: str, ignore: tuple[str, ...] = (
     impl, root = source
     return [
         f.relative_path
-        for f in impl.scan(Collection(name="c", path=root, pattern=pattern, ignore=ignore))
+        for f in impl.scan(Collection(name="c", path=root, pattern=pattern, ignore=ignore)).files
     ]
 
 
@@ -90,8 +90,9 @@ def test_masks_commas_braces_and_ignores(source: tuple[Source, str]) -> None:
 
 def test_source_file_fields(source: tuple[Source, str]) -> None:
     impl, root = source
-    files = impl.scan(Collection(name="c", path=root, pattern="sub/*.md"))
-    assert len(files) == 1
+    scan = impl.scan(Collection(name="c", path=root, pattern="sub/*.md"))
+    files, skipped = scan.files, scan.skipped
+    assert len(files) == 1 and skipped == []
     found = files[0]
     assert found.absolute_path == os.path.join(root, "sub", "b.md")
     assert found.size == len(b"# B\n")
@@ -103,7 +104,9 @@ def test_read_text_and_is_directory(source: tuple[Source, str]) -> None:
     impl, root = source
     assert impl.read_text(os.path.join(root, "日本", "ノート.md")) == "# 日本\n"
     assert impl.read_text(os.path.join(root, "blank.md")) == "   \n\n"
-    assert impl.read_text(os.path.join(root, "missing.md")) is None
+    missing = impl.read_text(os.path.join(root, "missing.md"))
+    assert isinstance(missing, Unreadable) and missing.reason.startswith("cannot be read: ")
+    assert missing.transient
     assert impl.is_directory(root)
     assert impl.is_directory(os.path.join(root, "sub"))
     assert not impl.is_directory(os.path.join(root, "a.md"))
@@ -122,13 +125,26 @@ def test_fs_skips_symlinks_and_replaces_bad_utf8(tmp_path: Path) -> None:
     (root / "linkdir").symlink_to(outside, target_is_directory=True)
     (root / "bad.md").write_bytes(b"\xff\xfe bad \xc3\n")
     source = FileSystemSource()
-    found = [f.relative_path for f in source.scan(Collection(name="c", path=str(root)))]
-    assert found == ["bad.md", "real.md"]
+    scan = source.scan(Collection(name="c", path=str(root)))
+    assert [f.relative_path for f in scan.files] == ["bad.md", "real.md"]
+    assert scan.skipped == [
+        SkippedFile("inner-link.md", "symbolic link (links are not followed)"),
+        SkippedFile("link.md", "symbolic link (links are not followed)"),
+    ]
     assert source.read_text(str(root / "bad.md")) == "\ufffd\ufffd bad \ufffd\n"
-    assert source.scan(Collection(name="c", path=str(tmp_path / "missing"))) == []
+    gone = source.scan(Collection(name="c", path=str(tmp_path / "missing")))
+    assert gone.files == [] and gone.unlisted == [""]
+    assert gone.skipped == [SkippedFile("(collection folder)", f"not found: {tmp_path}/missing")]
 
 
 @pytest.mark.parametrize("clock", [FixedClock("2025-05-05T05:05:05.005Z"), SystemClock()])
 def test_clock_format(clock: FixedClock | SystemClock) -> None:
     stamp = clock.now_iso()
     assert len(stamp) == 24 and stamp[10] == "T" and stamp.endswith("Z") and stamp[19] == "."
+
+
+def test_a_missing_collection_folder_is_unlisted_not_empty(source: tuple[Source, str]) -> None:
+    impl, root = source
+    gone = impl.scan(Collection(name="c", path=root + "-gone"))
+    assert gone.files == [] and gone.unlisted == [""]
+    assert [s.path for s in gone.skipped] == ["(collection folder)"]

@@ -32,8 +32,10 @@ def test_counts_preview_and_cleanup_agree(store: StoreLike) -> None:
         "inactive_documents": 1,
         "orphaned_content": 1,
     }
+    # the orphans of the removed document are no longer counted as embedded
+    assert (store.vector_count(), store.orphaned_vector_count()) == (1, 2)
     assert store.preview_cleanup() == expected
-    assert store.vector_count() == 3  # previewing changes nothing
+    assert store.orphaned_vector_count() == 2  # previewing changes nothing
     assert store.cleanup() == expected
-    assert store.vector_count() == 1
+    assert (store.vector_count(), store.orphaned_vector_count()) == (1, 0)
     assert store.preview_cleanup() == dict.fromkeys(expected, 0)

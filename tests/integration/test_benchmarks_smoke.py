@@ -83,3 +83,25 @@ def test_bench_embed_compare_runs_both_implementations(tmp_path: Path) -> None:
     # same corpus, same model, same texts: both indexes hold the same chunks
     assert data["original"]["chunks"] == data["ours"]["chunks"] > 0
     assert data["ratio"] > 0
+
+
+def test_bench_index_memory_runs(tmp_path: Path) -> None:
+    figures = tmp_path / "hostile.json"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "benchmarks.bench_index_memory"),
+            *("--big-mb", "0.5", "--cjk", "200", "--json", str(figures)),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(figures.read_text())
+    small, big = data["big_files"]
+    assert small["indexed"] and not small["skipped"]
+    assert big["skipped"] and not big["indexed"]
+    assert data["cjk_queries"][0]["chars"] == 200
+    assert "search of 200 CJK characters" in done.stdout

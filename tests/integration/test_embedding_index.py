@@ -124,7 +124,7 @@ def test_run_embeds_every_pending_document_once(store: StoreLike) -> None:
 
     assert report.pending_documents == len(hashes)
     assert report.embedded_documents == len(hashes)
-    assert report.failed_documents == 0
+    assert report.failed_documents == 0 and report.left_pending == 0
     assert report.fingerprint == fingerprint_for(embedder)
     assert use_case.pending() == []
     sets = assert_consistent(store)
@@ -217,7 +217,7 @@ def test_failed_documents_stay_pending_and_are_reported(store: StoreLike) -> Non
     hashes = seed(store, docs=5)
     bad = add(store, "notes", "bad.md", "poison pill")
     report = EmbedIndex(store, store, PoisonEmbedder(), FixedClock()).run(batch_chunks=1)
-    assert report.failed_documents == 1
+    assert report.failed_documents == 1 and report.left_pending == 1
     assert report.errors and "cannot embed this" in report.errors[0]
     assert store.pending_hashes(report.model, report.fingerprint) == [bad]
     assert set(assert_consistent(store)) == set(hashes)
@@ -265,3 +265,36 @@ def test_minilm_embeddings_find_the_right_document(tmp_path: Path) -> None:
     finally:
         embedder.close()
         index.close()
+
+
+class EditedDuringRun:
+    """The store as a concurrent `qmd update` leaves it: the first body read finds that
+    document already edited (its old content deleted, a new version pending)."""
+
+    def __init__(self, inner: StoreLike) -> None:
+        self._inner = inner
+        self.edited = False
+
+    def body(self, content_hash: str) -> str:
+        if not self.edited:
+            self.edited = True
+            add(self._inner, "notes", "doc00.md", "# Note 0\n\nedited while embedding")
+            self._inner.delete_orphan_content()
+        return self._inner.body(content_hash)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+def test_a_document_edited_during_the_run_is_skipped_then_reported_left(
+    store: StoreLike,
+) -> None:
+    hashes = seed(store, docs=3)
+    racing = EditedDuringRun(store)
+    report = EmbedIndex(racing, store, FakeEmbedder(), FixedClock()).run()  # type: ignore[arg-type]
+    assert racing.edited
+    assert report.failed_documents == 0
+    assert report.embedded_documents == len(hashes) - 1
+    assert report.left_pending == 1  # the edited version: this run never saw it
+    edited = content_hash("# Note 0\n\nedited while embedding")
+    assert store.pending_hashes(report.model, report.fingerprint) == [edited]

@@ -174,9 +174,9 @@ def index_with_our_adapters(index: SqliteIndex, collection: Collection) -> dict[
     """What the update use case does, with the adapters only."""
     source = FileSystemSource()
     kinds: dict[str, int] = {}
-    for found in source.scan(collection):
+    for found in source.scan(collection).files:
         text = source.read_text(found.absolute_path)
-        if text is None or not text.strip():
+        if not isinstance(text, str) or not text.strip():
             continue
         outcome = index.upsert_document(
             collection.name,

@@ -13,9 +13,11 @@ from adapters.cli.grammar import CommandTable
 from adapters.cli.runtime import (
     ProgressBar,
     ago,
+    index_writer_lock,
     open_app,
     out,
     pending_embeddings,
+    report_skipped,
     require_collection,
 )
 
@@ -59,18 +61,33 @@ def collection_add(args: argparse.Namespace) -> int:
             f"Collection path is not a directory.\n  Received: {given}\n  Resolved: {root}\n"
             "Choose a directory and run 'qmd collection add <path>' again."
         )
+    try:
+        root.encode("utf-8")
+    except UnicodeEncodeError:
+        from domain.source_text import display_path
+
+        raise CommandError(
+            f"Collection path is not valid UTF-8: {display_path(root)}\n"
+            "Rename the folder (or use a link with a UTF-8 name) and add it again."
+        ) from None
     pattern: str = args.mask or DEFAULT_PATTERN
     name: str = args.name or (posixpath.basename(root.rstrip("/")) or "root")
+    for label, value in (("Collection name", name), ("Mask", pattern)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CommandError(f"{label} is not valid UTF-8.") from None
     with open_app(args) as app:
         if app.store.get_collection(name) is not None:
             raise CommandError(
                 f"Collection '{name}' already exists.\nUse a different name with --name <name>"
             )
-        with ProgressBar(name) as progress:
+        with index_writer_lock(app.db_path), ProgressBar(name) as progress:
             collection, counts = app.collections.add(root, name, pattern, progress.update)
         out(f"Creating collection '{collection.name}'...\n")
         out(f"Collection: {collection.path} ({collection.pattern})\n\n")
         out(fmt.format_update_counts(counts.indexed, counts.updated, counts.unchanged, 0) + "\n")
+        report_skipped(counts)
         pending = pending_embeddings(app)
         if pending:
             out(f"\nRun 'qmd embed' to update embeddings ({pending} unique hashes need vectors)\n")

@@ -14,11 +14,13 @@ from adapters.cli.grammar import CommandTable
 from adapters.cli.runtime import (
     ProgressBar,
     ago,
+    index_writer_lock,
     iso_to_datetime,
     maintenance,
     open_app,
     out,
     pending_embeddings,
+    report_skipped,
 )
 
 if TYPE_CHECKING:
@@ -39,13 +41,15 @@ def update(args: argparse.Namespace) -> int:
                 _run_update_command(collection)
             out(f"Collection: {collection.path} ({collection.pattern})\n")
             sys.stdout.flush()
-            with ProgressBar(collection.name) as progress:
+            with index_writer_lock(app.db_path), ProgressBar(collection.name) as progress:
                 counts = app.collections.update([collection.name], progress.update)
             result = counts[collection.name]
             line = fmt.format_update_counts(
                 result.indexed, result.updated, result.unchanged, result.removed
             )
             out(f"\n{line}\n\n")
+            sys.stdout.flush()
+            report_skipped(result)
         pending = pending_embeddings(app)
     out("✓ All collections updated.\n")
     if pending:
@@ -156,6 +160,12 @@ def status(args: argparse.Namespace) -> int:
         lines += [f"Config: {app.config_path}", "", "Documents"]
         lines.append(f"  Total:    {report.total_documents} files indexed")
         lines.append(f"  Vectors:  {vectors} embedded")
+        orphaned = maintenance(app).orphaned_vector_count()
+        if orphaned:
+            lines.append(
+                f"  Orphaned: {orphaned} embedding chunks of removed documents "
+                "(not counted above) — run 'qmd cleanup'"
+            )
         if report.needs_embedding:
             lines.append(f"  Pending:  {report.needs_embedding} need embedding (run 'qmd embed')")
         latest = max((c.last_updated for c in report.collections), default="")
@@ -164,7 +174,11 @@ def status(args: argparse.Namespace) -> int:
         if global_context:
             lines += ["", "Global Context", f"  {_preview(global_context)}"]
         shown = list(report.collections)
-        if shown:
+        # Configured collections without one indexed file (an empty folder, every file
+        # skipped) are listed too: "No collections" would contradict index.yml.
+        listed = {entry.name for entry in shown}
+        empty = [c for c in collections.values() if c.name not in listed]
+        if shown or empty:
             lines += ["", "Collections"]
             for entry in shown:
                 configured = collections.get(entry.name)
@@ -178,7 +192,12 @@ def status(args: argparse.Namespace) -> int:
                     for prefix, text in contexts.items():
                         shown_prefix = "/" if prefix in ("", "/") else f"/{prefix}"
                         lines.append(f"      {shown_prefix}: {_preview(text)}")
-            first = shown[0].name
+            for collection in empty:
+                tag = "" if collection.include_by_default else " [excluded]"
+                lines.append(f"  {collection.name} (qmd://{collection.name}/){tag}")
+                lines.append(f"    Pattern:  {collection.pattern}")
+                lines.append("    Files:    0 (nothing indexed; run 'qmd update')")
+            first = shown[0].name if shown else empty[0].name
             lines += [
                 "",
                 "Examples",

@@ -72,14 +72,21 @@ def embed(args: argparse.Namespace) -> int:
             )
         with _embed_lock(app.db_path) as locked:
             if not locked:
-                err("Another embed process is already running. Skipping.\n")
-                return 0
+                # Nothing was embedded by this run: say so and fail (tobi/qmd #724, #935).
+                err(
+                    "Another embed process is already running; this run embedded nothing. "
+                    "Run 'qmd embed' again when it has finished.\n"
+                )
+                return 1
             use_case = EmbedIndex(app.store, app.vectors, embedder, app.clock)
             pending = len(use_case.pending())
             if not pending and not args.force:
                 out("✓ All documents are embedded.\n")
                 return 0
-            out(f"Embedding {pending} document(s) with {use_case.model}\n")
+            if args.force:
+                out(f"Re-embedding every document (-f) with {use_case.model}\n")
+            else:
+                out(f"Embedding {pending} document(s) with {use_case.model}\n")
             started = time.monotonic()
             deadline = started + args.timeout * 60 if args.timeout else None
             live = sys.stderr.isatty()
@@ -123,9 +130,11 @@ def embed(args: argparse.Namespace) -> int:
             )
             for error in result.errors:
                 err(f"{error}\n")
-            if result.failed_documents:
+            if result.failed_documents or result.left_pending:
                 err(
-                    f"{result.failed_documents} document(s) failed and stay pending; "
+                    f"Embedding incomplete: {result.left_pending} document(s) still need "
+                    f"embedding ({result.failed_documents} of this run's "
+                    f"{result.pending_documents} failed; the others changed while it ran); "
                     "run 'qmd embed' again to retry.\n"
                 )
                 return 1
