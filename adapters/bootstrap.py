@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.config.trust import TrustDecision, decide, untrusted_view
 from adapters.config.yaml_config import (
     YamlConfigRepository,
     load_config,
@@ -61,6 +62,8 @@ class App:
     db_path: str = ""
     config_path: str = ""
     home: str | None = None
+    # the approval state of a project-local `.qmd/index.yml` (adapters.config.trust)
+    trust: TrustDecision | None = None
     closers: list[Any] = field(default_factory=list)
 
     def services(self) -> Services:
@@ -125,14 +128,16 @@ def build_app(
     environ = os.environ if env is None else env
     db_path, config_path = resolve_paths(index_name, environ)
     index = SqliteIndex.open(db_path, environ)
+    config = load_config(config_path)
+    trust = decide(config, config_path, environ, builtin_models())
     if os.path.exists(config_path):
         sync_config_to_store(
-            load_config(config_path),
+            config,
             index,
             config_dir=os.path.dirname(config_path),
             home=environ.get("HOME"),
         )
-    models = build_models(config_path, environ, force_cpu=force_cpu, cache=index)
+    models = build_models(config_path, environ, force_cpu=force_cpu, cache=index, trust=trust)
     if not with_models:
         # Nothing loads either way; this keeps the adapters out of commands that need no
         # model while `status` still counts pending embeddings for the configured model.
@@ -159,6 +164,7 @@ def build_app(
         maintenance=index,
     )
     app.db_path, app.config_path = db_path, config_path
+    app.trust = trust
     app.closers.append(index.close)
     return app
 
@@ -168,10 +174,20 @@ def build_models(
     env: Mapping[str, str],
     force_cpu: bool = False,
     cache: LlmCache | None = None,
+    trust: TrustDecision | None = None,
 ) -> Models:
-    """GGUF model adapters; they resolve and load their files lazily, on first use."""
+    """GGUF model adapters; they resolve and load their files lazily, on first use. An
+    unapproved project-local config's custom models are not used (the defaults are)."""
     from adapters.models.factory import models_from_config  # imports model code on demand
 
-    from_yaml = load_config(config_path).models
+    config = load_config(config_path)
+    from_yaml = (untrusted_view(config, trust) if trust is not None else config).models
     config_dir = os.path.dirname(os.path.abspath(config_path))
     return models_from_config(from_yaml, config_dir, env, force_cpu=force_cpu, cache=cache)
+
+
+def builtin_models() -> dict[str, str]:
+    """The default model reference per role: a local config naming these needs no approval."""
+    from adapters.models.references import DEFAULT_MODELS
+
+    return {str(role): ref for role, ref in DEFAULT_MODELS.items()}

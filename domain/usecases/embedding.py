@@ -103,13 +103,21 @@ class EmbedIndex:
         self._embedder = embedder
         self._clock = clock
         self.fingerprint = fingerprint or fingerprint_for(embedder)
+        self.collection: str | None = None  # `qmd embed -c`: embed only this one's documents
 
     @property
     def model(self) -> str:
         return self._embedder.model_name
 
-    def pending(self) -> list[str]:
-        return self._vectors.pending_hashes(self.model, self.fingerprint)
+    def pending(self, collection: str | None = None) -> list[str]:
+        """Content hashes without vectors from this model; with `collection`, only those of
+        its documents (`qmd embed -c`: a body shared with another collection is embedded
+        once and serves both)."""
+        hashes = self._vectors.pending_hashes(self.model, self.fingerprint)
+        if collection is None:
+            return hashes
+        wanted = {meta.hash for meta in self._store.documents(collection)}
+        return [h for h in hashes if h in wanted]
 
     def run(
         self,
@@ -127,7 +135,7 @@ class EmbedIndex:
         """
         if force:
             self._vectors.clear_vectors()
-        pending = self.pending()
+        pending = self.pending(self.collection)
         titles = self._titles()
         done = failed = chunks_done = 0
         errors: list[str] = []

@@ -32,10 +32,20 @@ def update(args: argparse.Namespace) -> int:
         if not collections:
             out("No collections found. Run 'qmd collection add .' to index markdown files.\n")
             return 0
+        from adapters.cli.commands.project import approve_for_update, outside_project
+
+        gated_allowed = approve_for_update(app)
         out(f"Updating {len(collections)} collection(s)...\n\n")
         for number, collection in enumerate(collections, start=1):
             out(f"[{number}/{len(collections)}] {collection.name} ({collection.pattern})\n")
-            if collection.update_command:
+            if not gated_allowed and outside_project(app, collection.name):
+                out(
+                    f"Skipping collection '{collection.name}' — path {collection.path} is "
+                    "outside this project and this .qmd config is not trusted.\n"
+                    "Approve with 'qmd trust'.\n\n"
+                )
+                continue
+            if collection.update_command and gated_allowed:
                 _run_update_command(collection)
             out(f"Collection: {collection.path} ({collection.pattern})\n")
             sys.stdout.flush()

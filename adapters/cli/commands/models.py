@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from adapters.cli.errors import CommandError
-from adapters.cli.grammar import CommandTable, non_negative_int, positive_int
+from adapters.cli.grammar import CommandTable, chunk_strategy, non_negative_int, positive_int
 from adapters.cli.runtime import (
     err,
     maintenance,
@@ -58,10 +58,11 @@ def embed(args: argparse.Namespace) -> int:
     from domain.errors import UNAVAILABLE, QmdError
     from domain.usecases.embedding import EmbedIndex, EmbedProgress
 
-    if args.collection:
+    collection: str | None = (args.collection or [None])[0]
+    if collection is not None and args.force:
         raise CommandError(
-            "qmd embed -c: not supported: vectors belong to document contents, which "
-            "collections share; run 'qmd embed' to embed every pending document."
+            "qmd embed -f -c: not supported: -f forgets the vectors of every collection (they "
+            "belong to contents that collections share); run 'qmd embed -f' without -c."
         )
     with open_app(args, with_models=True) as app:
         embedder = app.models.embedder
@@ -75,7 +76,11 @@ def embed(args: argparse.Namespace) -> int:
                 err("Another embed process is already running. Skipping.\n")
                 return 0
             use_case = EmbedIndex(app.store, app.vectors, embedder, app.clock)
-            pending = len(use_case.pending())
+            if collection is not None and app.store.get_collection(collection) is None:
+                raise CommandError(f"Collection not found: {collection}")
+            pending = len(use_case.pending(collection))
+            if args.force:  # -f forgets every vector first, so every body is embedded again
+                pending = len({meta.hash for meta in app.store.documents()})
             if not pending and not args.force:
                 out("✓ All documents are embedded.\n")
                 return 0
@@ -109,6 +114,7 @@ def embed(args: argparse.Namespace) -> int:
             if batch_bytes:
                 options["batch_bytes"] = batch_bytes
             try:
+                use_case.collection = collection
                 result = use_case.run(force=args.force, progress=report, **options)
             finally:
                 if live:
@@ -187,6 +193,6 @@ def register(table: CommandTable) -> None:
     embedding.add_argument("-c", "--collection", action="append", metavar="NAME")
     embedding.add_argument("--max-docs-per-batch", type=positive_int, metavar="N")
     embedding.add_argument("--max-batch-mb", type=positive_int, metavar="N")
-    embedding.add_argument("--chunk-strategy", choices=("auto", "regex"))
+    embedding.add_argument("--chunk-strategy", type=chunk_strategy, metavar="regex")
     embedding.add_argument("--timeout", type=non_negative_int, metavar="MIN")
     table.command("doctor", doctor, "diagnose models and index")
