@@ -265,6 +265,12 @@ class InMemoryStore:
     def vector_count(self) -> int:
         return len(self._vectors)
 
+    def embedded_by_model(self) -> dict[str, int]:
+        live = {r.hash for r in self._rows.values() if r.active}
+        pairs = {(v.model, v.hash) for v in self._vectors.values() if v.hash in live}
+        models = sorted({model for model, _ in pairs})
+        return {model: sum(1 for m, _ in pairs if m == model) for model in models}
+
     def preview_cleanup(self) -> dict[str, int]:
         live = {r.hash for r in self._rows.values() if r.active}
         return {

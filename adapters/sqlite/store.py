@@ -392,6 +392,14 @@ class SqliteIndex:
     def vector_count(self) -> int:
         return int(self._conn.scalar("SELECT COUNT(*) FROM content_vectors") or 0)
 
+    def embedded_by_model(self) -> dict[str, int]:
+        rows = self._conn.query(
+            "SELECT v.model, COUNT(DISTINCT v.hash) FROM content_vectors v"
+            " WHERE v.hash IN (SELECT hash FROM documents WHERE active = 1)"
+            " GROUP BY v.model ORDER BY v.model"
+        )
+        return {str(model): int(count) for model, count in rows}
+
     def preview_cleanup(self) -> dict[str, int]:
         """What `cleanup` would remove (for `qmd cleanup --dry-run`), same keys."""
         return {

@@ -281,3 +281,24 @@ def test_embed_c_embeds_only_that_collections_documents(fresh: Qmd) -> None:
     assert done.returncode == 0 and "Embedding 2 document(s)" in done.stdout, done.stdout
     missing = fresh.run("embed", "-c", "nope", QMD_EMBED_MODEL=str(model), timeout=600)
     assert missing.returncode == 1 and "Collection not found: nope" in missing.stderr
+
+
+def test_status_and_doctor_name_the_models_and_vectors_of_another_model(fresh: Qmd) -> None:
+    model = Path(__file__).resolve().parents[2] / ".models" / "all-MiniLM-L6-v2-f16.gguf"
+    (fresh.root / "one").mkdir()
+    (fresh.root / "one" / "a.md").write_text("# Alpha\n\nfirst\n")
+    fresh.ok("collection", "add", str(fresh.root / "one"), "--name", "one")
+    assert fresh.run("embed", QMD_EMBED_MODEL=str(model), timeout=600).returncode == 0
+    status = fresh.run("status", QMD_EMBED_MODEL=str(model)).stdout
+    assert f"Models\n  Embedding:   {model}\n  Reranking:   hf:" in status
+    assert "Add context to collections for better search results: one" in status
+    assert "need vectors" not in status
+
+    other = str(fresh.root / "other.gguf")
+    status = fresh.run("status", QMD_EMBED_MODEL=other).stdout
+    assert f"  Vectors:     1 document(s) embedded with {model}" in status
+    assert "qmd embed -f" in status
+    doctor = fresh.run("doctor", QMD_EMBED_MODEL=other)
+    assert f"  - QMD_EMBED_MODEL={other}: sets the embedding model" in doctor.stdout
+    assert f"⚠ embedding model: 1 document(s) have vectors from {model}" in doctor.stdout
+    assert "Recommended next steps" in doctor.stdout and "qmd pull" in doctor.stdout

@@ -201,6 +201,9 @@ def status(args: argparse.Namespace) -> int:
             ]
         else:
             lines += ["", "No collections. Run 'qmd collection add .' to index markdown files."]
+        from adapters.cli.commands.health import status_sections
+
+        lines += status_sections(app, report)
     out("\n".join(lines) + "\n")
     return 0
 

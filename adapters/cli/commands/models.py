@@ -139,8 +139,11 @@ def embed(args: argparse.Namespace) -> int:
 
 
 def doctor(args: argparse.Namespace) -> int:
-    from adapters.config.yaml_config import load_config
-    from adapters.models.factory import configured_refs
+    from adapters.cli.commands.health import (
+        active_model_refs,
+        embedding_freshness,
+        environment_overrides,
+    )
     from adapters.models.llama import describe_backend
     from adapters.models.references import ModelResolver, model_cache_dir
 
@@ -155,11 +158,10 @@ def doctor(args: argparse.Namespace) -> int:
         vec = upkeep.vec_available
         healthy &= vec
         lines.append(f"  sqlite-vec: {'loaded' if vec else 'not available'}")
-        refs = configured_refs(
-            load_config(app.config_path).models,
-            os.path.dirname(os.path.abspath(app.config_path)),
-            os.environ,
-        )
+        refs = active_model_refs(app)
+        checks = environment_overrides(os.environ)
+        freshness, next_steps = embedding_freshness(app, app.status.status())
+        checks += freshness
     info = describe_backend(
         refs,
         resolver=ModelResolver(model_cache_dir(os.environ)),
@@ -183,6 +185,14 @@ def doctor(args: argparse.Namespace) -> int:
             state = f"MISSING — {entry.get('error') or 'not downloaded'}; set {entry['env']} "
             state += "or models: in index.yml"
         lines.append(f"  {role:<8} {entry['reference']}: {state}")
+        if not entry.get("available"):
+            missing = (
+                f"Run `qmd pull` to fetch the {role} model, or point {entry['env']} at a file."
+            )
+            next_steps.append(missing)
+    lines += ["", *checks]
+    if next_steps:
+        lines += ["", "Recommended next steps", *(f"  - {step}" for step in next_steps)]
     out("\n".join(lines) + "\n")
     return 0 if healthy else 1
 
