@@ -44,10 +44,18 @@ SEED_000 = SearchProfile(
     bm25_only_without_vectors=True,
 )
 
-# The `qmd` command line: the original's all-terms BM25 rule for `search` and `query`, but a
-# model that cannot be had skips its stage (with a note on stderr) instead of ending the run.
+# The `qmd` command line: the default surface's lexical rule (any-term fill; `--strict` gives
+# the original's all-terms rule, COMMAND_LINE_STRICT), so a question gets the same answer from
+# the CLI and from the agent; a model that cannot be had skips its stage (said on stderr).
 COMMAND_LINE = SearchProfile(
     name="command-line",
+    lexical_rule=LexicalRule.ANY_TERM_FILL,
+    on_model_failure=ModelFailure.SKIP_STAGE,
+    bm25_only_without_vectors=True,
+)
+
+COMMAND_LINE_STRICT = SearchProfile(
+    name="command-line-strict",
     lexical_rule=LexicalRule.ALL_TERMS,
     on_model_failure=ModelFailure.SKIP_STAGE,
     bm25_only_without_vectors=True,

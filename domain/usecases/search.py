@@ -41,6 +41,7 @@ LEG_LIMIT = 20
 DEFAULT_CANDIDATE_LIMIT = 40
 STRONG_SIGNAL_SCORE = 0.85
 STRONG_SIGNAL_GAP = 0.15
+TAIL_SCORE_RATIO = 0.99  # the any-term tail's best score, relative to the last all-term score
 SNIPPET_CHARS = 300
 VECTOR_INDEX_MISSING = "Vector index not found. Run 'qmd embed' first to create embeddings."
 
@@ -290,7 +291,7 @@ class Searcher:
             legs.append([Candidate(h.document, normalize_bm25(h.bm25)) for h in hits])
         seen = {_key(c.document) for c in strict}
         loose = [c for c in _merge_best(legs, limit + len(strict)) if _key(c.document) not in seen]
-        return (strict + loose)[:limit]
+        return (strict + _below(loose, strict))[:limit]
 
     def _vec_leg(
         self, vector: Sequence[float], limit: int, collection: str | None
@@ -540,6 +541,20 @@ def _strong_signal(probe: Sequence[Candidate], intent: str | None) -> bool:
     top = probe[0].score
     second = probe[1].score if len(probe) > 1 else 0.0
     return top >= STRONG_SIGNAL_SCORE and top - second >= STRONG_SIGNAL_GAP
+
+
+def _below(tail: list[Candidate], head: Sequence[Candidate]) -> list[Candidate]:
+    """The any-term tail scaled (order kept) so its best score stays under the all-term list's
+    lowest: results always come in descending score order and all-term matches stay first
+    (REQ-SPEC-SEARCH-005)."""
+    if not tail or not head:
+        return tail
+    floor = min(c.score for c in head)
+    top = max(c.score for c in tail)
+    if top < floor:
+        return tail
+    factor = TAIL_SCORE_RATIO * floor / top if top > 0 else 0.0
+    return [replace(c, score=c.score * factor) for c in tail]
 
 
 def _merge_best(legs: Sequence[Sequence[Candidate]], limit: int) -> list[Candidate]:

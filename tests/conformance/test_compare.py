@@ -66,3 +66,14 @@ def test_matchers() -> None:
     assert bad.path == "$.result.isError"
     assert check_matcher(msg, {"path": "$.result.items[*]", "oneOf": ["a"]})
     assert check_matcher(msg, {"path": "$.result.content[0].text", "notContains": "found"})
+
+
+def test_descending_by_checks_the_order_of_a_key() -> None:
+    msg = {"results": [{"score": 0.9}, {"score": 0.5}, {"score": 0.5}]}
+    assert check_matcher(msg, {"path": "$.results", "descendingBy": "score"}) == []
+    msg["results"].append({"score": 0.7})
+    [problem] = check_matcher(msg, {"path": "$.results", "descendingBy": "score"})
+    assert problem.path == "$.results[3].score"
+    by_score = {"path": "$.results", "descendingBy": "score"}
+    assert check_matcher({"results": [{"score": "x"}]}, by_score)
+    assert check_matcher({"results": 3}, by_score)

@@ -302,3 +302,12 @@ def test_status_and_doctor_name_the_models_and_vectors_of_another_model(fresh: Q
     assert f"  - QMD_EMBED_MODEL={other}: sets the embedding model" in doctor.stdout
     assert f"⚠ embedding model: 1 document(s) have vectors from {model}" in doctor.stdout
     assert "Recommended next steps" in doctor.stdout and "qmd pull" in doctor.stdout
+
+
+def test_cli_search_uses_the_default_surfaces_rule_and_strict_the_originals(added: Qmd) -> None:
+    relaxed = json.loads(added.ok("search", "zzqxnonexistentterm pagination", "--format", "json"))
+    strict = added.run("search", "--strict", "zzqxnonexistentterm pagination", "--format", "json")
+    assert [r["file"] for r in relaxed][:1] == ["qmd://handbook/engineering/api/pagination.md"]
+    assert strict.returncode == 0 and strict.stdout.strip() in ("[]", "")
+    scores = [r["score"] for r in relaxed]
+    assert scores == sorted(scores, reverse=True)

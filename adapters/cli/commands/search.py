@@ -18,7 +18,7 @@ from adapters.cli.runtime import (
     resolve_format,
     result_path,
 )
-from domain.profiles import COMMAND_LINE
+from domain.profiles import COMMAND_LINE, COMMAND_LINE_STRICT
 from domain.usecases.search import Searcher, SearchRequest, primary_query
 
 if TYPE_CHECKING:
@@ -34,8 +34,10 @@ def _limit(args: argparse.Namespace, kind: str, all_limit: int) -> int:
     return 20 if kind in ("json", "files") else 5
 
 
-def cli_searcher(app: App) -> Searcher:
-    return app.searcher.with_profile(COMMAND_LINE)
+def cli_searcher(app: App, args: argparse.Namespace | None = None) -> Searcher:
+    """The command line's profile; `--strict` keeps only documents with every term."""
+    strict = bool(getattr(args, "strict", False))
+    return app.searcher.with_profile(COMMAND_LINE_STRICT if strict else COMMAND_LINE)
 
 
 def search(args: argparse.Namespace) -> int:
@@ -49,7 +51,7 @@ def search(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         names = collections_for(app, args.collection)
         request = SearchRequest(limit=fetch, collections=names, snippet_chars=chars)
-        results = cli_searcher(app).lex_search(query, request)
+        results = cli_searcher(app, args).lex_search(query, request)
         rows_source = [r for r in results if r.score >= min_score][:limit]
         if not results or not rows_source:
             out(fmt.format_empty_results(kind, below_min_score=bool(results)))
@@ -73,7 +75,7 @@ def vsearch(args: argparse.Namespace) -> int:
         try:
             # A missing expansion model means no expansion, not a failed search.
             request = SearchRequest(limit=limit, collections=names, min_score=min_score)
-            results = cli_searcher(app).vector_search(query, request)
+            results = cli_searcher(app, args).vector_search(query, request)
         except QmdError as error:
             if error.code != UNAVAILABLE:
                 raise
@@ -138,13 +140,13 @@ def query(args: argparse.Namespace) -> int:
                 preview = sub.query if len(sub.query) <= 72 else sub.query[:69] + "..."
                 err(f"├─ {sub.type}: {preview}")
             err("└─ Searching...")
-            results = cli_searcher(app).structured_query(
+            results = cli_searcher(app, args).structured_query(
                 document.searches, request, label=lambda i: f"Line {document.lines[i]}"
             )
             display = primary_query(document.searches)
         else:
             plain = document.expand if document is not None and document.expand else text
-            results = cli_searcher(app).hybrid_query(plain, request)
+            results = cli_searcher(app, args).hybrid_query(plain, request)
             display = plain
         if not results:
             out(fmt.format_empty_results(kind))
@@ -203,6 +205,15 @@ def _rows(
 
 
 def register(table: CommandTable) -> None:
-    search_options(table.command("search", search, "BM25 full-text search"))
+    keyword = table.command("search", search, "BM25 full-text search")
+    search_options(keyword)
     search_options(table.command("vsearch", vsearch, "vector search", "vector-search"))
-    search_options(table.command("query", query, "hybrid search", "deep-search"))
+    hybrid = table.command("query", query, "hybrid search", "deep-search")
+    search_options(hybrid)
+    for parser in (keyword, hybrid):
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="only documents with every term (the original's rule; default: documents "
+            "with every term first, then those with some)",
+        )
