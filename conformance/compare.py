@@ -177,8 +177,9 @@ def _descending(where: str, value: Any, key: str) -> list[Difference]:
     wanted = f"an array in descending {key!r} order"
     if not isinstance(value, list):
         return [Difference(where, wanted, value)]
-    numbers = [item.get(key) if isinstance(item, dict) else None for item in value]
-    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+    raw = [item.get(key) if isinstance(item, dict) else None for item in value]
+    numbers = [n for n in raw if isinstance(n, int | float) and not isinstance(n, bool)]
+    if len(numbers) != len(raw):
         return [Difference(where, wanted, value, f"every item needs a numeric {key!r}")]
     for index in range(1, len(numbers)):
         if numbers[index] > numbers[index - 1]:
