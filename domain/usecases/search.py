@@ -379,10 +379,12 @@ class Searcher:
         request: SearchRequest,
         *,
         label: Callable[[int], str] = lambda _i: "Structured search",
+        primary: str | None = None,
     ) -> list[SearchResult]:
         """Typed sub-queries, no expansion: lex legs first, then vec/hyde, first list x2.
 
         Sub-queries are validated with the original's wording, `label` naming each one.
+        `primary` ranks chunks, snippets and reranking (default: the first lex sub-query).
         """
         validate_sub_queries(searches, label)
         scopes: list[str | None] = list(request.collections) if request.collections else [None]
@@ -403,7 +405,7 @@ class Searcher:
                     )
         if ranked.weights:
             ranked.weights[0] = 2.0
-        return self._fuse_and_rank(ranked, primary_query(searches), request)
+        return self._fuse_and_rank(ranked, primary or primary_query(searches), request)
 
     def hybrid_query(self, query: str, request: SearchRequest) -> list[SearchResult]:
         """Probe BM25, expand unless the signal is strong, fuse BM25 + vectors, rerank, blend.
