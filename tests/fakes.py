@@ -239,6 +239,9 @@ class InMemoryStore:
         rows = self._active()
         return [self._meta(r) for r in rows if collection is None or r.collection == collection]
 
+    def document_paths(self) -> list[tuple[str, str]]:
+        return [(m.collection, m.path) for m in self.documents()]
+
     def body(self, content_hash: str) -> str:
         if content_hash not in self._content:
             raise QmdError(NOT_FOUND, f"Content not found: {content_hash}")

@@ -365,7 +365,7 @@ class SpecSurface:
 
     def _find(self, reference: str, shown: str) -> DocumentMeta:
         self._guard.check_reference(reference)
-        return self._services.retrieval.find(reference, original=shown)
+        return self._services.retrieval.find(reference, original=shown, qualified=True)
 
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]

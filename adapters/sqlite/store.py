@@ -371,6 +371,12 @@ class SqliteIndex:
             )
         return [_meta(r) for r in rows]
 
+    def document_paths(self) -> list[tuple[str, str]]:
+        rows = self._conn.query(
+            "SELECT collection, path FROM documents WHERE active = 1 ORDER BY id"
+        )
+        return [(str(collection), str(path)) for collection, path in rows]
+
     def body(self, content_hash: str) -> str:
         value = self._conn.scalar("SELECT doc FROM content WHERE hash = ?", (content_hash,))
         if value is None:

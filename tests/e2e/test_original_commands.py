@@ -311,3 +311,13 @@ def test_cli_search_uses_the_default_surfaces_rule_and_strict_the_originals(adde
     assert strict.returncode == 0 and strict.stdout.strip() in ("[]", "")
     scores = [r["score"] for r in relaxed]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_missed_get_spelled_like_a_search_result_gets_suggestions(added: Qmd) -> None:
+    for spelled in (
+        "handbook/engineering/api/paginaton.md",
+        "qmd://handbook/engineering/api/paginaton.md",
+    ):
+        done = added.run("get", spelled)
+        assert done.returncode == 1
+        assert "  handbook/engineering/api/pagination.md\n" in done.stderr, done.stderr

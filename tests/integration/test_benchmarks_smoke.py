@@ -53,3 +53,18 @@ def test_bench_speed_runs_for_ours(tmp_path: Path) -> None:
     assert spec["search"]["median_ms"] > 0
     assert spec["hits_per_query"] > 0
     assert data["original"] is None
+
+
+def test_bench_suggest_runs_and_prints_its_figures() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_suggest", "--docs", "300", "--misses", "6"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "suggestions for a missed get: 300 documents" in done.stdout
+    for kind in ("relative", "qualified", "far"):
+        assert f"  {kind}" in done.stdout
+    assert "(6/6 with suggestions)" in done.stdout  # every typo of a relative path is found
