@@ -116,6 +116,9 @@ def search_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--explain", action="store_true", help="show a score breakdown")
     parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no stage progress on a terminal"
+    )
+    parser.add_argument(
         "--chunk-strategy", type=chunk_strategy, metavar="regex", help="chunking (regex only)"
     )
     format_options(parser)

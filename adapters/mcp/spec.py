@@ -42,6 +42,7 @@ from domain.text import add_line_numbers
 from domain.usecases.retrieval import merge_get_arguments
 from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services
+from domain.usecases.trace import SearchTrace
 
 SPEC_MAX_BYTES = 10240
 MAX_ITEMS = 200  # seed 001 NFR-4: list results are bounded
@@ -76,6 +77,19 @@ def _search_schema(min_score_default: float, query_help: str) -> dict[str, Any]:
 
 
 MAX_SEARCHES = 10
+
+
+def with_degradations(payload: dict[str, Any], trace: SearchTrace) -> dict[str, Any]:
+    """Say which stages a search skipped, in a second text item and as `degraded` in the
+    structured result (REQ-SPEC-QUERY-008); nothing is added when none was."""
+    if not trace.degradations:
+        return payload
+    notes = "\n".join(f"Note: {d.note}" for d in trace.degradations)
+    payload["content"].append({"type": "text", "text": notes})
+    payload["structuredContent"]["degraded"] = [
+        {"stage": d.stage, "reason": d.reason} for d in trace.degradations
+    ]
+    return payload
 
 
 def _query_schema() -> dict[str, Any]:
@@ -329,10 +343,12 @@ class SpecSurface:
 
     def _vsearch(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
-        results = self._searcher.vector_search(
-            query, SearchRequest(limit=limit, collections=collections, min_score=min_score)
+        trace = SearchTrace()
+        request = SearchRequest(
+            limit=limit, collections=collections, min_score=min_score, trace=trace
         )
-        return self._payload(results, query)
+        results = self._searcher.vector_search(query, request)
+        return with_degradations(self._payload(results, query), trace)
 
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
@@ -349,6 +365,7 @@ class SpecSurface:
             candidate_limit=min(candidates or HYBRID_CANDIDATES, MAX_ITEMS),
             intent=intent,
             rerank=bool(args["rerank"]),
+            trace=SearchTrace(),
         )
         searches = args.get("searches") or []
         if searches:
@@ -361,7 +378,8 @@ class SpecSurface:
             )
         else:
             results = self._searcher.hybrid_query(query, request)
-        return self._payload(results, query)
+        assert request.trace is not None
+        return with_degradations(self._payload(results, query), request.trace)
 
     def _find(self, reference: str, shown: str) -> DocumentMeta:
         self._guard.check_reference(reference)

@@ -36,6 +36,14 @@ from domain.profiles import ORIGINAL_2_8_3, LexicalRule, ModelFailure, SearchPro
 from domain.scoring import normalize_bm25
 from domain.snippets import extract_snippet
 from domain.text import resolve_context
+from domain.usecases.trace import (
+    EMBEDDING,
+    EXPANDING,
+    RERANKING,
+    SEARCHING,
+    SearchTrace,
+    traced,
+)
 
 LEG_LIMIT = 20
 DEFAULT_CANDIDATE_LIMIT = 40
@@ -154,6 +162,16 @@ class SearchRequest:
     expand: bool = True  # vector search: embed vec/hyde expansions of the query too
     explain: bool = False  # hybrid/structured: attach a ScoreExplanation to every result
     snippet_chars: int = SNIPPET_CHARS
+    # where the stages and the skipped ones are reported (domain/usecases/trace.py)
+    trace: SearchTrace | None = field(default=None, compare=False)
+
+
+NO_VECTOR_INDEX = "no vector index (run 'qmd embed'); expansion and reranking skipped too"
+
+
+def _degrade_note(request: SearchRequest, stage: str, reason: str) -> None:
+    if request.trace is not None:
+        request.trace.degraded(stage, reason)
 
 
 @dataclass(frozen=True)
@@ -359,11 +377,21 @@ class Searcher:
         embedder = self._require_embedder()
         texts = [query]
         expander = self._expander
+        if request.expand and expander is None:
+            _degrade_note(request, "expansion", "no query-expansion model is available")
         if request.expand and expander is not None:
-            expanded = _optional_stage(self._degrade, lambda: expander.expand(query)) or []
+            with traced(request.trace, EXPANDING):
+                expanded = (
+                    _optional_stage(
+                        self._degrade, lambda: expander.expand(query), request, "expansion"
+                    )
+                    or []
+                )
             texts += [s.query for s in expanded if s.type in ("vec", "hyde")]
-        vectors = embedder.embed_queries(texts)
-        legs = [self._vec_merged(v, request.limit, request.collections) for v in vectors]
+        with traced(request.trace, EMBEDDING):
+            vectors = embedder.embed_queries(texts)
+        with traced(request.trace, SEARCHING):
+            legs = [self._vec_merged(v, request.limit, request.collections) for v in vectors]
         merged = _merge_best(legs, request.limit)
         contexts = _Contexts(self._store)
         snippet = _Snippet(query, chars=request.snippet_chars)
@@ -396,8 +424,11 @@ class Searcher:
                         self._lex_leg(sub.query, LEG_LIMIT, scope), 1.0, "fts", "lex", sub.query
                     )
         semantic = [s for s in searches if s.type in ("vec", "hyde")]
+        if semantic and not self._vectors.has_vector_index():
+            _degrade_note(request, "vectors", "no vector index (run 'qmd embed')")
         if semantic and self._vectors.has_vector_index():
-            vectors = self._require_embedder().embed_queries([s.query for s in semantic])
+            with traced(request.trace, EMBEDDING):
+                vectors = self._require_embedder().embed_queries([s.query for s in semantic])
             for sub, vector in zip(semantic, vectors, strict=True):
                 for scope in scopes:
                     ranked.add(
@@ -416,27 +447,43 @@ class Searcher:
         call; under the original's profile such a model failure is the answer.
         """
         collections = request.collections
-        probe = self._lex_by_rule(query, LEG_LIMIT, collections)
+        with traced(request.trace, SEARCHING):
+            probe = self._lex_by_rule(query, LEG_LIMIT, collections)
         ranked = _Ranked()
         ranked.add(probe, 2.0, "fts", "original", query)
         if self.profile.bm25_only_without_vectors and not self._vectors.has_vector_index():
+            _degrade_note(request, "vectors", NO_VECTOR_INDEX)
             return self._fuse_and_rank(ranked, query, replace(request, rerank=False))
         expansions: list[SubQuery] = []
         expander = self._expander
-        if expander is not None and not _strong_signal(probe, request.intent):
-            expanded = _optional_stage(self._degrade, lambda: expander.expand(query)) or []
+        strong = _strong_signal(probe, request.intent)
+        if expander is None and not strong:
+            _degrade_note(request, "expansion", "no query-expansion model is available")
+        if expander is not None and not strong:
+            with traced(request.trace, EXPANDING):
+                expanded = (
+                    _optional_stage(
+                        self._degrade, lambda: expander.expand(query), request, "expansion"
+                    )
+                    or []
+                )
             expansions = [s for s in expanded if s.query != query]
         for sub in expansions:
             if sub.type == "lex":
                 hits = self._lex_by_rule(sub.query, LEG_LIMIT, collections)
                 ranked.add(hits, 1.0, "fts", "lex", sub.query)
         embedder = self._embedder
+        if embedder is None:
+            _degrade_note(request, "vectors", "no embedding model is available")
         if embedder is not None and self._vectors.has_vector_index():
             semantic: list[tuple[ListQueryType, str]] = [("original", query)]
             semantic += [(s.type, s.query) for s in expansions if s.type in ("vec", "hyde")]
             texts = [text for _type, text in semantic]
             # None: the model could not be had and the profile degrades to BM25 only
-            vectors = _optional_stage(self._degrade, lambda: embedder.embed_queries(texts))
+            with traced(request.trace, EMBEDDING):
+                vectors = _optional_stage(
+                    self._degrade, lambda: embedder.embed_queries(texts), request, "vectors"
+                )
             for (query_type, text), vector in zip(semantic, vectors or [], strict=False):
                 ranked.add(
                     self._vec_merged(vector, LEG_LIMIT, collections),
@@ -464,12 +511,15 @@ class Searcher:
             candidates.append((Candidate(document, item.score), chunk))
         reranker = self._reranker
         rerank_scores: list[float] | None = None
+        if request.rerank and reranker is None and candidates:
+            _degrade_note(request, "rerank", "no rerank model is available")
         if request.rerank and reranker is not None and candidates:
             rerank_query = f"{intent}\n\n{primary}" if intent else primary
             texts = [c.document.body[pos : pos + length] for c, (pos, length) in candidates]
-            rerank_scores = _optional_stage(
-                self._degrade, lambda: reranker.rerank(rerank_query, texts)
-            )
+            with traced(request.trace, RERANKING):
+                rerank_scores = _optional_stage(
+                    self._degrade, lambda: reranker.rerank(rerank_query, texts), request, "rerank"
+                )
         if rerank_scores is not None:
             scores = [
                 blend(position, rerank_scores[position - 1])
@@ -500,12 +550,16 @@ class Searcher:
 T = TypeVar("T")
 
 
-def _optional_stage(degrade: bool, stage: Callable[[], T]) -> T | None:
-    """Run a model stage; when degrading, a model that cannot be had skips the stage."""
+def _optional_stage(
+    degrade: bool, stage: Callable[[], T], request: SearchRequest, name: str
+) -> T | None:
+    """Run a model stage; when degrading, a model that cannot be had skips the stage (and
+    the request's trace records why)."""
     try:
         return stage()
     except QmdError as error:
         if degrade and error.code == MODEL_UNAVAILABLE:
+            _degrade_note(request, name, error.message)
             return None
         raise
 

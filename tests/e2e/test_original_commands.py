@@ -321,3 +321,56 @@ def test_a_missed_get_spelled_like_a_search_result_gets_suggestions(added: Qmd) 
         done = added.run("get", spelled)
         assert done.returncode == 1
         assert "  handbook/engineering/api/pagination.md\n" in done.stderr, done.stderr
+
+
+# --------------------------------------------------------------- stages and degradations
+
+
+def _stderr_on_a_terminal(qmd: Qmd, *args: str) -> tuple[int, str, str]:
+    import os
+    import pty
+    import select
+    import subprocess
+
+    from tests.e2e.conftest import qmd_command
+
+    master, slave = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [*qmd_command(), *args],
+            cwd=qmd.root,
+            env=qmd.env(),
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            text=True,
+        )
+        os.close(slave)
+        stdout, _ = process.communicate(timeout=120)
+        seen = b""
+        while select.select([master], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    return process.returncode, stdout, seen.decode()
+
+
+def test_query_shows_its_stages_on_a_terminal_and_says_what_it_skipped(added: Qmd) -> None:
+    note = "Note: vectors skipped (keyword (BM25) results only): no vector index"
+    piped = added.run("query", "pagination")
+    assert piped.returncode == 0 and "pagination.md" in piped.stdout
+    assert piped.stderr.count(note) == 1
+    assert "searching" not in piped.stderr  # no progress when piped
+
+    rc, stdout, stderr = _stderr_on_a_terminal(added, "query", "pagination")
+    assert rc == 0 and "pagination.md" in stdout
+    assert re.search(r"searching \d+\.\ds\r?\n", stderr), stderr
+    assert stderr.count(note) == 1
+
+    rc, _, quiet = _stderr_on_a_terminal(added, "query", "--quiet", "pagination")
+    assert rc == 0 and "searching" not in quiet and note in quiet

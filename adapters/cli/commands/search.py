@@ -24,6 +24,7 @@ from domain.usecases.search import Searcher, SearchRequest, primary_query
 if TYPE_CHECKING:
     from adapters.bootstrap import App
     from domain.model import SearchResult
+    from domain.usecases.trace import SearchTrace
 
 
 def _limit(args: argparse.Namespace, kind: str, all_limit: int) -> int:
@@ -74,8 +75,12 @@ def vsearch(args: argparse.Namespace) -> int:
         _warn_pending(app)
         try:
             # A missing expansion model means no expansion, not a failed search.
-            request = SearchRequest(limit=limit, collections=names, min_score=min_score)
+            trace = _trace(args)
+            request = SearchRequest(
+                limit=limit, collections=names, min_score=min_score, trace=trace
+            )
             results = cli_searcher(app, args).vector_search(query, request)
+            _say_degradations(trace)
         except QmdError as error:
             if error.code != UNAVAILABLE:
                 raise
@@ -86,6 +91,32 @@ def vsearch(args: argparse.Namespace) -> int:
             return 0
         out(fmt.format_results(_rows(app, results, query, kind, args, chunked=False), kind))
     return 0
+
+
+def _trace(args: argparse.Namespace) -> SearchTrace:
+    """Stages shown live on a terminal (`expanding… 1.2 s`), nothing when piped or --quiet."""
+    import sys
+    import time
+
+    from domain.usecases.trace import SearchTrace
+
+    if args.quiet or not sys.stderr.isatty():
+        return SearchTrace(time.perf_counter)
+
+    def show(stage: str, seconds: float | None) -> None:
+        if seconds is None:
+            sys.stderr.write(f"\r\x1b[K{stage}…")
+        else:
+            sys.stderr.write(f"\r\x1b[K{stage} {seconds:.1f}s\n")
+        sys.stderr.flush()
+
+    return SearchTrace(time.perf_counter, show)
+
+
+def _say_degradations(trace: SearchTrace) -> None:
+    """Each skipped stage once on stderr, piped or not: results without it look the same."""
+    for degradation in trace.degradations:
+        err(f"Note: {degradation.note}")
 
 
 def _explain_note(args: argparse.Namespace, kind: str, *, fused: bool) -> None:
@@ -130,6 +161,7 @@ def query(args: argparse.Namespace) -> int:
             intent=intent,
             rerank=not args.no_rerank,
             explain=args.explain,
+            trace=_trace(args),
         )
         if document is not None and document.searches:
             labels = "+".join(s.type for s in document.searches)
@@ -148,6 +180,8 @@ def query(args: argparse.Namespace) -> int:
             plain = document.expand if document is not None and document.expand else text
             results = cli_searcher(app, args).hybrid_query(plain, request)
             display = plain
+        if request.trace is not None:
+            _say_degradations(request.trace)
         if not results:
             out(fmt.format_empty_results(kind))
             return 0
