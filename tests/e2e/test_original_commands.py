@@ -374,3 +374,19 @@ def test_query_shows_its_stages_on_a_terminal_and_says_what_it_skipped(added: Qm
 
     rc, _, quiet = _stderr_on_a_terminal(added, "query", "--quiet", "pagination")
     assert rc == 0 and "searching" not in quiet and note in quiet
+
+
+def test_embed_sizes_chunks_for_a_512_token_model(fresh: Qmd) -> None:
+    model = Path(__file__).resolve().parents[2] / ".models" / "all-MiniLM-L6-v2-f16.gguf"
+    (fresh.root / "long").mkdir()
+    paragraphs = [
+        f"## Part {i}\n\n" + " ".join(f"word{i}x{j}" for j in range(120)) for i in range(20)
+    ]
+    (fresh.root / "long" / "a.md").write_text("# Long\n\n" + "\n\n".join(paragraphs))
+    fresh.ok("collection", "add", str(fresh.root / "long"), "--name", "long")
+    done = fresh.run("embed", QMD_EMBED_MODEL=str(model), timeout=600)
+    assert done.returncode == 0, done.stderr
+    found = re.search(r"Chunks of at most (\d+) tokens: the model reads (\d+) tokens", done.stdout)
+    assert found, done.stdout
+    assert int(found.group(1)) < int(found.group(2)) <= 512
+    assert "were cut" not in done.stderr

@@ -55,6 +55,7 @@ def _embed_lock(db_path: str) -> Iterator[bool]:
 def embed(args: argparse.Namespace) -> int:
     import time
 
+    from domain.chunking import CHUNK_SIZE_TOKENS
     from domain.errors import UNAVAILABLE, QmdError
     from domain.usecases.embedding import EmbedIndex, EmbedProgress
 
@@ -127,6 +128,16 @@ def embed(args: argparse.Namespace) -> int:
                 f"{result.embedded_documents} documents in {elapsed:.1f}s "
                 f"({rate:.1f} chunks/s, model {result.model}, fingerprint {result.fingerprint})\n"
             )
+            if result.input_limit is not None and result.chunk_tokens < CHUNK_SIZE_TOKENS:
+                out(
+                    f"Chunks of at most {result.chunk_tokens} tokens: the model reads "
+                    f"{result.input_limit} tokens per text.\n"
+                )
+            if result.truncated_chunks:
+                err(
+                    f"Warning: {result.truncated_chunks} chunk(s) were still longer than the "
+                    f"model's {result.input_limit}-token input (a long title?) and were cut."
+                )
             for error in result.errors:
                 err(f"{error}\n")
             if result.failed_documents:
