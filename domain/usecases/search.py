@@ -81,6 +81,7 @@ class _Ranked:
 
     lists: list[list[DocKey]] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
     origins: list[_ListOrigin] = field(default_factory=list)
     backend_scores: list[list[float]] = field(default_factory=list)
     documents: dict[DocKey, Document] = field(default_factory=dict)
@@ -92,6 +93,7 @@ class _Ranked:
         source: ListSource,
         query_type: ListQueryType,
         query: str,
+        rank_offset: int = 0,
     ) -> None:
         if not hits:
             return  # an empty list contributes nothing and takes no list index
@@ -102,13 +104,15 @@ class _Ranked:
             keys.append(key)
         self.lists.append(keys)
         self.weights.append(weight)
+        self.offsets.append(rank_offset)
         self.origins.append(_ListOrigin(source, query_type, query))
         self.backend_scores.append([hit.score for hit in hits])
 
     def contributions(self) -> dict[DocKey, list[ListContribution]]:
         """Per document, what each list added to its fused score (in list order)."""
         traces: dict[DocKey, list[ListContribution]] = {}
-        for key, entries in rrf_contributions(self.lists, self.weights).items():
+        contributions = rrf_contributions(self.lists, self.weights, rank_offsets=self.offsets)
+        for key, entries in contributions.items():
             traces[key] = [
                 ListContribution(
                     list_index=e.list_index,
@@ -117,7 +121,9 @@ class _Ranked:
                     query=self.origins[e.list_index].query,
                     rank=e.rank,
                     weight=e.weight,
-                    backend_score=self.backend_scores[e.list_index][e.rank - 1],
+                    backend_score=self.backend_scores[e.list_index][
+                        e.rank - 1 - self.offsets[e.list_index]
+                    ],
                     rrf_contribution=e.contribution,
                 )
                 for e in entries
@@ -297,10 +303,17 @@ class Searcher:
         The original ANDs every term, which leaves natural-language questions with no hits;
         see docs/decisions/0007-multi-term-lexical-ranking.md for the measured choice.
         """
+        strict, loose = self._lex_split(text, limit, collections)
+        return (strict + _below(loose, strict))[:limit]
+
+    def _lex_split(
+        self, text: str, limit: int, collections: Sequence[str] | None
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """(all-term matches, any-term matches that fill up to `limit`)."""
         strict = self._lex_merged(text, limit, collections)
         query = parse_lex_query(text)
         if len(strict) >= limit or len(query.positives) < 2:
-            return strict
+            return strict, []
         loose_query = replace(query, match_any=True)
         scopes: list[str | None] = list(collections) if collections is not None else [None]
         legs = []
@@ -309,7 +322,7 @@ class Searcher:
             legs.append([Candidate(h.document, normalize_bm25(h.bm25)) for h in hits])
         seen = {_key(c.document) for c in strict}
         loose = [c for c in _merge_best(legs, limit + len(strict)) if _key(c.document) not in seen]
-        return (strict + _below(loose, strict))[:limit]
+        return strict, loose[: max(0, limit - len(strict))]
 
     def _vec_leg(
         self, vector: Sequence[float], limit: int, collection: str | None
@@ -447,10 +460,24 @@ class Searcher:
         call; under the original's profile such a model failure is the answer.
         """
         collections = request.collections
-        with traced(request.trace, SEARCHING):
-            probe = self._lex_by_rule(query, LEG_LIMIT, collections)
         ranked = _Ranked()
-        ranked.add(probe, 2.0, "fts", "original", query)
+        fill = self.profile.fill_fusion
+        with traced(request.trace, SEARCHING):
+            if fill is not None and self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:
+                strict, loose = self._lex_split(query, LEG_LIMIT, collections)
+                probe = strict + _below(loose, strict)
+                ranked.add(
+                    strict,
+                    fill.keyword_weight,
+                    "fts",
+                    "original",
+                    query,
+                    fill.keyword_rank_offset,
+                )
+                ranked.add(loose, fill.weight, "fts", "original", query, fill.rank_offset)
+            else:
+                probe = self._lex_by_rule(query, LEG_LIMIT, collections)
+                ranked.add(probe, 2.0, "fts", "original", query)
         if self.profile.bm25_only_without_vectors and not self._vectors.has_vector_index():
             _degrade_note(request, "vectors", NO_VECTOR_INDEX)
             return self._fuse_and_rank(ranked, query, replace(request, rerank=False))
@@ -500,7 +527,7 @@ class Searcher:
         self, ranked: _Ranked, primary: str, request: SearchRequest
     ) -> list[SearchResult]:
         intent = request.intent
-        fused = reciprocal_rank_fusion(ranked.lists, ranked.weights)
+        fused = reciprocal_rank_fusion(ranked.lists, ranked.weights, rank_offsets=ranked.offsets)
         fused = fused[: max(request.candidate_limit, 0)]
         candidates: list[tuple[Candidate, tuple[int, int]]] = []
         for item in fused:
