@@ -93,8 +93,13 @@ class _Ranked:
         source: ListSource,
         query_type: ListQueryType,
         query: str,
-        rank_offset: int = 0,
     ) -> None:
+        self.add_shifted(hits, weight, 0, _ListOrigin(source, query_type, query))
+
+    def add_shifted(
+        self, hits: Sequence[Candidate], weight: float, rank_offset: int, origin: _ListOrigin
+    ) -> None:
+        """`add`, with the list's ranks starting `rank_offset` places down."""
         if not hits:
             return  # an empty list contributes nothing and takes no list index
         keys: list[DocKey] = []
@@ -105,7 +110,7 @@ class _Ranked:
         self.lists.append(keys)
         self.weights.append(weight)
         self.offsets.append(rank_offset)
-        self.origins.append(_ListOrigin(source, query_type, query))
+        self.origins.append(origin)
         self.backend_scores.append([hit.score for hit in hits])
 
     def contributions(self) -> dict[DocKey, list[ListContribution]]:
@@ -466,15 +471,9 @@ class Searcher:
             if fill is not None and self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:
                 strict, loose = self._lex_split(query, LEG_LIMIT, collections)
                 probe = strict + _below(loose, strict)
-                ranked.add(
-                    strict,
-                    fill.keyword_weight,
-                    "fts",
-                    "original",
-                    query,
-                    fill.keyword_rank_offset,
-                )
-                ranked.add(loose, fill.weight, "fts", "original", query, fill.rank_offset)
+                origin = _ListOrigin("fts", "original", query)
+                ranked.add_shifted(strict, fill.keyword_weight, fill.keyword_rank_offset, origin)
+                ranked.add_shifted(loose, fill.weight, fill.rank_offset, origin)
             else:
                 probe = self._lex_by_rule(query, LEG_LIMIT, collections)
                 ranked.add(probe, 2.0, "fts", "original", query)
