@@ -73,15 +73,15 @@ def rrf_contributions(
     """Per key, the contributions `reciprocal_rank_fusion` sums, in list order.
 
     Summing them in that order and adding `top_rank_bonus` of the best rank gives the fused
-    score exactly. A rank includes its list's offset.
+    score exactly. `rank` is the place in its own list; the contribution counts the offset.
     """
     traces: dict[K, list[RankContribution]] = {}
     for index, ranked in enumerate(ranked_lists):
         weight = weights[index] if index < len(weights) else 1.0
         offset = rank_offsets[index] if index < len(rank_offsets) else 0
         for position, key in enumerate(ranked):
-            rank = position + 1 + offset
-            entry = RankContribution(index, rank, weight, weight / (k + rank))
+            rank = position + 1
+            entry = RankContribution(index, rank, weight, weight / (k + rank + offset))
             traces.setdefault(key, []).append(entry)
     return traces
 

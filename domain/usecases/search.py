@@ -126,10 +126,9 @@ class _Ranked:
                     query=self.origins[e.list_index].query,
                     rank=e.rank,
                     weight=e.weight,
-                    backend_score=self.backend_scores[e.list_index][
-                        e.rank - 1 - self.offsets[e.list_index]
-                    ],
+                    backend_score=self.backend_scores[e.list_index][e.rank - 1],
                     rrf_contribution=e.contribution,
+                    rank_offset=self.offsets[e.list_index],
                 )
                 for e in entries
             ]
@@ -566,7 +565,8 @@ class Searcher:
             if request.explain:
                 trace = traces.get(_key(candidate.document), [])
                 rerank_score = rerank_scores[index] if rerank_scores is not None else None
-                result = replace(result, explanation=_explanation(trace, index + 1, rerank_score))
+                explained = _explanation(trace, index + 1, rerank_score)
+                result = replace(result, explanation=explained)
             results.append(result)
             if len(results) >= request.limit:
                 break
@@ -593,11 +593,13 @@ def _optional_stage(
 def _explanation(
     trace: Sequence[ListContribution], rrf_rank: int, rerank_score: float | None
 ) -> ScoreExplanation:
-    """The score breakdown of the candidate at `rrf_rank` (1-based) in the fused list."""
+    """The score breakdown of the candidate at `rrf_rank` (1-based) in the fused list; a
+    list's rank offset counts for the top-rank bonus as in the fusion."""
     base = 0.0
     for contribution in trace:  # summed in list order, as the fusion does
         base += contribution.rrf_contribution
-    bonus = top_rank_bonus(min(c.rank for c in trace)) if trace else 0.0
+    best = min((c.rank + c.rank_offset for c in trace), default=0)
+    bonus = top_rank_bonus(best) if trace else 0.0
     position_score = 1.0 / rrf_rank
     if rerank_score is None:  # no reranker ran: the score is the position score alone
         weight, rerank_value, final = 1.0, 0.0, position_score
