@@ -248,7 +248,11 @@ def cleanup(args: argparse.Namespace) -> int:
 
 def register(table: CommandTable) -> None:
     refresh = table.command("update", update, "re-index every collection")
-    refresh.add_argument("--pull", action="store_true", help="accepted for compatibility")
+    refresh.add_argument(
+        "--pull",
+        action="store_true",
+        help="ignored, as by the original 2.8.3 (set 'collection update-cmd NAME \"git pull\"')",
+    )
     listing = table.command("ls", ls, "list collections or files")
     listing.add_argument("target", nargs="?", help="collection[/prefix] or qmd://collection/prefix")
     table.command("status", status, "show index health")
