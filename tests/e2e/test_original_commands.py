@@ -46,6 +46,31 @@ def test_every_original_command_has_help(fresh: Qmd, command: str) -> None:
     assert f"usage: qmd {command}" in done.stdout
 
 
+@pytest.mark.parametrize("command", sorted(original_commands()))
+def test_every_original_command_runs_bare_or_says_why_not(fresh: Qmd, command: str) -> None:
+    """Run with no arguments in an empty home: it works (exit 0) or fails with a message
+    (exit 1, or 2 for a usage mistake), never with a traceback or silence."""
+    import subprocess
+
+    from tests.e2e.conftest import qmd_command
+
+    done = subprocess.run(
+        [*qmd_command(), command],
+        cwd=fresh.root,
+        env=fresh.env(QMD_OFFLINE="1"),
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr
+    assert done.returncode in (0, 1, 2), (done.returncode, done.stderr)
+    if done.returncode:
+        assert done.stderr.strip(), f"qmd {command} failed without saying why"
+    else:
+        assert (done.stdout + done.stderr).strip(), f"qmd {command} printed nothing"
+
+
 # ------------------------------------------------------------------------- init and trust
 
 
