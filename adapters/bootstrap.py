@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.config.trust import TrustDecision, decide, untrusted_view
 from adapters.config.yaml_config import (
     YamlConfigRepository,
     load_config,
@@ -61,6 +62,8 @@ class App:
     db_path: str = ""
     config_path: str = ""
     home: str | None = None
+    # the approval state of a project-local `.qmd/index.yml` (adapters.config.trust)
+    trust: TrustDecision | None = None
     closers: list[Any] = field(default_factory=list)
 
     def services(self) -> Services:
@@ -127,15 +130,22 @@ def build_app(
     environ = os.environ if env is None else env
     db_path, config_path = resolve_paths(index_name, environ)
     index = SqliteIndex.open(db_path, environ)
+    config = load_config(config_path)
+    trust = decide(config, config_path, environ, builtin_models())
     if os.path.exists(config_path):
         sync_config_to_store(
-            load_config(config_path),
+            config,
             index,
             config_dir=os.path.dirname(config_path),
             home=environ.get("HOME"),
         )
     models = build_models(
-        config_path, environ, force_cpu=force_cpu, cache=index, original_rules=compat
+        config_path,
+        environ,
+        force_cpu=force_cpu,
+        cache=index,
+        original_rules=compat,
+        trust=trust,
     )
     if not with_models:
         # Nothing loads either way; this keeps the adapters out of commands that need no
@@ -163,6 +173,7 @@ def build_app(
         maintenance=index,
     )
     app.db_path, app.config_path = db_path, config_path
+    app.trust = trust
     app.closers.append(index.close)
     return app
 
@@ -173,11 +184,14 @@ def build_models(
     force_cpu: bool = False,
     cache: LlmCache | None = None,
     original_rules: bool = False,
+    trust: TrustDecision | None = None,
 ) -> Models:
-    """GGUF model adapters; they resolve and load their files lazily, on first use."""
+    """GGUF model adapters; they resolve and load their files lazily, on first use. An
+    unapproved project-local config's custom models are not used (the defaults are)."""
     from adapters.models.factory import models_from_config  # imports model code on demand
 
-    from_yaml = load_config(config_path).models
+    config = load_config(config_path)
+    from_yaml = (untrusted_view(config, trust) if trust is not None else config).models
     config_dir = os.path.dirname(os.path.abspath(config_path))
     return models_from_config(
         from_yaml,
@@ -187,3 +201,10 @@ def build_models(
         cache=cache,
         original_rules=original_rules,
     )
+
+
+def builtin_models() -> dict[str, str]:
+    """The default model reference per role: a local config naming these needs no approval."""
+    from adapters.models.references import DEFAULT_MODELS
+
+    return {str(role): ref for role, ref in DEFAULT_MODELS.items()}

@@ -139,6 +139,7 @@ MATCH_OPS = (
     "regex",
     "length",
     "oneOf",
+    "descendingBy",
 )
 
 
@@ -190,4 +191,21 @@ def _check_node(where: str, value: Any, m: dict[str, Any]) -> list[Difference]:
         out.append(Difference(where, f"length {m['length']}", value))
     if "oneOf" in m and not any(not diff(option, value) for option in m["oneOf"]):
         out.append(Difference(where, f"one of {_show(m['oneOf'])}", value))
+    if "descendingBy" in m:
+        out += _descending(where, value, m["descendingBy"])
     return out
+
+
+def _descending(where: str, value: Any, key: str) -> list[Difference]:
+    """An array of objects whose numeric `key` never increases (results in score order)."""
+    wanted = f"an array in descending {key!r} order"
+    if not isinstance(value, list):
+        return [Difference(where, wanted, value)]
+    raw = [item.get(key) if isinstance(item, dict) else None for item in value]
+    numbers = [n for n in raw if isinstance(n, int | float) and not isinstance(n, bool)]
+    if len(numbers) != len(raw):
+        return [Difference(where, wanted, value, f"every item needs a numeric {key!r}")]
+    for index in range(1, len(numbers)):
+        if numbers[index] > numbers[index - 1]:
+            return [Difference(f"{where}[{index}].{key}", wanted, numbers[index], "out of order")]
+    return []

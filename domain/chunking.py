@@ -25,6 +25,7 @@ CHUNK_WINDOW_CHARS = 800
 DECAY_FACTOR = 0.7
 # The first, tokenizer-free pass of `chunk_by_tokens` assumes 3 characters per token.
 CHARS_PER_TOKEN_ESTIMATE = 3
+MIN_FITTED_CHUNK_TOKENS = 32  # below this a model's input is too small to chunk for
 
 # Positions are those of the `\n` that starts each construct; the best score wins.
 _BREAK_PATTERNS: tuple[tuple[re.Pattern[str], int], ...] = (
@@ -164,6 +165,21 @@ def chunk_document(
         next_pos = end - overlap_chars
         pos = end if next_pos <= pos else next_pos
     return chunks
+
+
+def fitted_token_budget(input_limit: int | None, reserved_tokens: int = 0) -> tuple[int, int, int]:
+    """(chunk, overlap, window) token sizes that fit an embedding model reading at most
+    `input_limit` tokens per text, of which `reserved_tokens` go to its formatting (title,
+    prompt): the defaults (900/135/200) when they fit, else shrunk in the same proportions, so
+    nothing past the model's input is cut off silently (a 512-token MiniLM gets ~500)."""
+    if input_limit is None:
+        return CHUNK_SIZE_TOKENS, CHUNK_OVERLAP_TOKENS, CHUNK_WINDOW_TOKENS
+    size = max(MIN_FITTED_CHUNK_TOKENS, min(CHUNK_SIZE_TOKENS, input_limit - reserved_tokens))
+    if size == CHUNK_SIZE_TOKENS:
+        return CHUNK_SIZE_TOKENS, CHUNK_OVERLAP_TOKENS, CHUNK_WINDOW_TOKENS
+    overlap = size * CHUNK_OVERLAP_TOKENS // CHUNK_SIZE_TOKENS
+    window = size * CHUNK_WINDOW_TOKENS // CHUNK_SIZE_TOKENS
+    return size, overlap, window
 
 
 def chunk_by_tokens(

@@ -19,20 +19,26 @@ class Fused(Generic[K]):
 
 
 def reciprocal_rank_fusion(
-    ranked_lists: Sequence[Sequence[K]], weights: Sequence[float], k: int = RRF_K
+    ranked_lists: Sequence[Sequence[K]],
+    weights: Sequence[float],
+    k: int = RRF_K,
+    rank_offsets: Sequence[int] = (),
 ) -> list[Fused[K]]:
     """sum(w / (k + rank)) with rank 1-based; +0.05 for a rank-1 hit, +0.02 for best rank 2-3.
 
     Sorted by score descending; ties keep first-seen order. A missing weight counts as 1.0
     (as in the original); a key repeated within one list contributes once per occurrence.
     Sums are taken in list order so the floats equal the original's bit for bit.
+    `rank_offsets[i]` (default 0) starts list i's ranks further down: a list that only fills
+    in (the any-term matches) then neither outweighs nor earns the top-rank bonus.
     """
     scores: dict[K, float] = {}
     best_rank: dict[K, int] = {}
     for index, ranked in enumerate(ranked_lists):
         weight = weights[index] if index < len(weights) else 1.0
+        offset = rank_offsets[index] if index < len(rank_offsets) else 0
         for position, key in enumerate(ranked):
-            rank = position + 1
+            rank = position + 1 + offset
             contribution = weight / (k + rank)
             if key in scores:
                 scores[key] += contribution
@@ -59,19 +65,23 @@ class RankContribution:
 
 
 def rrf_contributions(
-    ranked_lists: Sequence[Sequence[K]], weights: Sequence[float], k: int = RRF_K
+    ranked_lists: Sequence[Sequence[K]],
+    weights: Sequence[float],
+    k: int = RRF_K,
+    rank_offsets: Sequence[int] = (),
 ) -> dict[K, list[RankContribution]]:
     """Per key, the contributions `reciprocal_rank_fusion` sums, in list order.
 
     Summing them in that order and adding `top_rank_bonus` of the best rank gives the fused
-    score exactly.
+    score exactly. `rank` is the place in its own list; the contribution counts the offset.
     """
     traces: dict[K, list[RankContribution]] = {}
     for index, ranked in enumerate(ranked_lists):
         weight = weights[index] if index < len(weights) else 1.0
+        offset = rank_offsets[index] if index < len(rank_offsets) else 0
         for position, key in enumerate(ranked):
             rank = position + 1
-            entry = RankContribution(index, rank, weight, weight / (k + rank))
+            entry = RankContribution(index, rank, weight, weight / (k + rank + offset))
             traces.setdefault(key, []).append(entry)
     return traces
 

@@ -109,7 +109,8 @@ class ListContribution:
     rank: int  # 1-based rank of the document in that list
     weight: float
     backend_score: float  # the list's own score (normalised BM25 or cosine similarity)
-    rrf_contribution: float  # weight / (k + rank)
+    rrf_contribution: float  # weight / (k + rank + rank_offset)
+    rank_offset: int = 0  # the list's ranks start this far down (the any-term fill, 0031)
 
 
 @dataclass(frozen=True)

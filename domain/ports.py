@@ -74,6 +74,11 @@ class DocumentStore(Protocol):
     def document_by_path(self, collection: str, path: str) -> DocumentMeta | None: ...
     def document_by_suffix(self, suffix: str) -> DocumentMeta | None: ...
     def documents(self, collection: str | None = None) -> list[DocumentMeta]: ...
+    def document_paths(self) -> list[tuple[str, str]]:
+        """(collection, path) of every active document, in `documents()` order: the names a
+        missed lookup is compared with, without loading every document's metadata."""
+        ...
+
     def body(self, content_hash: str) -> str: ...
 
     # status and upkeep
@@ -96,6 +101,11 @@ class IndexMaintenance(Protocol):
 
     def orphaned_vector_count(self) -> int:
         """Chunk vectors no active document uses any more (`cleanup` removes them)."""
+        ...
+
+    def embedded_by_model(self) -> dict[str, int]:
+        """Active content hashes with at least one vector, per model that produced them (so
+        `status` can say "embedded with another model" rather than "needs embedding")."""
         ...
 
     def preview_cleanup(self) -> dict[str, int]:

@@ -243,6 +243,9 @@ class InMemoryStore:
         rows = self._active()
         return [self._meta(r) for r in rows if collection is None or r.collection == collection]
 
+    def document_paths(self) -> list[tuple[str, str]]:
+        return [(m.collection, m.path) for m in self.documents()]
+
     def body(self, content_hash: str) -> str:
         if content_hash not in self._content:
             raise QmdError(NOT_FOUND, f"Content not found: {content_hash}")
@@ -272,6 +275,12 @@ class InMemoryStore:
 
     def orphaned_vector_count(self) -> int:
         return len(self._vectors) - self.vector_count()
+
+    def embedded_by_model(self) -> dict[str, int]:
+        live = {r.hash for r in self._rows.values() if r.active}
+        pairs = {(v.model, v.hash) for v in self._vectors.values() if v.hash in live}
+        models = sorted({model for model, _ in pairs})
+        return {model: sum(1 for m, _ in pairs if m == model) for model in models}
 
     def preview_cleanup(self) -> dict[str, int]:
         live = {r.hash for r in self._rows.values() if r.active}

@@ -59,6 +59,19 @@ def score(text: str) -> float:
     return value
 
 
+def chunk_strategy(text: str) -> str:
+    """`regex` is the only chunker; `auto` (the original's AST chunking of code files) is
+    refused with the reason rather than accepted and ignored."""
+    if text == "regex":
+        return text
+    if text == "auto":
+        raise argparse.ArgumentTypeError(
+            "'auto' is not supported: it chunks code files by their syntax tree, and this "
+            "implementation has only the markdown-aware 'regex' chunker (the default)"
+        )
+    raise argparse.ArgumentTypeError(f"expected auto or regex, got {text!r}")
+
+
 def add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
     """`--index` and `--no-gpu` are accepted before or after the command."""
     default: object = None if top else argparse.SUPPRESS
@@ -103,7 +116,10 @@ def search_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--explain", action="store_true", help="show a score breakdown")
     parser.add_argument(
-        "--chunk-strategy", choices=("auto", "regex"), help="accepted; regex chunking is used"
+        "-q", "--quiet", action="store_true", help="no stage progress on a terminal"
+    )
+    parser.add_argument(
+        "--chunk-strategy", type=chunk_strategy, metavar="regex", help="chunking (regex only)"
     )
     format_options(parser)
 

@@ -7,19 +7,70 @@ import argparse
 from collections.abc import Sequence
 
 from adapters.cli.commands import (
+    bench,
     collections,
     contexts,
     documents,
     indexing,
     models,
+    project,
+    pull,
     search,
     servers,
+    skills,
 )
 from adapters.cli.grammar import CommandTable, Parser, add_globals
 from adapters.version import IMPLEMENTS, PROG
 
 # The order of `qmd --help`.
-COMMAND_MODULES = (collections, contexts, indexing, models, search, documents, servers)
+COMMAND_MODULES = (
+    collections,
+    contexts,
+    project,
+    indexing,
+    models,
+    pull,
+    search,
+    documents,
+    bench,
+    skills,
+    servers,
+)
+
+# The query grammar and examples under the command list (the original prints its grammar
+# in `qmd --help` too; this text is ours).
+EPILOG = """\
+query syntax (qmd query):
+  A query is either one line of plain text, which qmd expands into keyword and
+  vector searches itself, or a query document: one search per line, each typed.
+
+    query     = plain | "expand:" text | document
+    document  = [ "intent:" text NL ] line { line }
+    line      = ( "lex:" | "vec:" | "hyde:" ) text NL
+    lex text  : keywords; "a phrase" in double quotes; -word excludes a word
+    vec text  : a question in plain words (no -exclusions)
+    hyde text : a sentence that reads like the answer you hope to find
+
+  A plain line cannot be mixed with typed lines; every typed line is a single
+  line with balanced quotes; intent: at most once, and never alone.
+
+examples:
+  qmd collection add ~/notes --name notes   index a folder
+  qmd search "disk usage"                   keywords, no model needed
+  qmd search --strict "disk usage"          only documents with every word
+  qmd vsearch "how big is this folder"      meaning, needs the embedding model
+  qmd query "how do I undo a commit" --no-rerank -C 10     faster hybrid
+  qmd query $'lex: "exit code" -windows\nvec: why does the script stop'
+  qmd get notes/ideas.md:40:20              20 lines from line 40
+  qmd mcp                                   serve the searches to an agent
+
+environment:
+  QMD_EMBED_MODEL, QMD_RERANK_MODEL, QMD_GENERATE_MODEL   model files (or models: in index.yml)
+  QMD_FORCE_CPU=1   no GPU      QMD_TRUST_LOCAL_CONFIG=1   trust a checked-in .qmd config
+  INDEX_PATH        index file  QMD_EDITOR_URI   editor link template for terminal results
+
+Run 'qmd <command> --help' for a command's options.
+"""
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, CommandTable]:
@@ -27,7 +78,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, CommandTable]:
     parser = Parser(
         prog=PROG,
         description=f"qmd — Quick Markdown Search (a Python implementation of QMD {IMPLEMENTS})",
-        epilog="Run 'qmd <command> --help' for a command's options.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_globals(parser, top=True)
     parser.add_argument("-v", "--version", action="store_true", help="print the version")

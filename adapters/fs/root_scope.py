@@ -148,6 +148,10 @@ class RootScopedStore:
             return self._inner.documents(collection) if collection in names else []
         return [m for m in self._inner.documents() if m.collection in names]
 
+    def document_paths(self) -> list[tuple[str, str]]:
+        names = self._scope.names()
+        return [pair for pair in self._inner.document_paths() if pair[0] in names]
+
     def collection_counts(self) -> list[CollectionCount]:
         names = self._scope.names()
         return [c for c in self._inner.collection_counts() if c.name in names]

@@ -213,8 +213,13 @@ def status_text_2_8_3(status: IndexStatus) -> str:
 
 
 def status_text_spec(status: IndexStatus) -> str:
+    """The summary with each collection's name, the value the `collection` argument takes
+    (REQ-SPEC-STATUS-003)."""
     lines = _status_head(status)
-    lines += [f"    - {_js_str(c.path)} ({c.documents} docs)" for c in status.collections]
+    lines += [
+        f"    - {c.name} (qmd://{c.name}/): {_js_str(c.path)} ({c.documents} docs)"
+        for c in status.collections
+    ]
     return "\n".join(lines)
 
 

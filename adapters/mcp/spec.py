@@ -35,13 +35,14 @@ from domain.errors import (
     QmdError,
     error_envelope,
 )
-from domain.model import DocumentMeta, SearchResult
+from domain.model import DocumentMeta, SearchResult, SubQuery
 from domain.paths import decode_uri_component, expand_reserved
 from domain.profiles import SEED_000
 from domain.scoring import js_round
 from domain.usecases.retrieval import merge_get_arguments
 from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services
+from domain.usecases.trace import SearchTrace
 
 SPEC_MAX_BYTES = 10240
 MAX_ITEMS = 200  # seed 001 NFR-4: list results are bounded
@@ -76,6 +77,64 @@ def _search_schema(min_score_default: float, query_help: str) -> dict[str, Any]:
     }
 
 
+MAX_SEARCHES = 10
+
+
+def with_degradations(payload: dict[str, Any], trace: SearchTrace) -> dict[str, Any]:
+    """Say which stages a search skipped, in a second text item and as `degraded` in the
+    structured result (REQ-SPEC-QUERY-008); nothing is added when none was."""
+    if not trace.degradations:
+        return payload
+    notes = "\n".join(f"Note: {d.note}" for d in trace.degradations)
+    payload["content"].append({"type": "text", "text": notes})
+    payload["structuredContent"]["degraded"] = [
+        {"stage": d.stage, "reason": d.reason} for d in trace.degradations
+    ]
+    return payload
+
+
+def _query_schema() -> dict[str, Any]:
+    """`query`'s seed-000 arguments plus documented extensions (REQ-SPEC-QUERY-004..006):
+    `rerank`, `intent`, `candidateLimit` and typed `searches`, all optional."""
+    schema = _search_schema(0, "A natural-language query")
+    schema["properties"].update(
+        {
+            "rerank": {
+                "type": "boolean",
+                "default": True,
+                "description": "Rerank the best candidates with the rerank model (false: "
+                "faster, scores are 1/rank of the fused list)",
+            },
+            "intent": {
+                "type": "string",
+                "description": "What the search is for; steers snippets, expansion and "
+                "reranking, never matched by itself",
+            },
+            "candidateLimit": {
+                "type": "number",
+                "description": f"Candidates kept after fusion and reranked (1-{MAX_ITEMS}, "
+                f"default {HYBRID_CANDIDATES}; lower is faster)",
+            },
+            "searches": {
+                "type": "array",
+                "maxItems": MAX_SEARCHES,
+                "description": "Typed searches to run instead of expanding `query` "
+                "(lex: keywords, vec: a question, hyde: an answer-like sentence); `query` "
+                "then ranks chunks and snippets",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "type": {"type": "string", "enum": ["lex", "vec", "hyde"]},
+                        "query": {"type": "string"},
+                    },
+                    "required": ["type", "query"],
+                },
+            },
+        }
+    )
+    return schema
+
+
 _LINE_NUMBERS = {
     "type": "boolean",
     "default": False,
@@ -105,7 +164,7 @@ TOOLS: list[dict[str, Any]] = [
         "description": "Highest-quality search: query expansion, BM25 and vector search in "
         "parallel, reciprocal-rank fusion and LLM reranking. Falls back to BM25 when no "
         "vector index or models are available.",
-        "inputSchema": _search_schema(0, "A natural-language query"),
+        "inputSchema": _query_schema(),
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     },
     {
@@ -285,27 +344,47 @@ class SpecSurface:
 
     def _vsearch(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
-        results = self._searcher.vector_search(
-            query, SearchRequest(limit=limit, collections=collections, min_score=min_score)
+        trace = SearchTrace()
+        request = SearchRequest(
+            limit=limit, collections=collections, min_score=min_score, trace=trace
         )
-        return self._payload(results, query)
+        results = self._searcher.vector_search(query, request)
+        return with_degradations(self._payload(results, query), trace)
 
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
         if not collections:
             return self._payload([], query)
+        candidates = optional_int(args.get("candidateLimit"))
+        if candidates is not None and candidates < 1:
+            raise QmdError(INVALID_ARGUMENT, "candidateLimit must be at least 1")
+        intent = (args.get("intent") or "").strip() or None
         request = SearchRequest(
             limit=limit,
             collections=collections,
             min_score=min_score,
-            candidate_limit=HYBRID_CANDIDATES,
+            candidate_limit=min(candidates or HYBRID_CANDIDATES, MAX_ITEMS),
+            intent=intent,
+            rerank=bool(args["rerank"]),
+            trace=SearchTrace(),
         )
-        results = self._searcher.hybrid_query(query, request)
-        return self._payload(results, query)
+        searches = args.get("searches") or []
+        if searches:
+            typed = [SubQuery(s["type"], s["query"].strip()) for s in searches]
+            for index, sub_query in enumerate(typed):
+                if not sub_query.query:
+                    raise QmdError(INVALID_ARGUMENT, f"searches[{index}]: query must not be empty")
+            results = self._searcher.structured_query(
+                typed, request, label=lambda i: f"searches[{i}]", primary=query
+            )
+        else:
+            results = self._searcher.hybrid_query(query, request)
+        assert request.trace is not None
+        return with_degradations(self._payload(results, query), request.trace)
 
     def _find(self, reference: str, shown: str) -> DocumentMeta:
         self._guard.check_reference(reference)
-        return self._services.retrieval.find(reference, original=shown)
+        return self._services.retrieval.find(reference, original=shown, qualified=True)
 
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]

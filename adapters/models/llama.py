@@ -292,6 +292,15 @@ class LlamaEmbedder:
         with self._model.lock:
             return int(self._llm().n_embd())
 
+    @property
+    def max_input_tokens(self) -> int:
+        """Tokens one text may have before `_truncate` cuts it (the model's context, capped by
+        its trained positions, less a margin); chunks are sized to fit (KnowsInputLimit)."""
+        with self._model.lock:
+            self._llm()
+            assert self._limit is not None
+            return self._limit
+
     def close(self) -> None:
         self._model.close()
         self._limit = None

@@ -371,6 +371,12 @@ class SqliteIndex:
             )
         return [_meta(r) for r in rows]
 
+    def document_paths(self) -> list[tuple[str, str]]:
+        rows = self._conn.query(
+            "SELECT collection, path FROM documents WHERE active = 1 ORDER BY id"
+        )
+        return [(str(collection), str(path)) for collection, path in rows]
+
     def body(self, content_hash: str) -> str:
         value = self._conn.scalar("SELECT doc FROM content WHERE hash = ?", (content_hash,))
         if value is None:
@@ -402,6 +408,14 @@ class SqliteIndex:
     def orphaned_vector_count(self) -> int:
         """Chunk vectors no active document uses any more (`qmd cleanup` removes them)."""
         return int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0)
+
+    def embedded_by_model(self) -> dict[str, int]:
+        rows = self._conn.query(
+            "SELECT v.model, COUNT(DISTINCT v.hash) FROM content_vectors v"
+            " WHERE v.hash IN (SELECT hash FROM documents WHERE active = 1)"
+            " GROUP BY v.model ORDER BY v.model"
+        )
+        return {str(model): int(count) for model, count in rows}
 
     def preview_cleanup(self) -> dict[str, int]:
         """What `cleanup` would remove (for `qmd cleanup --dry-run`), same keys."""

@@ -12,7 +12,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from domain.chunking import CHUNK_OVERLAP_TOKENS, CHUNK_SIZE_TOKENS, chunk_by_tokens
+from domain.chunking import (
+    CHUNK_OVERLAP_TOKENS,
+    CHUNK_SIZE_TOKENS,
+    chunk_by_tokens,
+    fitted_token_budget,
+)
 from domain.errors import INTERNAL_ERROR, NOT_FOUND, QmdError
 from domain.ports import Clock, DocumentStore, Embedder, VectorIndex
 
@@ -65,6 +70,15 @@ class DescribesEmbeddingSpace(Protocol):
     def embedding_space(self) -> str: ...
 
 
+@runtime_checkable
+class KnowsInputLimit(Protocol):
+    """Optional extension of `Embedder`: how many tokens one text may have before the model
+    cuts the rest off. Chunks are sized to fit it (domain/chunking.fitted_token_budget)."""
+
+    @property
+    def max_input_tokens(self) -> int: ...
+
+
 def fingerprint_for(embedder: Embedder, space: str | None = None) -> str:
     """`space` overrides the embedder's own `embedding_space()` (which may need the network)."""
     title, text = FINGERPRINT_DOC_PROBE
@@ -98,6 +112,9 @@ class EmbedReport:
     errors: tuple[str, ...] = ()
     # active documents that still lack a complete vector set at the end of the run
     left_pending: int = 0
+    chunk_tokens: int = CHUNK_SIZE_TOKENS  # the chunk size used (smaller for a small model)
+    input_limit: int | None = None  # the model's input size in tokens, when it says
+    truncated_chunks: int = 0  # chunks that still did not fit (a very long title)
 
 
 @dataclass
@@ -124,13 +141,24 @@ class EmbedIndex:
         self._embedder = embedder
         self._clock = clock
         self.fingerprint = fingerprint or fingerprint_for(embedder)
+        self.collection: str | None = None  # `qmd embed -c`: embed only this one's documents
+        self._input_limit: int | None = None
+        self._chunk_tokens = CHUNK_SIZE_TOKENS
+        self._truncated = 0
 
     @property
     def model(self) -> str:
         return self._embedder.model_name
 
-    def pending(self) -> list[str]:
-        return self._vectors.pending_hashes(self.model, self.fingerprint)
+    def pending(self, collection: str | None = None) -> list[str]:
+        """Content hashes without vectors from this model; with `collection`, only those of
+        its documents (`qmd embed -c`: a body shared with another collection is embedded
+        once and serves both)."""
+        hashes = self._vectors.pending_hashes(self.model, self.fingerprint)
+        if collection is None:
+            return hashes
+        wanted = {meta.hash for meta in self._store.documents(collection)}
+        return [h for h in hashes if h in wanted]
 
     def run(
         self,
@@ -148,7 +176,9 @@ class EmbedIndex:
         """
         if force:
             self._vectors.clear_vectors()
-        pending = self.pending()
+        pending = self.pending(self.collection)
+        if pending and isinstance(self._embedder, KnowsInputLimit):
+            self._input_limit = self._embedder.max_input_tokens
         titles = self._titles()
         done = failed = chunks_done = 0
         errors: list[str] = []
@@ -202,6 +232,9 @@ class EmbedIndex:
             failed_documents=failed,
             errors=tuple(errors),
             left_pending=left,
+            chunk_tokens=self._chunk_tokens,
+            input_limit=self._input_limit,
+            truncated_chunks=self._truncated,
         )
 
     # ------------------------------------------------------------------ steps
@@ -238,7 +271,21 @@ class EmbedIndex:
             yield batch
 
     def _prepare(self, content_hash: str, body: str, title: str) -> _Doc:
-        pieces = chunk_by_tokens(body, self._embedder.count_tokens)
+        limit = self._input_limit
+        reserved = 0
+        if limit is not None:
+            embedder = self._embedder
+            framing = (
+                embedder.format_document(title, "")
+                if isinstance(embedder, FormatsEmbeddingText)
+                else f"{title}\n"
+            )
+            reserved = embedder.count_tokens(framing)
+        size, overlap, window = fitted_token_budget(limit, reserved)
+        self._chunk_tokens = size
+        pieces = chunk_by_tokens(body, self._embedder.count_tokens, size, overlap, window)
+        if limit is not None:
+            self._truncated += sum(1 for p in pieces if p.tokens + reserved > limit)
         # An empty body still gets one (title-only) vector, or it would stay pending forever.
         chunks = [(p.pos, p.text) for p in pieces] or [(0, body)]
         return _Doc(hash=content_hash, chunks=chunks, title=title)

@@ -22,7 +22,7 @@ from domain.model import Collection, DocumentMeta
 from domain.paths import normalize_docid, parse_line_ref, parse_virtual_path
 from domain.ports import DocumentStore
 from domain.scoring import js_round
-from domain.suggest import similar_paths
+from domain.suggest import NameIndex
 from domain.text import resolve_context
 
 GET_SUGGESTION_DISTANCE = 5
@@ -83,6 +83,21 @@ class Retrieval:
     def __init__(self, store: DocumentStore, home: str | None = None) -> None:
         self._store = store
         self._home = home
+        self._names: NameIndex | None = None  # reused while the indexed paths stay the same
+        self._qualified: NameIndex | None = None
+
+    def _name_index(self, pairs: Sequence[tuple[str, str]], qualified: bool = False) -> NameIndex:
+        """Suggestion candidates: collection-relative paths (the original's), or with
+        `qualified` `collection/path` (what search results show)."""
+        paths = tuple(f"{c}/{p}" if qualified else p for c, p in pairs)
+        cached = self._qualified if qualified else self._names
+        if cached is None or cached.paths != paths:
+            cached = NameIndex(paths)
+            if qualified:
+                self._qualified = cached
+            else:
+                self._names = cached
+        return cached
 
     # -- contexts ---------------------------------------------------------------------------
 
@@ -115,10 +130,14 @@ class Retrieval:
 
     # -- single document ----------------------------------------------------------------------
 
-    def find(self, reference: str, *, original: str | None = None) -> DocumentMeta:
+    def find(
+        self, reference: str, *, original: str | None = None, qualified: bool = False
+    ) -> DocumentMeta:
         """Resolve a path, `qmd://` URI or docid to an active document.
 
-        Raises DocumentNotFoundError (with suggestions for paths) or QmdError(EXCLUDED).
+        Raises DocumentNotFoundError (with suggestions for paths) or QmdError(EXCLUDED). With
+        `qualified`, a miss spelled `collection/path` (as search results show paths) that the
+        original's rule finds nothing close to is also compared with `collection/path` names.
         """
         check_reference(reference)
         shown = original if original is not None else reference
@@ -137,11 +156,16 @@ class Retrieval:
         if meta is not None:
             return meta
         self._raise_if_excluded(target, shown)
-        paths = [m.path for m in self._store.documents()]
-        raise DocumentNotFoundError(
-            shown,
-            similar_paths(target, paths, GET_SUGGESTION_DISTANCE, GET_SUGGESTION_LIMIT),
+        pairs = self._store.document_paths()
+        suggestions = self._name_index(pairs).similar(
+            target, GET_SUGGESTION_DISTANCE, GET_SUGGESTION_LIMIT
         )
+        if not suggestions and qualified:
+            spelled = target[len("qmd://") :] if target.startswith("qmd://") else target
+            suggestions = self._name_index(pairs, qualified=True).similar(
+                spelled, GET_SUGGESTION_DISTANCE, GET_SUGGESTION_LIMIT
+            )
+        raise DocumentNotFoundError(shown, suggestions)
 
     def _lookup_path(self, target: str) -> DocumentMeta | None:
         virtual = parse_virtual_path(target) if target.startswith("qmd:") else None
@@ -245,8 +269,9 @@ class Retrieval:
             if len(hits) > 1:
                 listed = ", ".join(sorted(m.virtual_path for m in hits))
                 raise QmdError(INVALID_ARGUMENT, f"Ambiguous path {name}: {listed}")
-        suggestions = similar_paths(
-            name, [m.path for m in all_docs], GET_SUGGESTION_DISTANCE, LIST_SUGGESTION_LIMIT
+        pairs = [(m.collection, m.path) for m in all_docs]
+        suggestions = self._name_index(pairs).similar(
+            name, GET_SUGGESTION_DISTANCE, LIST_SUGGESTION_LIMIT
         )
         hint = f" (did you mean: {', '.join(suggestions)}?)" if suggestions else ""
         raise QmdError("not-found", f"File not found: {name}{hint}")

@@ -37,11 +37,20 @@ from domain.profiles import ORIGINAL_2_8_3, LexicalRule, ModelFailure, SearchPro
 from domain.scoring import normalize_bm25
 from domain.snippets import extract_snippet
 from domain.text import resolve_context
+from domain.usecases.trace import (
+    EMBEDDING,
+    EXPANDING,
+    RERANKING,
+    SEARCHING,
+    SearchTrace,
+    traced,
+)
 
 LEG_LIMIT = 20
 DEFAULT_CANDIDATE_LIMIT = 40
 STRONG_SIGNAL_SCORE = 0.85
 STRONG_SIGNAL_GAP = 0.15
+TAIL_SCORE_RATIO = 0.99  # the any-term tail's best score, relative to the last all-term score
 SNIPPET_CHARS = 300
 VECTOR_INDEX_MISSING = "Vector index not found. Run 'qmd embed' first to create embeddings."
 
@@ -73,6 +82,7 @@ class _Ranked:
 
     lists: list[list[DocKey]] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
     origins: list[_ListOrigin] = field(default_factory=list)
     backend_scores: list[list[float]] = field(default_factory=list)
     documents: dict[DocKey, Document] = field(default_factory=dict)
@@ -85,6 +95,12 @@ class _Ranked:
         query_type: ListQueryType,
         query: str,
     ) -> None:
+        self.add_shifted(hits, weight, 0, _ListOrigin(source, query_type, query))
+
+    def add_shifted(
+        self, hits: Sequence[Candidate], weight: float, rank_offset: int, origin: _ListOrigin
+    ) -> None:
+        """`add`, with the list's ranks starting `rank_offset` places down."""
         if not hits:
             return  # an empty list contributes nothing and takes no list index
         keys: list[DocKey] = []
@@ -94,13 +110,15 @@ class _Ranked:
             keys.append(key)
         self.lists.append(keys)
         self.weights.append(weight)
-        self.origins.append(_ListOrigin(source, query_type, query))
+        self.offsets.append(rank_offset)
+        self.origins.append(origin)
         self.backend_scores.append([hit.score for hit in hits])
 
     def contributions(self) -> dict[DocKey, list[ListContribution]]:
         """Per document, what each list added to its fused score (in list order)."""
         traces: dict[DocKey, list[ListContribution]] = {}
-        for key, entries in rrf_contributions(self.lists, self.weights).items():
+        contributions = rrf_contributions(self.lists, self.weights, rank_offsets=self.offsets)
+        for key, entries in contributions.items():
             traces[key] = [
                 ListContribution(
                     list_index=e.list_index,
@@ -111,6 +129,7 @@ class _Ranked:
                     weight=e.weight,
                     backend_score=self.backend_scores[e.list_index][e.rank - 1],
                     rrf_contribution=e.contribution,
+                    rank_offset=self.offsets[e.list_index],
                 )
                 for e in entries
             ]
@@ -154,6 +173,16 @@ class SearchRequest:
     expand: bool = True  # vector search: embed vec/hyde expansions of the query too
     explain: bool = False  # hybrid/structured: attach a ScoreExplanation to every result
     snippet_chars: int = SNIPPET_CHARS
+    # where the stages and the skipped ones are reported (domain/usecases/trace.py)
+    trace: SearchTrace | None = field(default=None, compare=False)
+
+
+NO_VECTOR_INDEX = "no vector index (run 'qmd embed'); expansion and reranking skipped too"
+
+
+def _degrade_note(request: SearchRequest, stage: str, reason: str) -> None:
+    if request.trace is not None:
+        request.trace.degraded(stage, reason)
 
 
 @dataclass(frozen=True)
@@ -280,10 +309,17 @@ class Searcher:
         The original ANDs every term, which leaves natural-language questions with no hits;
         see docs/decisions/0007-multi-term-lexical-ranking.md for the measured choice.
         """
+        strict, loose = self._lex_split(text, limit, collections)
+        return (strict + _below(loose, strict))[:limit]
+
+    def _lex_split(
+        self, text: str, limit: int, collections: Sequence[str] | None
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """(all-term matches, any-term matches that fill up to `limit`)."""
         strict = self._lex_merged(text, limit, collections)
         query = parse_lex_query(text)
         if len(strict) >= limit or len(query.positives) < 2:
-            return strict
+            return strict, []
         loose_query = replace(query, match_any=True)
         scopes: list[str | None] = list(collections) if collections is not None else [None]
         legs = []
@@ -292,7 +328,7 @@ class Searcher:
             legs.append([Candidate(h.document, normalize_bm25(h.bm25)) for h in hits])
         seen = {_key(c.document) for c in strict}
         loose = [c for c in _merge_best(legs, limit + len(strict)) if _key(c.document) not in seen]
-        return (strict + loose)[:limit]
+        return strict, loose[: max(0, limit - len(strict))]
 
     def _vec_leg(
         self, vector: Sequence[float], limit: int, collection: str | None
@@ -362,11 +398,21 @@ class Searcher:
         embedder = self._require_embedder()
         texts = [query]
         expander = self._expander
+        if request.expand and expander is None:
+            _degrade_note(request, "expansion", "no query-expansion model is available")
         if request.expand and expander is not None:
-            expanded = _optional_stage(self._degrade, lambda: expander.expand(query)) or []
+            with traced(request.trace, EXPANDING):
+                expanded = (
+                    _optional_stage(
+                        self._degrade, lambda: expander.expand(query), request, "expansion"
+                    )
+                    or []
+                )
             texts += [s.query for s in expanded if s.type in ("vec", "hyde")]
-        vectors = embedder.embed_queries(texts)
-        legs = [self._vec_merged(v, request.limit, request.collections) for v in vectors]
+        with traced(request.trace, EMBEDDING):
+            vectors = embedder.embed_queries(texts)
+        with traced(request.trace, SEARCHING):
+            legs = [self._vec_merged(v, request.limit, request.collections) for v in vectors]
         merged = _merge_best(legs, request.limit)
         contexts = _Contexts(self._store)
         snippet = _Snippet(query, chars=request.snippet_chars)
@@ -382,10 +428,12 @@ class Searcher:
         request: SearchRequest,
         *,
         label: Callable[[int], str] = lambda _i: "Structured search",
+        primary: str | None = None,
     ) -> list[SearchResult]:
         """Typed sub-queries, no expansion: lex legs first, then vec/hyde, first list x2.
 
         Sub-queries are validated with the original's wording, `label` naming each one.
+        `primary` ranks chunks, snippets and reranking (default: the first lex sub-query).
         """
         validate_sub_queries(searches, label)
         if request.intent:
@@ -399,8 +447,11 @@ class Searcher:
                         self._lex_leg(sub.query, LEG_LIMIT, scope), 1.0, "fts", "lex", sub.query
                     )
         semantic = [s for s in searches if s.type in ("vec", "hyde")]
+        if semantic and not self._vectors.has_vector_index():
+            _degrade_note(request, "vectors", "no vector index (run 'qmd embed')")
         if semantic and self._vectors.has_vector_index():
-            vectors = self._require_embedder().embed_queries([s.query for s in semantic])
+            with traced(request.trace, EMBEDDING):
+                vectors = self._require_embedder().embed_queries([s.query for s in semantic])
             for sub, vector in zip(semantic, vectors, strict=True):
                 for scope in scopes:
                     ranked.add(
@@ -408,7 +459,7 @@ class Searcher:
                     )
         if ranked.weights:
             ranked.weights[0] = 2.0
-        return self._fuse_and_rank(ranked, primary_query(searches), request)
+        return self._fuse_and_rank(ranked, primary or primary_query(searches), request)
 
     def hybrid_query(self, query: str, request: SearchRequest) -> list[SearchResult]:
         """Probe BM25, expand unless the signal is strong, fuse BM25 + vectors, rerank, blend.
@@ -422,27 +473,51 @@ class Searcher:
         if request.intent:
             check_query(request.intent, "intent")
         collections = request.collections
-        probe = self._lex_by_rule(query, LEG_LIMIT, collections)
         ranked = _Ranked()
-        ranked.add(probe, 2.0, "fts", "original", query)
+        fill = self.profile.fill_fusion
+        with traced(request.trace, SEARCHING):
+            if fill is not None and self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:
+                strict, loose = self._lex_split(query, LEG_LIMIT, collections)
+                probe = strict + _below(loose, strict)
+                origin = _ListOrigin("fts", "original", query)
+                ranked.add_shifted(strict, fill.keyword_weight, fill.keyword_rank_offset, origin)
+                ranked.add_shifted(loose, fill.weight, fill.rank_offset, origin)
+            else:
+                probe = self._lex_by_rule(query, LEG_LIMIT, collections)
+                ranked.add(probe, 2.0, "fts", "original", query)
         if self.profile.bm25_only_without_vectors and not self._vectors.has_vector_index():
+            _degrade_note(request, "vectors", NO_VECTOR_INDEX)
             return self._fuse_and_rank(ranked, query, replace(request, rerank=False))
         expansions: list[SubQuery] = []
         expander = self._expander
-        if expander is not None and not _strong_signal(probe, request.intent):
-            expanded = _optional_stage(self._degrade, lambda: expander.expand(query)) or []
+        strong = _strong_signal(probe, request.intent)
+        if expander is None and not strong:
+            _degrade_note(request, "expansion", "no query-expansion model is available")
+        if expander is not None and not strong:
+            with traced(request.trace, EXPANDING):
+                expanded = (
+                    _optional_stage(
+                        self._degrade, lambda: expander.expand(query), request, "expansion"
+                    )
+                    or []
+                )
             expansions = [s for s in expanded if s.query != query]
         for sub in expansions:
             if sub.type == "lex":
                 hits = self._lex_by_rule(sub.query, LEG_LIMIT, collections)
                 ranked.add(hits, 1.0, "fts", "lex", sub.query)
         embedder = self._embedder
+        if embedder is None:
+            _degrade_note(request, "vectors", "no embedding model is available")
         if embedder is not None and self._vectors.has_vector_index():
             semantic: list[tuple[ListQueryType, str]] = [("original", query)]
             semantic += [(s.type, s.query) for s in expansions if s.type in ("vec", "hyde")]
             texts = [text for _type, text in semantic]
             # None: the model could not be had and the profile degrades to BM25 only
-            vectors = _optional_stage(self._degrade, lambda: embedder.embed_queries(texts))
+            with traced(request.trace, EMBEDDING):
+                vectors = _optional_stage(
+                    self._degrade, lambda: embedder.embed_queries(texts), request, "vectors"
+                )
             for (query_type, text), vector in zip(semantic, vectors or [], strict=False):
                 ranked.add(
                     self._vec_merged(vector, LEG_LIMIT, collections),
@@ -459,7 +534,7 @@ class Searcher:
         self, ranked: _Ranked, primary: str, request: SearchRequest
     ) -> list[SearchResult]:
         intent = request.intent
-        fused = reciprocal_rank_fusion(ranked.lists, ranked.weights)
+        fused = reciprocal_rank_fusion(ranked.lists, ranked.weights, rank_offsets=ranked.offsets)
         fused = fused[: max(request.candidate_limit, 0)]
         candidates: list[tuple[Candidate, tuple[int, int]]] = []
         for item in fused:
@@ -470,12 +545,15 @@ class Searcher:
             candidates.append((Candidate(document, item.score), chunk))
         reranker = self._reranker
         rerank_scores: list[float] | None = None
+        if request.rerank and reranker is None and candidates:
+            _degrade_note(request, "rerank", "no rerank model is available")
         if request.rerank and reranker is not None and candidates:
             rerank_query = f"{intent}\n\n{primary}" if intent else primary
             texts = [c.document.body[pos : pos + length] for c, (pos, length) in candidates]
-            rerank_scores = _optional_stage(
-                self._degrade, lambda: reranker.rerank(rerank_query, texts)
-            )
+            with traced(request.trace, RERANKING):
+                rerank_scores = _optional_stage(
+                    self._degrade, lambda: reranker.rerank(rerank_query, texts), request, "rerank"
+                )
         if rerank_scores is not None:
             scores = [
                 blend(position, rerank_scores[position - 1])
@@ -496,7 +574,8 @@ class Searcher:
             if request.explain:
                 trace = traces.get(_key(candidate.document), [])
                 rerank_score = rerank_scores[index] if rerank_scores is not None else None
-                result = replace(result, explanation=_explanation(trace, index + 1, rerank_score))
+                explained = _explanation(trace, index + 1, rerank_score)
+                result = replace(result, explanation=explained)
             results.append(result)
             if len(results) >= request.limit:
                 break
@@ -506,12 +585,16 @@ class Searcher:
 T = TypeVar("T")
 
 
-def _optional_stage(degrade: bool, stage: Callable[[], T]) -> T | None:
-    """Run a model stage; when degrading, a model that cannot be had skips the stage."""
+def _optional_stage(
+    degrade: bool, stage: Callable[[], T], request: SearchRequest, name: str
+) -> T | None:
+    """Run a model stage; when degrading, a model that cannot be had skips the stage (and
+    the request's trace records why)."""
     try:
         return stage()
     except QmdError as error:
         if degrade and error.code == MODEL_UNAVAILABLE:
+            _degrade_note(request, name, error.message)
             return None
         raise
 
@@ -519,11 +602,13 @@ def _optional_stage(degrade: bool, stage: Callable[[], T]) -> T | None:
 def _explanation(
     trace: Sequence[ListContribution], rrf_rank: int, rerank_score: float | None
 ) -> ScoreExplanation:
-    """The score breakdown of the candidate at `rrf_rank` (1-based) in the fused list."""
+    """The score breakdown of the candidate at `rrf_rank` (1-based) in the fused list; a
+    list's rank offset counts for the top-rank bonus as in the fusion."""
     base = 0.0
     for contribution in trace:  # summed in list order, as the fusion does
         base += contribution.rrf_contribution
-    bonus = top_rank_bonus(min(c.rank for c in trace)) if trace else 0.0
+    best = min((c.rank + c.rank_offset for c in trace), default=0)
+    bonus = top_rank_bonus(best) if trace else 0.0
     position_score = 1.0 / rrf_rank
     if rerank_score is None:  # no reranker ran: the score is the position score alone
         weight, rerank_value, final = 1.0, 0.0, position_score
@@ -549,6 +634,20 @@ def _strong_signal(probe: Sequence[Candidate], intent: str | None) -> bool:
     top = probe[0].score
     second = probe[1].score if len(probe) > 1 else 0.0
     return top >= STRONG_SIGNAL_SCORE and top - second >= STRONG_SIGNAL_GAP
+
+
+def _below(tail: list[Candidate], head: Sequence[Candidate]) -> list[Candidate]:
+    """The any-term tail scaled (order kept) so its best score stays under the all-term list's
+    lowest: results always come in descending score order and all-term matches stay first
+    (REQ-SPEC-SEARCH-005)."""
+    if not tail or not head:
+        return tail
+    floor = min(c.score for c in head)
+    top = max(c.score for c in tail)
+    if top < floor:
+        return tail
+    factor = TAIL_SCORE_RATIO * floor / top if top > 0 else 0.0
+    return [replace(c, score=c.score * factor) for c in tail]
 
 
 def _merge_best(legs: Sequence[Sequence[Candidate]], limit: int) -> list[Candidate]:

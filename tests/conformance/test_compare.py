@@ -86,3 +86,14 @@ def test_tolerance_rules_allow_close_numbers_only_where_they_point() -> None:
         ("$.results[0].score", "missing"),
         ("$.results[1].score", ""),
     ]
+
+
+def test_descending_by_checks_the_order_of_a_key() -> None:
+    msg = {"results": [{"score": 0.9}, {"score": 0.5}, {"score": 0.5}]}
+    assert check_matcher(msg, {"path": "$.results", "descendingBy": "score"}) == []
+    msg["results"].append({"score": 0.7})
+    [problem] = check_matcher(msg, {"path": "$.results", "descendingBy": "score"})
+    assert problem.path == "$.results[3].score"
+    by_score = {"path": "$.results", "descendingBy": "score"}
+    assert check_matcher({"results": [{"score": "x"}]}, by_score)
+    assert check_matcher({"results": 3}, by_score)

@@ -24,6 +24,7 @@ def test_counts_preview_and_cleanup_agree(store: StoreLike) -> None:
     store.put("cache-key", "cached")
     assert store.total_documents() == 2
     assert store.vector_count() == 3
+    assert store.embedded_by_model() == {"m": 2}
     store.deactivate_documents("c", ["gone.md"])
     assert store.total_documents() == 1
     expected = {
@@ -39,3 +40,12 @@ def test_counts_preview_and_cleanup_agree(store: StoreLike) -> None:
     assert store.cleanup() == expected
     assert (store.vector_count(), store.orphaned_vector_count()) == (1, 0)
     assert store.preview_cleanup() == dict.fromkeys(expected, 0)
+    assert store.embedded_by_model() == {"m": 1}  # only active documents count
+
+
+def test_embedded_by_model_names_the_model_of_each_vector_set(store: StoreLike) -> None:
+    first = _add(store, "a.md", "first body")
+    second = _add(store, "b.md", "second body")
+    store.store_chunk_vectors(first, [(0, 0, [1.0, 0.0])], "old-model", "fp1", T0)
+    store.store_chunk_vectors(second, [(0, 0, [0.0, 1.0])], "new-model", "fp2", T0)
+    assert store.embedded_by_model() == {"new-model": 1, "old-model": 1}

@@ -91,6 +91,9 @@ def test_documents_are_ordered_by_id_and_filtered(store: StoreLike) -> None:
     assert [m.display_path for m in store.documents()] == ["b/z.md", "a/y.md", "b/a.md"]
     assert [m.path for m in store.documents("b")] == ["z.md", "a.md"]
     assert store.documents("nope") == []
+    assert store.document_paths() == [("b", "z.md"), ("a", "y.md"), ("b", "a.md")]
+    store.deactivate_documents("a", ["y.md"])
+    assert store.document_paths() == [("b", "z.md"), ("b", "a.md")]
 
 
 def test_docid_lookup(store: StoreLike) -> None:

@@ -105,3 +105,33 @@ def test_bench_index_memory_runs(tmp_path: Path) -> None:
     assert big["skipped"] and not big["indexed"]
     assert data["cjk_queries"][0]["chars"] == 200
     assert "search of 200 CJK characters" in done.stdout
+
+
+def test_bench_suggest_runs_and_prints_its_figures() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_suggest", "--docs", "300", "--misses", "6"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "suggestions for a missed get: 300 documents" in done.stdout
+    for kind in ("relative", "qualified", "far"):
+        assert f"  {kind}" in done.stdout
+    assert "(6/6 with suggestions)" in done.stdout  # every typo of a relative path is found
+
+
+def test_bench_judged_runs_on_a_slice_and_prints_ndcg() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_judged", "--limit-docs", "40", "--questions", "4"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "judged set: 4 questions" in done.stdout
+    for label in ("search", "vsearch", "query"):
+        assert f"  {label} " in done.stdout
+    assert "nDCG@10" in done.stdout

@@ -298,3 +298,38 @@ def test_a_document_edited_during_the_run_is_skipped_then_reported_left(
     assert report.left_pending == 1  # the edited version: this run never saw it
     edited = content_hash("# Note 0\n\nedited while embedding")
     assert store.pending_hashes(report.model, report.fingerprint) == [edited]
+
+
+class SmallContextEmbedder(FakeEmbedder):
+    """A fake with a 120-token input (KnowsInputLimit) that records what it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inputs: list[int] = []
+
+    @property
+    def max_input_tokens(self) -> int:
+        return 120
+
+    def embed_documents(self, items: Sequence[tuple[str, str]]) -> list[list[float]]:
+        self.inputs += [self.count_tokens(self.format_document(t, x)) for t, x in items]
+        return super().embed_documents(items)
+
+
+def test_chunks_fit_the_models_input(store: StoreLike) -> None:
+    add(store, "notes", "long.md", long_body("long", 2500), title="A long note")
+    small = SmallContextEmbedder()
+    report = EmbedIndex(store, store, small, FixedClock()).run()
+    assert report.input_limit == 120 and report.chunk_tokens < 120
+    assert report.truncated_chunks == 0
+    assert small.inputs and max(small.inputs) <= 120  # title and text: nothing cut off
+    # the default model (no limit given) keeps the original's 900-token chunks
+    plain = EmbedIndex(store, store, FakeEmbedder(model_name="big"), FixedClock()).run()
+    assert plain.input_limit is None and plain.chunk_tokens == 900
+    assert plain.embedded_chunks < report.embedded_chunks
+
+
+def test_a_chunk_that_still_cannot_fit_is_reported(store: StoreLike) -> None:
+    add(store, "notes", "t.md", "short body", title=" ".join(["word"] * 200))
+    report = EmbedIndex(store, store, SmallContextEmbedder(), FixedClock()).run()
+    assert report.truncated_chunks == 1

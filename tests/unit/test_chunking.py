@@ -534,3 +534,13 @@ def test_token_chunks_keep_first_pass_when_it_fits() -> None:
 def test_best_chunk_index(texts: list[str], query: str, intent: str | None, expected: int) -> None:
     chunks = [Chunk(t, i * 100) for i, t in enumerate(texts)]
     assert best_chunk_index(chunks, query, intent) == expected
+
+
+def test_fitted_token_budget_shrinks_only_for_a_small_model() -> None:
+    from domain.chunking import fitted_token_budget
+
+    assert fitted_token_budget(None) == (900, 135, 200)
+    assert fitted_token_budget(2048, 10) == (900, 135, 200)
+    size, overlap, window = fitted_token_budget(508, 8)  # MiniLM: 512 positions less a margin
+    assert size == 500 and overlap == 75 and window == 111
+    assert fitted_token_budget(20, 10)[0] == 32  # never below a usable minimum

@@ -150,3 +150,18 @@ def test_monotone_in_rank_within_one_list(keys: list[int]) -> None:
 def test_blend_monotone_in_rerank_score(rank: int, low: float, high: float) -> None:
     low, high = min(low, high), max(low, high)
     assert blend(rank, low) <= blend(rank, high)
+
+
+def test_a_rank_offset_lowers_a_list_and_takes_away_its_top_rank_bonus() -> None:
+    from domain.fusion import reciprocal_rank_fusion, rrf_contributions
+
+    lists = [["vec-top", "both"], ["filler", "both"]]
+    plain = {f.key: f.score for f in reciprocal_rank_fusion(lists, [2.0, 2.0])}
+    assert plain["filler"] == pytest.approx(2 / 61 + 0.05)  # ties the vector list's top
+    shifted = reciprocal_rank_fusion(lists, [2.0, 0.25], rank_offsets=[0, 10])
+    scores = {f.key: f.score for f in shifted}
+    assert scores["filler"] == pytest.approx(0.25 / 71)  # rank 11: no bonus
+    assert shifted[0].key == "vec-top"
+    traces = rrf_contributions(lists, [2.0, 0.25], rank_offsets=[0, 10])
+    assert [c.rank for c in traces["both"]] == [2, 2]  # the place in each list
+    assert sum(c.contribution for c in traces["both"]) + 0.02 == pytest.approx(scores["both"])

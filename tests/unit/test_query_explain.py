@@ -57,10 +57,12 @@ def _check_accounts_for_score(result: SearchResult) -> None:
     explain = _explained(result)
     base = 0.0
     for contribution in explain.contributions:
-        assert contribution.rrf_contribution == contribution.weight / (RRF_K + contribution.rank)
+        assert contribution.rrf_contribution == contribution.weight / (
+            RRF_K + contribution.rank + contribution.rank_offset
+        )
         base += contribution.rrf_contribution
     assert explain.rrf_base_score == base
-    best = min(c.rank for c in explain.contributions)
+    best = min(c.rank + c.rank_offset for c in explain.contributions)
     assert explain.top_rank_bonus == top_rank_bonus(best)
     assert explain.rrf_total_score == base + explain.top_rank_bonus
     assert explain.position_score == 1 / explain.rrf_rank

@@ -74,3 +74,42 @@ def test_metric_properties(a: str, b: str, c: str) -> None:
     assert levenshtein(a, b) == levenshtein(b, a)
     assert (levenshtein(a, b) == 0) == (a == b)
     assert levenshtein(a, c) <= levenshtein(a, b) + levenshtein(b, c)
+
+
+def _naive(query: str, paths: list[str], max_distance: int, limit: int) -> list[str]:
+    """The original's rule, spelled out: every path's full distance, then filter and sort."""
+    scored = [(levenshtein(p.lower(), query.lower()), p) for p in paths]
+    kept = sorted((item for item in scored if item[0] <= max_distance), key=lambda i: i[0])
+    return [p for _, p in kept[:limit]]
+
+
+_alphabet = st.sampled_from(list("abcAB/._-😀中"))
+_word = st.text(alphabet=_alphabet, max_size=14)
+
+
+@given(_word, st.lists(_word, max_size=12), st.integers(0, 6), st.integers(0, 6))
+def test_the_bounded_search_gives_the_original_answer(
+    query: str, paths: list[str], max_distance: int, limit: int
+) -> None:
+    assert similar_paths(query, paths, max_distance, limit) == _naive(
+        query, paths, max_distance, limit
+    )
+
+
+@given(_word, _word, st.integers(0, 8))
+def test_bounded_levenshtein_agrees_below_the_bound(a: str, b: str, bound: int) -> None:
+    from domain.suggest import _units, bounded_levenshtein
+
+    exact = levenshtein(a, b)
+    assert bounded_levenshtein(_units(a), _units(b), bound) == (exact if exact <= bound else None)
+
+
+@given(st.lists(_word, max_size=5), st.lists(_word, max_size=12), st.integers(0, 6))
+def test_a_reused_index_answers_as_a_fresh_one(
+    queries: list[str], paths: list[str], max_distance: int
+) -> None:
+    from domain.suggest import NameIndex
+
+    index = NameIndex(paths)  # the first misses scan, later ones use the bigram index
+    for query in [*queries, *queries]:
+        assert index.similar(query, max_distance, 5) == _naive(query, paths, max_distance, 5)

@@ -17,7 +17,7 @@ from domain.errors import (
     DocumentNotFoundError,
     QmdError,
 )
-from domain.profiles import ORIGINAL_2_8_3, SEED_000
+from domain.profiles import COMMAND_LINE, COMMAND_LINE_STRICT, ORIGINAL_2_8_3, SEED_000
 from domain.usecases.search import SearchRequest
 from tests.fakes import FakeContentSource, FixedClock, InMemoryConfigRepository, InMemoryStore
 
@@ -156,3 +156,24 @@ def test_any_term_fill_comes_after_all_term_matches() -> None:
     )
     single = app.searcher.with_profile(SEED_000).lex_search("rate", request)
     assert {r.document.meta.path for r in single} == {"both.md", "rate.md"}
+
+
+def test_results_come_in_descending_score_order_with_all_term_matches_first() -> None:
+    # a short one-term document outscores a long all-terms one in raw BM25
+    long_body = "rate limits " + " ".join(f"filler{i}" for i in range(300))
+    app = _app(
+        {
+            "/d/both.md": f"# Both\n\n{long_body}\n",
+            "/d/rate.md": "# Rate\n\nrate rate rate rate\n",
+        }
+    )
+    app.collections.add("/d", "d")
+    for profile in (SEED_000, COMMAND_LINE):
+        results = app.searcher.with_profile(profile).lex_search("rate limits", SearchRequest())
+        assert [r.document.meta.path for r in results] == ["both.md", "rate.md"]
+        scores = [r.score for r in results]
+        assert scores == sorted(scores, reverse=True) and scores[1] < scores[0]
+    strict = app.searcher.with_profile(COMMAND_LINE_STRICT)
+    assert [r.document.meta.path for r in strict.lex_search("rate limits", SearchRequest())] == [
+        "both.md"
+    ]

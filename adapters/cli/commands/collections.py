@@ -8,6 +8,7 @@ import posixpath
 from typing import TYPE_CHECKING
 
 from adapters.cli import formats as fmt
+from adapters.cli.commands.project import trust_own_edit
 from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable
 from adapters.cli.runtime import (
@@ -84,6 +85,7 @@ def collection_add(args: argparse.Namespace) -> int:
             )
         with index_writer_lock(app.db_path), ProgressBar(name) as progress:
             collection, counts = app.collections.add(root, name, pattern, progress.update)
+        trust_own_edit(app)
         out(f"Creating collection '{collection.name}'...\n")
         out(f"Collection: {collection.path} ({collection.pattern})\n\n")
         out(fmt.format_update_counts(counts.indexed, counts.updated, counts.unchanged, 0) + "\n")
@@ -180,6 +182,7 @@ def collection_update_cmd(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         require_collection(app, args.name)
         app.collections.set_update_command(args.name, command)
+        trust_own_edit(app)
     if command:
         out(f"✓ Set update command for '{args.name}': {command}\n")
     else:

@@ -34,10 +34,20 @@ def update(args: argparse.Namespace) -> int:
         if not collections:
             out("No collections found. Run 'qmd collection add .' to index markdown files.\n")
             return 0
+        from adapters.cli.commands.project import approve_for_update, outside_project
+
+        gated_allowed = approve_for_update(app)
         out(f"Updating {len(collections)} collection(s)...\n\n")
         for number, collection in enumerate(collections, start=1):
             out(f"[{number}/{len(collections)}] {collection.name} ({collection.pattern})\n")
-            if collection.update_command:
+            if not gated_allowed and outside_project(app, collection.name):
+                out(
+                    f"Skipping collection '{collection.name}' — path {collection.path} is "
+                    "outside this project and this .qmd config is not trusted.\n"
+                    "Approve with 'qmd trust'.\n\n"
+                )
+                continue
+            if collection.update_command and gated_allowed:
                 _run_update_command(collection)
             out(f"Collection: {collection.path} ({collection.pattern})\n")
             sys.stdout.flush()
@@ -210,6 +220,9 @@ def status(args: argparse.Namespace) -> int:
             ]
         else:
             lines += ["", "No collections. Run 'qmd collection add .' to index markdown files."]
+        from adapters.cli.commands.health import status_sections
+
+        lines += status_sections(app, report)
     out("\n".join(lines) + "\n")
     return 0
 
@@ -254,7 +267,11 @@ def cleanup(args: argparse.Namespace) -> int:
 
 def register(table: CommandTable) -> None:
     refresh = table.command("update", update, "re-index every collection")
-    refresh.add_argument("--pull", action="store_true", help="accepted for compatibility")
+    refresh.add_argument(
+        "--pull",
+        action="store_true",
+        help="ignored, as by the original 2.8.3 (set 'collection update-cmd NAME \"git pull\"')",
+    )
     listing = table.command("ls", ls, "list collections or files")
     listing.add_argument("target", nargs="?", help="collection[/prefix] or qmd://collection/prefix")
     table.command("status", status, "show index health")

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from adapters.cli.errors import CommandError
-from adapters.cli.grammar import CommandTable, non_negative_int, positive_int
+from adapters.cli.grammar import CommandTable, chunk_strategy, non_negative_int, positive_int
 from adapters.cli.runtime import (
     err,
     maintenance,
@@ -55,13 +55,15 @@ def _embed_lock(db_path: str) -> Iterator[bool]:
 def embed(args: argparse.Namespace) -> int:
     import time
 
+    from domain.chunking import CHUNK_SIZE_TOKENS
     from domain.errors import UNAVAILABLE, QmdError
     from domain.usecases.embedding import EmbedIndex, EmbedProgress
 
-    if args.collection:
+    collection: str | None = (args.collection or [None])[0]
+    if collection is not None and args.force:
         raise CommandError(
-            "qmd embed -c: not supported: vectors belong to document contents, which "
-            "collections share; run 'qmd embed' to embed every pending document."
+            "qmd embed -f -c: not supported: -f forgets the vectors of every collection (they "
+            "belong to contents that collections share); run 'qmd embed -f' without -c."
         )
     with open_app(args, with_models=True) as app:
         embedder = app.models.embedder
@@ -79,7 +81,11 @@ def embed(args: argparse.Namespace) -> int:
                 )
                 return 1
             use_case = EmbedIndex(app.store, app.vectors, embedder, app.clock)
-            pending = len(use_case.pending())
+            if collection is not None and app.store.get_collection(collection) is None:
+                raise CommandError(f"Collection not found: {collection}")
+            pending = len(use_case.pending(collection))
+            if args.force:  # -f forgets every vector first, so every body is embedded again
+                pending = len({meta.hash for meta in app.store.documents()})
             if not pending and not args.force:
                 out("✓ All documents are embedded.\n")
                 return 0
@@ -116,6 +122,7 @@ def embed(args: argparse.Namespace) -> int:
             if batch_bytes:
                 options["batch_bytes"] = batch_bytes
             try:
+                use_case.collection = collection
                 result = use_case.run(force=args.force, progress=report, **options)
             finally:
                 if live:
@@ -128,6 +135,16 @@ def embed(args: argparse.Namespace) -> int:
                 f"{result.embedded_documents} documents in {elapsed:.1f}s "
                 f"({rate:.1f} chunks/s, model {result.model}, fingerprint {result.fingerprint})\n"
             )
+            if result.input_limit is not None and result.chunk_tokens < CHUNK_SIZE_TOKENS:
+                out(
+                    f"Chunks of at most {result.chunk_tokens} tokens: the model reads "
+                    f"{result.input_limit} tokens per text.\n"
+                )
+            if result.truncated_chunks:
+                err(
+                    f"Warning: {result.truncated_chunks} chunk(s) were still longer than the "
+                    f"model's {result.input_limit}-token input (a long title?) and were cut."
+                )
             for error in result.errors:
                 err(f"{error}\n")
             if result.failed_documents or result.left_pending:
@@ -155,8 +172,11 @@ def remote_state(entry: dict[str, object]) -> str:
 
 
 def doctor(args: argparse.Namespace) -> int:
-    from adapters.config.yaml_config import load_config
-    from adapters.models.factory import configured_refs
+    from adapters.cli.commands.health import (
+        active_model_refs,
+        embedding_freshness,
+        environment_overrides,
+    )
     from adapters.models.llama import describe_backend
     from adapters.models.references import ModelResolver, is_remote_ref, model_cache_dir
     from adapters.models.remote import check_endpoint
@@ -172,11 +192,10 @@ def doctor(args: argparse.Namespace) -> int:
         vec = upkeep.vec_available
         healthy &= vec
         lines.append(f"  sqlite-vec: {'loaded' if vec else 'not available'}")
-        refs = configured_refs(
-            load_config(app.config_path).models,
-            os.path.dirname(os.path.abspath(app.config_path)),
-            os.environ,
-        )
+        refs = active_model_refs(app)
+        checks = environment_overrides(os.environ)
+        freshness, next_steps = embedding_freshness(app, app.status.status())
+        checks += freshness
     info = describe_backend(
         refs,
         resolver=ModelResolver(model_cache_dir(os.environ)),
@@ -213,6 +232,14 @@ def doctor(args: argparse.Namespace) -> int:
             state = f"MISSING — {entry.get('error') or 'not downloaded'}; set {entry['env']} "
             state += "or models: in index.yml"
         lines.append(f"  {role:<8} {entry['reference']}: {state}")
+        if not entry.get("available"):
+            missing = (
+                f"Run `qmd pull` to fetch the {role} model, or point {entry['env']} at a file."
+            )
+            next_steps.append(missing)
+    lines += ["", *checks]
+    if next_steps:
+        lines += ["", "Recommended next steps", *(f"  - {step}" for step in next_steps)]
     out("\n".join(lines) + "\n")
     return 0 if healthy else 1
 
@@ -223,6 +250,6 @@ def register(table: CommandTable) -> None:
     embedding.add_argument("-c", "--collection", action="append", metavar="NAME")
     embedding.add_argument("--max-docs-per-batch", type=positive_int, metavar="N")
     embedding.add_argument("--max-batch-mb", type=positive_int, metavar="N")
-    embedding.add_argument("--chunk-strategy", choices=("auto", "regex"))
+    embedding.add_argument("--chunk-strategy", type=chunk_strategy, metavar="regex")
     embedding.add_argument("--timeout", type=non_negative_int, metavar="MIN")
     table.command("doctor", doctor, "diagnose models and index")

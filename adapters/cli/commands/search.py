@@ -18,12 +18,13 @@ from adapters.cli.runtime import (
     resolve_format,
     result_path,
 )
-from domain.profiles import COMMAND_LINE
+from domain.profiles import COMMAND_LINE, COMMAND_LINE_STRICT
 from domain.usecases.search import Searcher, SearchRequest, primary_query
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
     from domain.model import SearchResult
+    from domain.usecases.trace import SearchTrace
 
 
 def _limit(args: argparse.Namespace, kind: str, all_limit: int) -> int:
@@ -34,8 +35,10 @@ def _limit(args: argparse.Namespace, kind: str, all_limit: int) -> int:
     return 20 if kind in ("json", "files") else 5
 
 
-def cli_searcher(app: App) -> Searcher:
-    return app.searcher.with_profile(COMMAND_LINE)
+def cli_searcher(app: App, args: argparse.Namespace | None = None) -> Searcher:
+    """The command line's profile; `--strict` keeps only documents with every term."""
+    strict = bool(getattr(args, "strict", False))
+    return app.searcher.with_profile(COMMAND_LINE_STRICT if strict else COMMAND_LINE)
 
 
 def search(args: argparse.Namespace) -> int:
@@ -49,7 +52,7 @@ def search(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         names = collections_for(app, args.collection)
         request = SearchRequest(limit=fetch, collections=names, snippet_chars=chars)
-        results = cli_searcher(app).lex_search(query, request)
+        results = cli_searcher(app, args).lex_search(query, request)
         rows_source = [r for r in results if r.score >= min_score][:limit]
         if not results or not rows_source:
             out(fmt.format_empty_results(kind, below_min_score=bool(results)))
@@ -72,8 +75,12 @@ def vsearch(args: argparse.Namespace) -> int:
         _warn_pending(app)
         try:
             # A missing expansion model means no expansion, not a failed search.
-            request = SearchRequest(limit=limit, collections=names, min_score=min_score)
-            results = cli_searcher(app).vector_search(query, request)
+            trace = _trace(args)
+            request = SearchRequest(
+                limit=limit, collections=names, min_score=min_score, trace=trace
+            )
+            results = cli_searcher(app, args).vector_search(query, request)
+            _say_degradations(trace)
         except QmdError as error:
             if error.code != UNAVAILABLE:
                 raise
@@ -84,6 +91,32 @@ def vsearch(args: argparse.Namespace) -> int:
             return 0
         out(fmt.format_results(_rows(app, results, query, kind, args, chunked=False), kind))
     return 0
+
+
+def _trace(args: argparse.Namespace) -> SearchTrace:
+    """Stages shown live on a terminal (`expanding… 1.2 s`), nothing when piped or --quiet."""
+    import sys
+    import time
+
+    from domain.usecases.trace import SearchTrace
+
+    if args.quiet or not sys.stderr.isatty():
+        return SearchTrace(time.perf_counter)
+
+    def show(stage: str, seconds: float | None) -> None:
+        if seconds is None:
+            sys.stderr.write(f"\r\x1b[K{stage}…")
+        else:
+            sys.stderr.write(f"\r\x1b[K{stage} {seconds:.1f}s\n")
+        sys.stderr.flush()
+
+    return SearchTrace(time.perf_counter, show)
+
+
+def _say_degradations(trace: SearchTrace) -> None:
+    """Each skipped stage once on stderr, piped or not: results without it look the same."""
+    for degradation in trace.degradations:
+        err(f"Note: {degradation.note}")
 
 
 def _explain_note(args: argparse.Namespace, kind: str, *, fused: bool) -> None:
@@ -128,6 +161,7 @@ def query(args: argparse.Namespace) -> int:
             intent=intent,
             rerank=not args.no_rerank,
             explain=args.explain,
+            trace=_trace(args),
         )
         if document is not None and document.searches:
             labels = "+".join(s.type for s in document.searches)
@@ -138,14 +172,16 @@ def query(args: argparse.Namespace) -> int:
                 preview = sub.query if len(sub.query) <= 72 else sub.query[:69] + "..."
                 err(f"├─ {sub.type}: {preview}")
             err("└─ Searching...")
-            results = cli_searcher(app).structured_query(
+            results = cli_searcher(app, args).structured_query(
                 document.searches, request, label=lambda i: f"Line {document.lines[i]}"
             )
             display = primary_query(document.searches)
         else:
             plain = document.expand if document is not None and document.expand else text
-            results = cli_searcher(app).hybrid_query(plain, request)
+            results = cli_searcher(app, args).hybrid_query(plain, request)
             display = plain
+        if request.trace is not None:
+            _say_degradations(request.trace)
         if not results:
             out(fmt.format_empty_results(kind))
             return 0
@@ -203,6 +239,15 @@ def _rows(
 
 
 def register(table: CommandTable) -> None:
-    search_options(table.command("search", search, "BM25 full-text search"))
+    keyword = table.command("search", search, "BM25 full-text search")
+    search_options(keyword)
     search_options(table.command("vsearch", vsearch, "vector search", "vector-search"))
-    search_options(table.command("query", query, "hybrid search", "deep-search"))
+    hybrid = table.command("query", query, "hybrid search", "deep-search")
+    search_options(hybrid)
+    for parser in (keyword, hybrid):
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="only documents with every term (the original's rule; default: documents "
+            "with every term first, then those with some)",
+        )
