@@ -94,7 +94,14 @@ def validate_case_data(data: Any, source: Path) -> Case:
         raise CaseError(f"{source}: golden expectations only exist for the compat-2.8.3 surface")
     if case.uses_golden and case.fixture != "default":
         raise CaseError(f"{source}: goldens are recorded on the default fixture only")
+    http = case.transports == ("http",)
+    if "http" in case.transports and not http:
+        raise CaseError(f"{source}: an http case runs on the http transport only")
     for n, step in enumerate(steps):
+        if ("http" in step) != http:
+            raise CaseError(
+                f"{source}: step {n}: http steps are for http cases, and only http steps"
+            )
         if "handshake" in step and (n != 0 or not case.handshake):
             raise CaseError(
                 f"{source}: a handshake step must be the first step of a case whose handshake is on"

@@ -12,17 +12,26 @@ from tests.conformance.helpers import run_cli
 
 
 @pytest.mark.original
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_full_suite_passes_against_the_original(
-    original: tuple[str, list[str]], tmp_path: Path
+    original: tuple[str, list[str]], tmp_path: Path, transport: str
 ) -> None:
     qmd, _ = original
     report = tmp_path / "report.json"
     proc = run_cli(
-        "run", "--impl", "original-2.8.3", "--qmd-bin", qmd, "--report-json", str(report)
+        "run",
+        "--impl",
+        "original-2.8.3",
+        "--qmd-bin",
+        qmd,
+        "--transport",
+        transport,
+        "--report-json",
+        str(report),
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     data = json.loads(report.read_text())
-    compat = [c for c in load_cases() if "compat-2.8.3" in c.surfaces]
+    compat = [c for c in load_cases() if "compat-2.8.3" in c.surfaces and transport in c.transports]
     expected_runs = sum(len(c.eras) for c in compat)
     assert data["summary"] == {"passed": expected_runs, "failed": 0, "skipped": 0}
     assert proc.stdout.rstrip().splitlines()[-1] == f"{expected_runs} passed, 0 failed, 0 skipped"
