@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -85,7 +86,9 @@ class WorkerPools:
         self._workers: list[Worker] = []
         self._workers_lock = threading.Lock()
         self._fast = ThreadPoolExecutor(threads, thread_name_prefix="qmd-worker")
-        self._slow = ThreadPoolExecutor(model_threads, thread_name_prefix="qmd-model")
+        self._slow = ThreadPoolExecutor(
+            model_threads, thread_name_prefix="qmd-model", initializer=_lower_priority
+        )
         self._model_capacity = model_threads + model_queue
         self._model_pending = 0
         self._count_lock = threading.Lock()
@@ -132,6 +135,19 @@ class WorkerPools:
                 worker.close()
             except Exception:  # closing is best effort at exit
                 log.exception("closing a worker failed")
+
+
+MODEL_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """Model-lane threads run at a lower CPU priority (Linux niceness is per thread, and the
+    compute threads llama.cpp starts from them inherit it), so that on a busy machine the
+    cores go to fast requests first and a model call takes whatever is left."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), MODEL_NICENESS)
+    except (AttributeError, OSError):  # not Linux, or not permitted: run at normal priority
+        log.debug("could not lower the model lane's priority")
 
 
 def may_run_model(tool: str, arguments: Any) -> bool:
