@@ -201,20 +201,27 @@ class QmdHttpApp:
     async def _guarded(
         self, work: Callable[[Worker], HttpReply], model: bool, receive: Receive
     ) -> HttpReply | None:
-        """Run `work` on a worker; None when the client disconnected first. TimeoutError
-        past the time limit. Either way the job is cancelled (its SQL interrupted)."""
+        """Run `work` on a worker; TimeoutError past the time limit. A model-lane request is
+        also watched for its client going away (None then). Either way the job is cancelled:
+        skipped if it has not started, its running SQL statement interrupted. Fast requests
+        are not watched: they finish in milliseconds, and a watcher task per request costs
+        more than it could save."""
         job = Job()
         task = asyncio.ensure_future(self.pools.run(job, work, model))
-        watcher = asyncio.ensure_future(_disconnected(receive))
+        waiting: set[asyncio.Future[Any]] = {task}
+        watcher = asyncio.ensure_future(_disconnected(receive)) if model else None
+        if watcher is not None:
+            waiting.add(watcher)
         done, _ = await asyncio.wait(
-            {task, watcher}, timeout=self.settings.timeout_s, return_when=asyncio.FIRST_COMPLETED
+            waiting, timeout=self.settings.timeout_s, return_when=asyncio.FIRST_COMPLETED
         )
-        watcher.cancel()
+        if watcher is not None:
+            watcher.cancel()
         if task in done:
             return task.result()
         job.cancel()
         task.add_done_callback(_drop_result)
-        if watcher in done:
+        if watcher is not None and watcher in done:
             return None
         raise TimeoutError
 

@@ -229,7 +229,11 @@ def _seconds(text: str) -> float:
 def register(table: CommandTable) -> None:
     mcp_command = table.command("mcp", mcp, "serve MCP over stdio, or HTTP with --http")
     mcp_command.add_argument(
-        "action", nargs="?", choices=("stop",), help="stop: stop the background HTTP server"
+        "action",
+        nargs="?",
+        choices=("stop",),
+        metavar="stop",
+        help="stop the background HTTP server (qmd mcp stop)",
     )
     _surface_options(mcp_command)
     mcp_command.add_argument("--http", action="store_true", help="serve Streamable HTTP")
