@@ -6,7 +6,7 @@ Entry points (CLI, MCP stdio, HTTP) call `build_app`; tests call `assemble` with
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,7 @@ class App:
     home: str | None = None
     # the approval state of a project-local `.qmd/index.yml` (adapters.config.trust)
     trust: TrustDecision | None = None
+    force_root: str | None = None
     closers: list[Any] = field(default_factory=list)
 
     def services(self) -> Services:
@@ -151,6 +152,19 @@ def build_app(
         # Nothing loads either way; this keeps the adapters out of commands that need no
         # model while `status` still counts pending embeddings for the configured model.
         models = Models(identity=models.identity)
+    app = _wire(index, config_path, models, environ.get("HOME"), force_root)
+    app.db_path, app.config_path = db_path, config_path
+    app.trust = trust
+    return app
+
+
+def _wire(
+    index: SqliteIndex,
+    config_path: str,
+    models: Models,
+    home: str | None,
+    force_root: str | None,
+) -> App:
     store: DocumentStore = index
     lexical: LexicalIndex = index
     vectors: VectorIndex = index
@@ -169,13 +183,32 @@ def build_app(
         source=FileSystemSource(),
         clock=SystemClock(),
         models=models,
-        home=environ.get("HOME"),
+        home=home,
         maintenance=index,
     )
-    app.db_path, app.config_path = db_path, config_path
-    app.trust = trust
+    app.force_root = force_root
     app.closers.append(index.close)
     return app
+
+
+@dataclass
+class IndexReader:
+    """A second view of a built app for one worker thread: its own SQLite connection, the
+    same models (shared, each behind its own lock) and the same root scope."""
+
+    services: Services
+    interrupt: Callable[[], None]  # abort the statement running on this connection
+    close: Callable[[], None]
+
+
+def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
+    """Open another connection to `app`'s index (WAL: readers run beside each other and
+    beside a writer such as `qmd update`), wired like `app` itself."""
+    environ = os.environ if env is None else env
+    index = SqliteIndex.open(app.db_path, environ)
+    reader = _wire(index, app.config_path, app.models, app.home, app.force_root)
+    raw = index.connection.raw
+    return IndexReader(reader.services(), raw.interrupt, reader.close)
 
 
 def build_models(

@@ -99,7 +99,14 @@ def validate_case_data(data: Any, source: Path) -> Case:
     if case.uses_golden and case.fixture == "embedded":
         # each port embeds with its own model there; goldens need the original's own models
         raise CaseError(f"{source}: goldens are recorded on the default or local-models fixture")
+    http = case.transports == ("http",)
+    if "http" in case.transports and not http:
+        raise CaseError(f"{source}: an http case runs on the http transport only")
     for n, step in enumerate(steps):
+        if ("http" in step) != http:
+            raise CaseError(
+                f"{source}: step {n}: http steps are for http cases, and only http steps"
+            )
         if "handshake" in step and (n != 0 or not case.handshake):
             raise CaseError(
                 f"{source}: a handshake step must be the first step of a case whose handshake is on"

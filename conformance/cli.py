@@ -95,6 +95,18 @@ def _parser() -> argparse.ArgumentParser:
             metavar="GLOB",
             help="only case ids matching this glob (repeatable)",
         )
+        sel.add_argument(
+            "--transport",
+            choices=("stdio", "http"),
+            default="stdio",
+            help="stdio (default): a server process per case; http: the profile's "
+            "launch_http server (or --url) and the HTTP cases",
+        )
+        sel.add_argument(
+            "--url",
+            metavar="URL",
+            help="with --transport http: a server already listening (e.g. http://localhost:8181)",
+        )
         sel.add_argument("--cases-dir", type=Path, help=argparse.SUPPRESS)
         sel.add_argument("--goldens-dir", type=Path, help=argparse.SUPPRESS)
         sel.add_argument("--fixtures", type=Path, help="fixtures folder (default: the repo's)")
@@ -203,7 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs,
             keep_scratch=args.keep_scratch,
             record=args.command == "record",
+            transport=args.transport,
+            url=args.url,
         )
+        if args.url and args.transport != "http":
+            parser.error("--url goes with --transport http")
         if args.command == "run":
             opts.baseline = args.baseline
             opts.use_baseline = not args.no_baseline

@@ -30,6 +30,7 @@ class Profile:
     surface: str
     goldens: str | None  # whose goldens to compare against (None: matchers only)
     launch: list[str]
+    launch_http: list[str] | None = None  # Streamable HTTP on `{port}` (the http transport)
     fixture: str = "default"  # which fixture its setup builds (cases.FIXTURES)
     setup: dict[str, list[str]] = field(default_factory=dict)
     # --setup-cmd (repeatable): shell commands, one setup step each, instead of per-step argv
@@ -75,6 +76,7 @@ def load(name_or_path: str) -> Profile:
         surface=surface,
         goldens=data.get("goldens"),
         launch=list(data["launch"]),
+        launch_http=list(data["launch_http"]) if "launch_http" in data else None,
         fixture=fixture,
         setup={k: list(v) for k, v in data.get("setup", {}).items()},
         env=dict(data.get("env", {})),

@@ -11,6 +11,7 @@ from typing import Any
 
 from conformance.cases import Case
 from conformance.compare import MISSING, Difference, check_matcher, diff, tolerances
+from conformance.http_transport import HttpTarget, describe, messages_of, request_body
 from conformance.normalize import Rule, builtin_rules, normalize
 from conformance.transport import Frame, ServerStartError, StdioServer
 
@@ -373,3 +374,72 @@ def _check(
                 ),
             )
         )
+
+
+# -- HTTP ------------------------------------------------------------------------------------
+
+
+def execute_http(
+    case: Case,
+    era: str,
+    target: HttpTarget,
+    spec: ServerSpec,
+    golden: dict[str, Any] | None,
+    recording: bool,
+) -> Outcome:
+    """Run an HTTP case's steps against a server that is already listening."""
+    out = Outcome(case, era)
+    started = time.monotonic()
+    golden_steps = {ex["step"]: ex for ex in (golden or {}).get("exchanges", [])}
+    for n, step in enumerate(case.steps):
+        label = step.get("label", "")
+        request = substitute(step["http"], spec.fixture_roots[0])
+        try:
+            status, headers, body = target.exchange(
+                request.get("method", "POST"),
+                request["path"],
+                request.get("headers", {}),
+                request_body(request),
+            )
+        except OSError as exc:
+            out.failures.append(Failure(n, label, f"HTTP exchange failed: {exc!r}"))
+            continue
+        described = describe(status, headers, body)
+        sent = request.get("json") if isinstance(request.get("json"), dict) else None
+        for path, message in messages_of(described):
+            rules = builtin_rules(era, sent, message)
+            fixed, issues = normalize(message, rules, spec.fixture_roots)
+            for issue in issues:
+                out.failures.append(
+                    Failure(
+                        n,
+                        label,
+                        "normalisation",
+                        Difference(issue.path, "present", MISSING, issue.message),
+                    )
+                )
+            _set_path(described, path, fixed)
+        rules = [Rule(r["path"], r["kind"], r.get("why", "")) for r in step.get("normalize", [])]
+        described, issues = normalize(described, rules, spec.fixture_roots)
+        for issue in issues:
+            out.failures.append(
+                Failure(
+                    n,
+                    label,
+                    "normalisation",
+                    Difference(issue.path, "present", MISSING, issue.message),
+                )
+            )
+        out.exchanges.append(
+            {"step": n, "label": label, "request": request, "responses": [described]}
+        )
+        _check(step, n, label, request, [described], golden_steps.get(n), golden, recording, out)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def _set_path(root: Any, path: list[str | int], value: Any) -> None:
+    node = root
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value

@@ -24,8 +24,9 @@ from conformance.fixture import (
     run_setup,
     server_env,
 )
+from conformance.http_transport import HttpServerProcess, HttpTarget, free_port
 from conformance.report import Result, print_results, summary, summary_line, write_json, write_junit
-from conformance.runner import Outcome, ServerSpec, execute, start_and_handshake
+from conformance.runner import Outcome, ServerSpec, execute, execute_http, start_and_handshake
 from conformance.transport import ServerStartError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_START, EXIT_DATA = 0, 1, 2, 3, 4
@@ -49,12 +50,14 @@ class Options:
     keep_scratch: bool = False
     verbose: bool = False
     record: bool = False
+    transport: str = "stdio"  # or "http"
+    url: str | None = None  # http: a server already listening (no launch)
 
 
 def select(cases: list[Case], opts: Options) -> list[tuple[Case, str]]:
     chosen: list[tuple[Case, str]] = []
     for case in cases:
-        if opts.profile.surface not in case.surfaces or "stdio" not in case.transports:
+        if opts.profile.surface not in case.surfaces or opts.transport not in case.transports:
             continue
         if case.fixture != opts.profile.fixture:  # the index the case needs is not built
             continue
@@ -130,6 +133,11 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
             logs=logs,
             request_timeout=opts.timeout,
         )
+        setup_notes = [asdict(failure) for failure in setup_failures]
+        if opts.transport == "http":
+            return _run_http(
+                opts, chosen, entries, spec, scratch, qmd, env, out, requirement_ids, setup_notes
+            )
         for era in sorted({e for _, e in chosen}):
             try:
                 server, _ = start_and_handshake(spec, era, f"preflight.{era}")
@@ -153,13 +161,74 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
 
         if opts.record:
             return _finish_record(outcomes, profile, qmd, env, opts, out)
-        setup_notes = [asdict(failure) for failure in setup_failures]
         return _finish_run(outcomes, entries, profile, opts, out, requirement_ids, setup_notes)
     finally:
         if opts.keep_scratch:
             print(f"scratch kept in {scratch_root}", file=out)
         else:
             shutil.rmtree(scratch_root, ignore_errors=True)
+
+
+def _load_goldens(
+    opts: Options, chosen: list[tuple[Case, str]]
+) -> dict[tuple[str, str], dict[str, Any] | None]:
+    golden_impl = opts.profile.goldens
+    loaded: dict[tuple[str, str], dict[str, Any] | None] = {}
+    for case, era in chosen:
+        path = goldens.golden_path(golden_impl or "", era, case.id, opts.goldens_dir)
+        loaded[(case.id, era)] = goldens.read(path) if golden_impl and path.is_file() else None
+    return loaded
+
+
+def _run_http(
+    opts: Options,
+    chosen: list[tuple[Case, str]],
+    entries: list[baselines.Entry],
+    spec: ServerSpec,
+    scratch: Any,
+    qmd: str | None,
+    env: dict[str, str],
+    out: TextIO,
+    requirement_ids: list[str],
+    setup_notes: list[dict[str, Any]],
+) -> int:
+    """One server for the whole run (stateless HTTP), or the one at --url."""
+    profile = opts.profile
+    server: HttpServerProcess | None = None
+    if opts.url:
+        target = HttpTarget(opts.url.rstrip("/"), opts.timeout)
+        if not target.healthy():
+            print(
+                f"server could not start: GET {opts.url}/health did not answer 200", file=sys.stderr
+            )
+            return EXIT_START
+    else:
+        if not profile.launch_http:
+            print(f"profile {profile.name} has no launch_http command", file=sys.stderr)
+            return EXIT_USAGE
+        port = free_port()
+        target = HttpTarget(f"http://localhost:{port}", opts.timeout)
+        placeholders = {**profile_placeholders(scratch, profile, qmd), "port": str(port)}
+        argv = expand(profile.launch_http, placeholders)
+        server = HttpServerProcess(argv, env, scratch.root, spec.logs / "http-server.log")
+        try:
+            server.start(target)
+        except ServerStartError as exc:
+            server.close()
+            print(f"server could not start (http): {exc}", file=sys.stderr)
+            return EXIT_START
+    try:
+        loaded = _load_goldens(opts, chosen)
+        outcomes = [
+            execute_http(case, era, target, spec, loaded[(case.id, era)], opts.record)
+            for case, era in chosen
+        ]
+    finally:
+        if server is not None:
+            server.close()
+    if opts.record:
+        return _finish_record(outcomes, profile, qmd, env, opts, out)
+    return _finish_run(outcomes, entries, profile, opts, out, requirement_ids, setup_notes)
 
 
 def _finish_run(

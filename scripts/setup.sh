@@ -43,6 +43,8 @@ if [[ "${QMD_SETUP_SKIP_ORIGINAL:-0}" != 1 ]]; then
     fi
   fi
   bash scripts/install_original.sh >/dev/null
+  step "The MCP Inspector from npm (into .tools/inspector, for the HTTP end-to-end test)"
+  bash scripts/install_inspector.sh >/dev/null
 fi
 
 step "Demo: index the sample corpus and search it"

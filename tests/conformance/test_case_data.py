@@ -49,7 +49,9 @@ def test_a_valid_case_loads() -> None:
         ({"requirements": ["TOOL-1"]}, "does not match"),
         ({"eras": ["2024"]}, "eras"),
         ({"surfaces": ["other"]}, "surfaces"),
-        ({"transports": ["http"]}, "transports"),
+        ({"transports": ["smtp"]}, "transports"),
+        ({"transports": ["http"]}, "http steps are for http cases"),
+        ({"transports": ["stdio", "http"]}, "runs on the http transport only"),
         ({"fixture": "vectors"}, "fixture"),
         ({"steps": [{"send": {"method": "ping"}}]}, "expect"),
         (

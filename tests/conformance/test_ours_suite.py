@@ -51,7 +51,11 @@ def test_full_suite_passes_against_our_server(
         str(junit),
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    cases = [c for c in load_cases() if surface in c.surfaces and c.fixture == fixture]
+    cases = [
+        c
+        for c in load_cases()
+        if surface in c.surfaces and c.fixture == fixture and "stdio" in c.transports
+    ]
     assert cases
     expected_runs = sum(len(c.eras) for c in cases)
     assert json.loads(report.read_text())["summary"] == {
@@ -60,3 +64,19 @@ def test_full_suite_passes_against_our_server(
         "skipped": 0,
     }
     assert "<testsuite" in junit.read_text()
+
+
+@pytest.mark.parametrize("impl", ["ours-compat"])
+def test_http_suite_passes_against_our_server(impl: str, tmp_path: Path) -> None:
+    """The HTTP cases (goldens recorded from the original's `qmd mcp --http`) against ours."""
+    report = tmp_path / "report.json"
+    proc = run_cli("run", "--impl", impl, "--transport", "http", "--report-json", str(report))
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    cases = [c for c in load_cases() if "http" in c.transports]
+    assert len(cases) >= 40
+    assert {e for c in cases for e in c.eras} == {"2025", "2026-07-28"}
+    assert json.loads(report.read_text())["summary"] == {
+        "passed": len(cases),
+        "failed": 0,
+        "skipped": 0,
+    }

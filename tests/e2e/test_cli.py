@@ -586,13 +586,13 @@ def test_mcp_answers_initialize_on_stdio_with_nothing_else_on_stdout(
     assert frames[0]["result"]["protocolVersion"] == "2025-06-18"
 
 
-def test_other_transports_are_not_implemented(shared: Qmd) -> None:
-    done = shared.run("server", "--transport", "http")
+def test_unknown_transports_and_misplaced_daemon_are_usage_errors(shared: Qmd) -> None:
+    done = shared.run("server", "--transport", "carrier-pigeon")
     assert done.returncode == 2
-    assert "not implemented yet" in done.stderr
-    done = shared.run("mcp", "--http")
+    assert "unknown transport" in done.stderr
+    done = shared.run("mcp", "--daemon")
     assert done.returncode == 2
-    assert "not implemented yet" in done.stderr
+    assert "--daemon needs --http" in done.stderr
 
 
 def test_python_dash_m_adapters_cli_runs_the_same_program(fresh: Qmd) -> None:

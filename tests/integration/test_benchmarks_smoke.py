@@ -135,3 +135,36 @@ def test_bench_judged_runs_on_a_slice_and_prints_ndcg() -> None:
     for label in ("search", "vsearch", "query"):
         assert f"  {label} " in done.stdout
     assert "nDCG@10" in done.stdout
+
+
+def test_bench_http_runs_for_ours(tmp_path: Path) -> None:
+    figures = tmp_path / "http.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_http",
+            "--docs",
+            "50",
+            "--requests",
+            "200",
+            "--levels",
+            "1,4",
+            "--ours-only",
+            "--no-slow",
+            "--json",
+            str(figures),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    data = json.loads(figures.read_text(encoding="utf-8"))
+    for level in ("1", "4"):
+        ours = data["levels"][level]["ours"]
+        assert ours["requests"] == 200 and ours["errors"] == 0
+        assert ours["throughput_rps"] > 0 and ours["p99_ms"] >= ours["p50_ms"] > 0
+        assert set(ours["by_kind"]) == {"search", "get", "status", "rest"}
+        assert ours["server_rss_mib"] > 0

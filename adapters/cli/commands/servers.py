@@ -1,61 +1,136 @@
-"""`qmd mcp` and `qmd server`: serving a surface over MCP."""
+"""`qmd mcp` and `qmd server`: serving a surface over MCP, on stdio or HTTP (or both)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import Any
 
 from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable, positive_int
 from adapters.version import IMPLEMENTS, package_version
 
-if TYPE_CHECKING:
-    pass
+DEFAULT_PORT = 8181
+TRANSPORTS = ("mcp", "stdio", "http", "both")
 
 
 def mcp(args: argparse.Namespace) -> int:
-    if args.http or args.daemon:
-        raise CommandError(
-            "qmd mcp --http: the HTTP transport is not implemented yet; use stdio (qmd mcp).",
-            code=2,
-        )
-    return _serve_stdio(args)
+    if args.action == "stop":
+        return _stop(args)
+    if args.action is not None:
+        raise CommandError(f"qmd mcp: unknown action {args.action!r} (available: stop)", code=2)
+    if args.daemon and not args.http:
+        raise CommandError("qmd mcp --daemon needs --http", code=2)
+    return _serve(args, "http" if args.http else "stdio")
 
 
 def server(args: argparse.Namespace) -> int:
     transport = str(args.transport).lower()
-    if transport not in ("mcp", "stdio"):
+    if transport not in TRANSPORTS:
         raise CommandError(
-            f"qmd server --transport {args.transport}: not implemented yet "
-            "(available: mcp over stdio).",
+            f"qmd server --transport {args.transport}: unknown transport "
+            "(available: mcp or stdio, http, both)",
             code=2,
         )
-    return _serve_stdio(args)
+    if args.daemon and transport not in ("http",):
+        raise CommandError("--daemon needs --transport http", code=2)
+    return _serve(args, "stdio" if transport in ("mcp", "stdio") else transport)
 
 
-def _serve_stdio(args: argparse.Namespace) -> int:
-    import contextlib
+def _daemon_files(args: argparse.Namespace) -> Any:
+    from adapters.config.yaml_config import cache_dir
+    from adapters.http.daemon import DaemonFiles
 
-    from adapters.bootstrap import build_app
-    from adapters.mcp.registry import SurfaceContext, canonical_surface
-    from adapters.mcp.server import run_stdio_server
+    return DaemonFiles.under(cache_dir(os.environ), args.index)
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from adapters.http.daemon import stop
+
+    code, text = stop(_daemon_files(args))
+    print(text)
+    return code
+
+
+def _surface_name(args: argparse.Namespace) -> str:
+    from adapters.mcp.registry import canonical_surface
     from domain.errors import QmdError
 
-    force_root = os.path.realpath(args.force_root) if args.force_root else None
-    if force_root is not None and not os.path.isdir(force_root):
-        raise CommandError(f"--force-root: not a directory: {args.force_root}", code=2)
     # `--compat 2.8.3` is the original's spelling of `--surface 2.8.3`.
-    surface = args.surface or args.compat or "spec"
+    surface: str = args.surface or args.compat or "spec"
     try:
         if args.compat and canonical_surface(surface) != canonical_surface(args.compat):
             raise CommandError("--compat and --surface name different surfaces", code=2)
         canonical_surface(surface)
     except QmdError as error:
         raise CommandError(error.message, code=2) from error
-    # stdout belongs to JSON-RPC frames: anything an adapter prints while the app is being
-    # assembled goes to stderr instead.
+    return surface
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise CommandError(f"{name}: expected a number of seconds, got {raw!r}", code=2) from None
+    if not value > 0:
+        raise CommandError(f"{name}: expected a positive number, got {raw!r}", code=2)
+    return value
+
+
+def _http_options(args: argparse.Namespace) -> Any:
+    from adapters.http.app import DEFAULT_TIMEOUT_S
+    from adapters.http.guard import TOKEN_ENV
+    from adapters.http.main import HttpOptions
+
+    timeout = args.request_timeout or _float_env("QMD_REQUEST_TIMEOUT", DEFAULT_TIMEOUT_S)
+    options = HttpOptions(
+        host=args.host or os.environ.get("QMD_HOST") or "localhost",
+        port=DEFAULT_PORT if args.port is None else args.port,
+        allow_origins=tuple(args.allow_origin or ()),
+        allow_hosts=tuple(args.allow_host or ()),
+        token=args.token or os.environ.get(TOKEN_ENV) or None,
+        timeout_s=timeout,
+        env=dict(os.environ),
+        daemon_files=_daemon_files(args),
+    )
+    if args.max_body_bytes:
+        options = _replace(options, max_body_bytes=args.max_body_bytes)
+    return options
+
+
+def _replace(options: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(options, **changes)
+
+
+def _daemon_child_args(argv: list[str]) -> list[str]:
+    return [arg for arg in argv if arg != "--daemon"]
+
+
+def _serve(args: argparse.Namespace, transport: str) -> int:
+    from adapters.bootstrap import build_app
+    from adapters.mcp.registry import SurfaceContext, canonical_surface
+
+    force_root = os.path.realpath(args.force_root) if args.force_root else None
+    if force_root is not None and not os.path.isdir(force_root):
+        raise CommandError(f"--force-root: not a directory: {args.force_root}", code=2)
+    surface = _surface_name(args)
+    options = _http_options(args) if transport != "stdio" or args.daemon else None
+    if args.daemon:
+        from adapters.http.daemon import start
+
+        assert options is not None
+        code, text = start(options.daemon_files, _daemon_child_args(sys.argv[1:]), os.environ)
+        print(text, file=sys.stdout if code == 0 else sys.stderr)
+        return code
+    # stdout belongs to JSON-RPC frames on stdio: anything an adapter prints while the app is
+    # being assembled goes to stderr instead.
     with contextlib.redirect_stdout(sys.stderr):
         app = build_app(
             args.index,
@@ -65,24 +140,111 @@ def _serve_stdio(args: argparse.Namespace) -> int:
             compat=canonical_surface(surface) == canonical_surface(IMPLEMENTS),
         )
     context = SurfaceContext(package_version(), force_root, app.home)
-    return run_stdio_server(app.services(), surface, context, on_close=app.close)
+    if transport == "stdio":
+        from adapters.mcp.server import run_stdio_server
+
+        return run_stdio_server(app.services(), surface, context, on_close=app.close)
+    return _serve_http(app, surface, context, options, with_stdio=transport == "both")
 
 
-def register(table: CommandTable) -> None:
-    stdio = table.command("mcp", mcp, "serve MCP over stdio")
-    stdio.add_argument("--compat", choices=(IMPLEMENTS,), help="serve the original's surface")
-    stdio.add_argument(
+def _serve_http(app: Any, surface: str, context: Any, options: Any, with_stdio: bool) -> int:
+    from adapters.http.main import HttpStartError, run_http_server
+    from adapters.http.serve import PortInUseError
+
+    try:
+        return run_http_server(app, surface, context, options, with_stdio=with_stdio)
+    except HttpStartError as error:
+        app.close()
+        raise CommandError(str(error), code=2) from error
+    except PortInUseError as error:
+        app.close()
+        raise CommandError(
+            f"Port {options.port} already in use. Try a different port with --port.", code=1
+        ) from error
+
+
+def _surface_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--compat", choices=(IMPLEMENTS,), help="serve the original's surface")
+    parser.add_argument(
         "--surface",
         metavar="NAME",
         help="the MCP surface to serve (default: spec; 2.8.3 = --compat)",
     )
-    stdio.add_argument("--force-root", metavar="DIR", help="confine documents to DIR")
-    stdio.add_argument("--http", action="store_true", help="HTTP transport (not implemented)")
-    stdio.add_argument("--port", type=positive_int, help=argparse.SUPPRESS)
-    stdio.add_argument("--host", help=argparse.SUPPRESS)
-    stdio.add_argument("--daemon", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--force-root", metavar="DIR", help="confine documents to DIR")
+
+
+def _http_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--port", type=_port, help=f"HTTP port (default {DEFAULT_PORT}; 0 = any free port)"
+    )
+    parser.add_argument("--host", help="address to listen on (default: QMD_HOST or localhost)")
+    parser.add_argument(
+        "--daemon", action="store_true", help="run the HTTP server in the background"
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="also accept this browser Origin (repeatable; env QMD_ALLOWED_ORIGINS)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST",
+        help="also accept this Host header (repeatable; env QMD_ALLOWED_HOSTS)",
+    )
+    parser.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' (env QMD_HTTP_TOKEN)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        metavar="S",
+        help="answer a request that runs longer with a timeout error (default 30; "
+        "env QMD_REQUEST_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=positive_int, metavar="N", help="request body limit (16 MiB)"
+    )
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def register(table: CommandTable) -> None:
+    mcp_command = table.command("mcp", mcp, "serve MCP over stdio, or HTTP with --http")
+    mcp_command.add_argument(
+        "action",
+        nargs="?",
+        choices=("stop",),
+        metavar="stop",
+        help="stop the background HTTP server (qmd mcp stop)",
+    )
+    _surface_options(mcp_command)
+    mcp_command.add_argument("--http", action="store_true", help="serve Streamable HTTP")
+    _http_flags(mcp_command)
     seed = table.command("server", server, "serve over a transport (seed spelling)")
-    seed.add_argument("--transport", default="mcp", metavar="KIND", help="mcp (stdio)")
-    seed.add_argument("--compat", choices=(IMPLEMENTS,))
-    seed.add_argument("--surface", metavar="NAME")
-    seed.add_argument("--force-root", metavar="DIR")
+    seed.add_argument(
+        "--transport", default="mcp", metavar="KIND", help="mcp (stdio) | http | both"
+    )
+    _surface_options(seed)
+    _http_flags(seed)

@@ -1,0 +1,275 @@
+"""The ASGI application: a thin layer of HTTP over the MCP `Session`, the REST route and
+`/health`, run by uvicorn (docs/decisions/0025).
+
+Every request, whatever its path, first passes the Origin/Host screen (403 -32003, as the
+original) and, when a bearer token is configured, the token check (401). Then:
+`GET /health`, `POST /query` and `POST /search` (REST), `/mcp` (Streamable HTTP in both
+eras, `adapters/http/exchange.py`), and 404 `Not Found` for anything else. The work runs in
+worker threads (`adapters/http/workers.py`) under a per-request time limit; a client that goes
+away cancels its request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from adapters.http.exchange import (
+    SERVER_ERROR,
+    HttpReply,
+    McpPlan,
+    answer,
+    frame_replies,
+    plan_mcp_request,
+    transport_error,
+)
+from adapters.http.guard import OriginPolicy, token_matches
+from adapters.http.rest import internal_error, parse_body, rest_query
+from adapters.http.workers import (
+    BusyError,
+    CancelledJobError,
+    Job,
+    Worker,
+    WorkerPools,
+    may_run_model,
+)
+from domain.profiles import SearchProfile
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+FORBIDDEN = -32003
+UNAUTHORIZED = -32001
+TIMED_OUT = -32001
+BUSY = -32000
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+NOT_FOUND = HttpReply(404, b"Not Found")
+
+log = logging.getLogger("qmd.http")
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    policy: OriginPolicy
+    profile: SearchProfile  # how REST /query searches (the served surface's profile)
+    strict_original: bool  # REST answers a failing search with the original's bare 500
+    token: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+
+class BodyTooLargeError(Exception):
+    pass
+
+
+class QmdHttpApp:
+    def __init__(self, pools: WorkerPools, settings: HttpSettings) -> None:
+        self.pools = pools
+        self.settings = settings
+        self.started = time.monotonic()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        began = time.perf_counter()
+        method = str(scope["method"])
+        path = str(scope["path"])
+        headers = {
+            key.decode("latin-1").lower(): value.decode("latin-1")
+            for key, value in scope.get("headers", [])
+        }
+        label = ""
+        try:
+            reply, label = await self._route(method, path, headers, receive)
+        except BodyTooLargeError:
+            reply = transport_error(
+                413,
+                -32600,
+                f"Request body too large (limit {self.settings.max_body_bytes} bytes)",
+            )
+        except Exception:  # one bad request never takes the server down
+            log.exception("HTTP handler error")
+            reply = internal_error()
+        if reply is None:  # the client went away; nobody to answer
+            _log_request(method, path, label, 499, began)
+            return
+        await _send(send, reply, head_only=method == "HEAD")
+        _log_request(method, path, label, reply.status, began)
+
+    async def _route(
+        self, method: str, path: str, headers: dict[str, str], receive: Receive
+    ) -> tuple[HttpReply | None, str]:
+        refusal = self.settings.policy.refusal(headers.get("origin"), headers.get("host"))
+        if refusal is not None:
+            return transport_error(403, FORBIDDEN, f"Forbidden: {refusal}"), refusal
+        token = self.settings.token
+        if token and path != "/health" and not token_matches(headers.get("authorization"), token):
+            reply = transport_error(
+                401, UNAUTHORIZED, "Unauthorized: a valid bearer token is required"
+            )
+            return HttpReply(
+                reply.status, reply.body, reply.content_type, (("www-authenticate", "Bearer"),)
+            ), "unauthorized"
+        if path == "/health":
+            if method != "GET":
+                return NOT_FOUND, ""
+            uptime = math.floor(time.monotonic() - self.started)
+            body = b'{"status":"ok","uptime":' + str(uptime).encode() + b"}"
+            return HttpReply(200, body, "application/json"), ""
+        if path in ("/query", "/search"):
+            if method != "POST":
+                return NOT_FOUND, ""
+            return await self._rest(await self._body(headers, receive), receive)
+        if path == "/mcp":
+            body = await self._body(headers, receive) if method == "POST" else b""
+            plan = plan_mcp_request(method, headers, body)
+            if plan.reply is not None:
+                return plan.reply, plan.label or method
+            return await self._mcp(plan, receive), plan.label
+        return NOT_FOUND, ""
+
+    async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
+        limit = self.settings.max_body_bytes
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise BodyTooLargeError
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLargeError
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+    async def _rest(self, raw: bytes, receive: Receive) -> tuple[HttpReply | None, str]:
+        settings = self.settings
+        try:
+            body = parse_body(raw)
+        except (ValueError, UnicodeDecodeError):
+            if settings.strict_original:
+                return internal_error(), "bad JSON"
+            return HttpReply(400, b'{"error":"Invalid JSON body"}', "application/json"), "bad JSON"
+        searches = body.get("searches") if isinstance(body, dict) else None
+        label = f"{len(searches)} queries" if isinstance(searches, list) else ""
+        model = isinstance(body, dict) and may_run_model(
+            "query", {k: body.get(k) for k in ("searches", "rerank")}
+        )
+
+        def work(worker: Worker) -> HttpReply:
+            return rest_query(worker.services, settings.profile, body, settings.strict_original)
+
+        try:
+            reply = await self._guarded(work, model, receive)
+        except BusyError:
+            return _rest_error(503, "Server busy: too many model requests queued"), label
+        except TimeoutError:
+            return _rest_error(504, self._timeout_text()), label
+        return reply, label
+
+    async def _mcp(self, plan: McpPlan, receive: Receive) -> HttpReply | None:
+        model = any(may_run_model(name, args) for name, args in plan.tool_calls())
+
+        def work(worker: Worker) -> HttpReply:
+            return answer(worker.session, plan)
+
+        try:
+            return await self._guarded(work, model, receive)
+        except BusyError:
+            return _errors_for(plan, BUSY, "Server busy: too many model requests queued", 503)
+        except TimeoutError:
+            return _errors_for(plan, TIMED_OUT, self._timeout_text(), 200)
+
+    def _timeout_text(self) -> str:
+        return f"Request timed out after {self.settings.timeout_s:g} s"
+
+    async def _guarded(
+        self, work: Callable[[Worker], HttpReply], model: bool, receive: Receive
+    ) -> HttpReply | None:
+        """Run `work` on a worker; TimeoutError past the time limit. A model-lane request is
+        also watched for its client going away (None then). Either way the job is cancelled:
+        skipped if it has not started, its running SQL statement interrupted. Fast requests
+        are not watched: they finish in milliseconds, and a watcher task per request costs
+        more than it could save."""
+        job = Job()
+        task = asyncio.ensure_future(self.pools.run(job, work, model))
+        waiting: set[asyncio.Future[Any]] = {task}
+        watcher = asyncio.ensure_future(_disconnected(receive)) if model else None
+        if watcher is not None:
+            waiting.add(watcher)
+        done, _ = await asyncio.wait(
+            waiting, timeout=self.settings.timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        if watcher is not None:
+            watcher.cancel()
+        if task in done:
+            return task.result()
+        job.cancel()
+        task.add_done_callback(_drop_result)
+        if watcher is not None and watcher in done:
+            return None
+        raise TimeoutError
+
+
+def _drop_result(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        error = task.exception()
+        if error is not None and not isinstance(error, CancelledJobError):
+            log.info("abandoned request ended with %s", type(error).__name__)
+
+
+async def _disconnected(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def _rest_error(status: int, text: str) -> HttpReply:
+    import json
+
+    return HttpReply(status, json.dumps({"error": text}).encode(), "application/json")
+
+
+def _errors_for(plan: McpPlan, code: int, message: str, status: int) -> HttpReply:
+    """One JSON-RPC error per request in the plan, framed as its replies would have been."""
+    replies = [
+        {"jsonrpc": "2.0", "id": m["id"], "error": {"code": code, "message": message}}
+        for m in plan.messages
+        if "id" in m and "method" in m
+    ]
+    if status != 200:
+        first = replies[0]["id"] if replies else None
+        return transport_error(status, SERVER_ERROR if code == BUSY else code, message, first)
+    return frame_replies(plan, replies)
+
+
+async def _send(send: Send, reply: HttpReply, head_only: bool = False) -> None:
+    headers = [(b"content-length", str(len(reply.body)).encode())]
+    if reply.content_type is not None:
+        headers.append((b"content-type", reply.content_type.encode()))
+    headers += [(k.encode(), v.encode()) for k, v in reply.headers]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head_only else reply.body})
+
+
+def _log_request(method: str, path: str, label: str, status: int, began: float) -> None:
+    elapsed = (time.perf_counter() - began) * 1000
+    stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
+    detail = f" {label}" if label else ""
+    log.info("%s %s %s%s %d (%dms)", stamp, method, path, detail, status, round(elapsed))

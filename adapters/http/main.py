@@ -1,0 +1,101 @@
+"""Entry point for `qmd mcp --http` and `qmd server --transport http|both`: one index, one
+surface from the registry, served over HTTP (and stdio beside it for `both`)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from adapters.bootstrap import App, open_reader
+from adapters.http.app import DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_S, HttpSettings, QmdHttpApp
+from adapters.http.daemon import DaemonFiles, remove_own_pid_file
+from adapters.http.guard import OriginPolicy, bind_refusal
+from adapters.http.serve import bind_socket, serve
+from adapters.http.workers import Worker, WorkerPools
+from adapters.mcp.protocol import Session
+from adapters.mcp.registry import SurfaceContext, canonical_surface, create_surface
+from adapters.mcp.stdio import serve_stdio
+from domain.profiles import ORIGINAL_2_8_3, SEED_000
+
+log = logging.getLogger("qmd.http")
+
+
+class HttpStartError(Exception):
+    """The server cannot start as configured (a message for the user, exit code 2)."""
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    host: str = "localhost"
+    port: int = 8181
+    allow_origins: tuple[str, ...] = ()
+    allow_hosts: tuple[str, ...] = ()
+    token: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    threads: int = 8
+    model_threads: int = 2
+    env: Mapping[str, str] = field(default_factory=dict)
+    daemon_files: DaemonFiles | None = None
+
+
+def build_http_app(
+    app: App, surface: str, context: SurfaceContext, options: HttpOptions
+) -> QmdHttpApp:
+    policy = OriginPolicy.build(
+        options.host, options.env, options.allow_origins, options.allow_hosts
+    )
+    refusal = bind_refusal(options.host, policy, options.token)
+    if refusal is not None:
+        raise HttpStartError(refusal)
+    compat = canonical_surface(surface).startswith("compat-")
+
+    def open_worker() -> Worker:
+        reader = open_reader(app, options.env)
+        session = Session(create_surface(surface, reader.services, context))
+        return Worker(session, reader.services, reader.interrupt, reader.close)
+
+    pools = WorkerPools(open_worker, options.threads, options.model_threads)
+    settings = HttpSettings(
+        policy=policy,
+        profile=ORIGINAL_2_8_3 if compat else SEED_000,
+        strict_original=compat,
+        token=options.token,
+        timeout_s=options.timeout_s,
+        max_body_bytes=options.max_body_bytes,
+    )
+    return QmdHttpApp(pools, settings)
+
+
+def run_http_server(
+    app: App,
+    surface: str,
+    context: SurfaceContext,
+    options: HttpOptions,
+    with_stdio: bool = False,
+) -> int:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
+    http_app = build_http_app(app, surface, context, options)
+    if http_app.settings.policy.disabled:
+        log.warning("DNS-rebinding protection is off (an allowed origin is '*').")
+    elif not http_app.settings.policy.enforce_host:
+        log.warning(
+            "Host validation is off and the index is readable by anyone who can reach this port."
+        )
+    sock = bind_socket(options.host, options.port)
+    beside: Callable[[Callable[[], None]], None] | None = None
+    if with_stdio:
+        session = Session(create_surface(surface, app.services(), context))
+
+        def beside(stop: Callable[[], None]) -> None:
+            serve_stdio(session)
+            stop()  # the client that started us has gone: stop serving HTTP too
+
+    try:
+        return serve(http_app, sock, options.host, beside)
+    finally:
+        if options.daemon_files is not None:
+            remove_own_pid_file(options.daemon_files)
+        app.close()

@@ -1,0 +1,110 @@
+"""REST `POST /query` (alias `/search`): structured search answered with the original's JSON.
+
+Body `{"searches": [{"type": "lex"|"vec"|"hyde", "query": …}], "limit"?, "minScore"?,
+"collections"?, "candidateLimit"?, "intent"?, "rerank"?}`; answer `{"results": [{docid,
+file: "qmd://…", title, score, context, line, snippet}]}`. As in the original, options of the
+wrong type are ignored, unknown sub-query types contribute nothing, and a body that is not
+a JSON object with a `searches` array gets 400 `Missing required field: searches (array)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+from adapters.http.exchange import HttpReply
+from adapters.mcp.formatting import result_item
+from domain.errors import QmdError
+from domain.model import SubQuery
+from domain.paths import encode_qmd_path
+from domain.profiles import SearchProfile
+from domain.usecases.search import SearchRequest
+from domain.usecases.services import Services
+
+SUB_QUERY_TYPES = ("lex", "vec", "hyde")
+INTERNAL_ERROR_TEXT = b"Internal Server Error"
+
+
+def _json_reply(status: int, payload: Any) -> HttpReply:
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return HttpReply(status, body, "application/json")
+
+
+def internal_error() -> HttpReply:
+    return HttpReply(500, INTERNAL_ERROR_TEXT)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _js_string(value: Any) -> str:
+    """`String(s.query || "")`."""
+    if not value:
+        return ""
+    if isinstance(value, bool):
+        return "true"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def parse_body(raw: bytes) -> Any:
+    """The request body as JSON; ValueError when it is not (the original answers 500)."""
+    return json.loads(raw.decode("utf-8"))
+
+
+def rest_query(
+    services: Services, profile: SearchProfile, body: Any, strict_original: bool
+) -> HttpReply:
+    """Run one REST search. `strict_original` keeps the original's 500 for a failing search;
+    otherwise a rejected query is a 400 with its message."""
+    searches = body.get("searches") if isinstance(body, dict) else None
+    if not isinstance(searches, list):
+        return _json_reply(400, {"error": "Missing required field: searches (array)"})
+    if not all(isinstance(s, dict) for s in searches):
+        return (
+            internal_error()
+            if strict_original
+            else _json_reply(400, {"error": "Every entry of searches must be an object"})
+        )
+    subs = [
+        SubQuery(s["type"], _js_string(s.get("query")))
+        for s in searches
+        if s.get("type") in SUB_QUERY_TYPES
+    ]
+    searcher = services.searcher.with_profile(profile)
+    collections = body.get("collections")
+    if not (isinstance(collections, list) and collections):
+        collections = searcher.default_collections()
+    limit = _number(body.get("limit"))
+    min_score = _number(body.get("minScore"))
+    candidates = _number(body.get("candidateLimit"))
+    request = SearchRequest(
+        limit=1_000_000,
+        collections=[str(c) for c in collections],
+        min_score=min_score if min_score is not None else 0.0,
+        intent=body["intent"] if isinstance(body.get("intent"), str) else None,
+        rerank=body["rerank"] if isinstance(body.get("rerank"), bool) else True,
+    )
+    if candidates is not None:
+        request = dataclasses.replace(request, candidate_limit=int(candidates))
+    if not subs:
+        return _json_reply(200, {"results": []})
+    try:
+        results = searcher.structured_query(subs, request)
+    except QmdError as error:
+        if strict_original:
+            return internal_error()
+        return _json_reply(400, {"error": error.message})
+    wanted = int(limit) if limit is not None else 10
+    items = []
+    for result in results[:wanted]:
+        item = result_item(result, with_line=True)
+        item["file"] = encode_qmd_path(result.display_path)
+        items.append(item)
+    return _json_reply(200, {"results": items})
