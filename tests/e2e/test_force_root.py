@@ -58,7 +58,7 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> Layout:
     if not EMBED_MODEL.is_file():
         pytest.fail(f"{EMBED_MODEL} missing: run scripts/prepare_models.py")
     tmp = tmp_path_factory.mktemp("force-root")
-    root, outside = tmp / "root", tmp / "outside"
+    root, outside = tmp / "permitted", tmp / "outside"
     env = fixture_env(tmp)
     env["QMD_EMBED_MODEL"] = str(EMBED_MODEL)
     home, config = Path(env["HOME"]), Path(env["QMD_CONFIG_DIR"])
@@ -78,7 +78,7 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> Layout:
         config / "index.yml",
         "collections:\n"
         f"  notes:\n    path: {root / 'notes'}\n    pattern: '**/*.md'\n"
-        "  relinside:\n    path: ../root/more\n    pattern: '**/*.md'\n"
+        "  relinside:\n    path: ../permitted/more\n    pattern: '**/*.md'\n"
         f"  outsidecoll:\n    path: {outside}\n    pattern: '**/*.md'\n"
         "  relcoll:\n    path: reldir\n    pattern: '**/*.md'\n"
         "  tildecoll:\n    path: ~/tildedir\n    pattern: '**/*.md'\n"
