@@ -2,7 +2,8 @@
 
 Each implementation indexes the seeded speed corpus (benchmarks/corpus.py) into its own
 scratch home and runs its `qmd embed` with `all-MiniLM-L6-v2-f16.gguf` (from
-scripts/prepare_models.py). Ours embeds with `QMD_EMBED_FORMAT=embeddinggemma`, so both feed
+scripts/prepare_models.py). Ours embeds with `QMD_EMBED_FORMAT=embeddinggemma` and
+`QMD_FIT_CHUNKS=0` (the original's 900-token chunks), so both feed
 the model the same texts (the original formats every non-Qwen model that way). Throughput is
 chunks (counted in each index's `content_vectors`) per second of the whole `qmd embed`
 process, model loading included. The two runs take turns, so neither competes with the other.
@@ -80,7 +81,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         env = _models_env(embed_model)
         theirs = original(scratch / "original")
         theirs.env.update(env)  # before its first `collection add`, which writes index.yml
-        mine = ours_impl(scratch / "ours", {**env, "QMD_EMBED_FORMAT": "embeddinggemma"})
+        mine = ours_impl(
+            scratch / "ours", {**env, "QMD_EMBED_FORMAT": "embeddinggemma", "QMD_FIT_CHUNKS": "0"}
+        )
         figures: dict[str, Any] = {
             "machine": machine(),
             "docs": args.docs,

@@ -54,7 +54,7 @@ def build_http_app(
 
     def open_worker() -> Worker:
         reader = open_reader(app, options.env)
-        session = Session(create_surface(surface, reader.services, context))
+        session = Session(create_surface(surface, reader.services, context), stateless=True)
         return Worker(session, reader.services, reader.interrupt, reader.close)
 
     pools = WorkerPools(open_worker, options.threads, options.model_threads)

@@ -84,8 +84,11 @@ class _Request:
 class Session:
     """One MCP connection: feed it decoded messages, get back the replies to write."""
 
-    def __init__(self, surface: Surface) -> None:
+    def __init__(self, surface: Surface, *, stateless: bool = False) -> None:
+        """`stateless`: every message is a connection of its own (Streamable HTTP, where each
+        POST stands alone), so no message decides the era of the next."""
         self.surface = surface
+        self._stateless = stateless
         self._era = ConnectionEra()
 
     # -- envelope --------------------------------------------------------------------------
@@ -127,6 +130,8 @@ class Session:
         return self.handle_message(message)
 
     def handle_message(self, message: Any) -> dict[str, Any] | None:
+        if self._stateless:
+            self._era = ConnectionEra()
         if not isinstance(message, dict):
             return self.malformed(INVALID_REQUEST, "Invalid Request")
         request_id = message.get("id")

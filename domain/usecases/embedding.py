@@ -142,6 +142,9 @@ class EmbedIndex:
         self._clock = clock
         self.fingerprint = fingerprint or fingerprint_for(embedder)
         self.collection: str | None = None  # `qmd embed -c`: embed only this one's documents
+        # False: the original's fixed 900-token chunks even when the model reads fewer tokens
+        # (what the original stores; set for comparisons with it, QMD_FIT_CHUNKS=0)
+        self.fit_chunks = True
         self._input_limit: int | None = None
         self._chunk_tokens = CHUNK_SIZE_TOKENS
         self._truncated = 0
@@ -177,7 +180,7 @@ class EmbedIndex:
         if force:
             self._vectors.clear_vectors()
         pending = self.pending(self.collection)
-        if pending and isinstance(self._embedder, KnowsInputLimit):
+        if pending and self.fit_chunks and isinstance(self._embedder, KnowsInputLimit):
             self._input_limit = self._embedder.max_input_tokens
         titles = self._titles()
         done = failed = chunks_done = 0
@@ -221,7 +224,7 @@ class EmbedIndex:
         # Counted from the index, not from this loop: whatever the reason (a failed batch,
         # a document edited or added by an update meanwhile), a document still pending at the
         # end is work left undone.
-        left = len(self.pending())
+        left = len(self.pending(self.collection))
         return EmbedReport(
             model=self.model,
             fingerprint=self.fingerprint,

@@ -81,6 +81,9 @@ def embed(args: argparse.Namespace) -> int:
                 )
                 return 1
             use_case = EmbedIndex(app.store, app.vectors, embedder, app.clock)
+            # QMD_FIT_CHUNKS=0: the original's 900-token chunks whatever the model reads, for
+            # indexes compared chunk for chunk with the original's (model-backed goldens).
+            use_case.fit_chunks = os.environ.get("QMD_FIT_CHUNKS", "1").strip() != "0"
             if collection is not None and app.store.get_collection(collection) is None:
                 raise CommandError(f"Collection not found: {collection}")
             pending = len(use_case.pending(collection))
@@ -89,10 +92,8 @@ def embed(args: argparse.Namespace) -> int:
             if not pending and not args.force:
                 out("✓ All documents are embedded.\n")
                 return 0
-            if args.force:
-                out(f"Re-embedding every document (-f) with {use_case.model}\n")
-            else:
-                out(f"Embedding {pending} document(s) with {use_case.model}\n")
+            again = " again (-f)" if args.force else ""
+            out(f"Embedding {pending} document(s){again} with {use_case.model}\n")
             started = time.monotonic()
             deadline = started + args.timeout * 60 if args.timeout else None
             live = sys.stderr.isatty()
