@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.mcp.validation import js_type
+
 MODERN = "2026-07-28"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -56,20 +58,6 @@ class Verdict:
     era: str  # LEGACY or MODERN_ERA: how to serve the message
     error: EraError | None = None  # set: answer this instead (requests only)
     pinned: bool = False  # the connection was already decided before this message
-
-
-def _js_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _meta_of(params: Any) -> dict[str, Any] | None:
@@ -136,11 +124,11 @@ def pinned_envelope_problem(params: Any) -> EraError | None:
         return EraError(INVALID_PARAMS, MISSING_ENVELOPE)
     issues = []
     if not isinstance(meta.get(META_VERSION), str):
-        got = "undefined" if META_VERSION not in meta else _js_type(meta[META_VERSION])
+        got = "undefined" if META_VERSION not in meta else js_type(meta[META_VERSION])
         issues.append(f"Invalid input: expected string, received {got}")
     capabilities = meta.get(META_CAPABILITIES)
     if not isinstance(capabilities, dict):
-        got = "undefined" if META_CAPABILITIES not in meta else _js_type(capabilities)
+        got = "undefined" if META_CAPABILITIES not in meta else js_type(capabilities)
         issues.append(f"Invalid input: expected object, received {got}")
     if issues:
         return EraError(

@@ -133,6 +133,28 @@ def llm_cache_key(tag: str, body: Mapping[str, Any]) -> str:
     return hashlib.sha256((tag + payload).encode("utf-8")).hexdigest()
 
 
+def _rerank_key(model: str, query: str, doc: str) -> str:
+    return llm_cache_key("rerank", {"query": query, "model": model, "chunk": doc})
+
+
+def cached_rerank_score(cache: LlmCache | None, model: str, query: str, doc: str) -> float | None:
+    """A rerank score from `llm_cache` (local and remote rerankers share the key)."""
+    if cache is None:
+        return None
+    raw = cache.get(_rerank_key(model, query, doc))
+    try:
+        return float(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def store_rerank_score(
+    cache: LlmCache | None, model: str, query: str, doc: str, score: float
+) -> None:
+    if cache is not None:
+        cache.put(_rerank_key(model, query, doc), json.dumps(score))
+
+
 _RETRY_AFTER_S = 60.0
 
 
@@ -493,21 +515,11 @@ class LlamaReranker:
                     self._store(query, doc, scores[doc])
         return [scores[d] for d in documents]
 
-    def _key(self, query: str, doc: str) -> str:
-        return llm_cache_key("rerank", {"query": query, "model": self._name, "chunk": doc})
-
     def _cached(self, query: str, doc: str) -> float | None:
-        if self._cache is None:
-            return None
-        raw = self._cache.get(self._key(query, doc))
-        try:
-            return float(raw) if raw is not None else None
-        except ValueError:
-            return None
+        return cached_rerank_score(self._cache, self._name, query, doc)
 
     def _store(self, query: str, doc: str, score: float) -> None:
-        if self._cache is not None:
-            self._cache.put(self._key(query, doc), json.dumps(score))
+        store_rerank_score(self._cache, self._name, query, doc, score)
 
     def _answers(self, llm: Any) -> tuple[int, int]:
         if self._answer_ids is None:

@@ -32,11 +32,13 @@ from adapters.models.llama import (
     RERANK_INSTRUCTION,
     RERANK_SYSTEM,
     EmbedFamily,
+    cached_rerank_score,
     error_expansion,
     fallback_expansion,
     filter_expansions,
     llm_cache_key,
     parse_expansion,
+    store_rerank_score,
 )
 from adapters.models.references import (
     DEFAULT_OLLAMA_BASE_URL,
@@ -604,21 +606,11 @@ class RemoteReranker:
                 self._store(query, doc, score)
         return [scores[d] for d in documents]
 
-    def _key(self, query: str, doc: str) -> str:
-        return llm_cache_key("rerank", {"query": query, "model": self.model_name, "chunk": doc})
-
     def _cached(self, query: str, doc: str) -> float | None:
-        if self._cache is None:
-            return None
-        raw = self._cache.get(self._key(query, doc))
-        try:
-            return float(raw) if raw is not None else None
-        except ValueError:
-            return None
+        return cached_rerank_score(self._cache, self.model_name, query, doc)
 
     def _store(self, query: str, doc: str, score: float) -> None:
-        if self._cache is not None:
-            self._cache.put(self._key(query, doc), json.dumps(score))
+        store_rerank_score(self._cache, self.model_name, query, doc, score)
 
     def _score(self, query: str, docs: list[str]) -> list[float]:
         if self.mode in ("", "endpoint"):
