@@ -19,6 +19,7 @@ from adapters.mcp.formatting import (
     not_found_text,
     resource_contents,
     results_payload,
+    extraction_status,
     status_payload,
     status_text_spec,
     text_result,
@@ -481,7 +482,7 @@ class SpecSurface:
 
     def _status(self) -> dict[str, Any]:
         status = self._services.status.status()
-        return status_payload(status, status_text_spec(status))
+        return extraction_status(status, status_payload(status, status_text_spec(status)))
 
     # -- resources ------------------------------------------------------------------------
 
