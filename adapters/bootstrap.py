@@ -17,9 +17,9 @@ from adapters.config.yaml_config import (
     resolve_paths,
     sync_config_to_store,
 )
+from adapters.extract.extractor import WorkerExtractor, timeout_from_env
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
-from adapters.extract.extractor import WorkerExtractor, timeout_from_env
 from adapters.fs.root_scope import (
     RootScope,
     RootScopedLexicalIndex,

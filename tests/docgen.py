@@ -34,7 +34,8 @@ def pdf_bytes(pages: Sequence[Page], title: str = "", author: str = "") -> bytes
     samples = zlib.compress(bytes((x * 29 + y * 13) % 256 for y in range(8) for x in range(8)))
     image = add(
         b"<< /Type /XObject /Subtype /Image /Width 8 /Height 8 /ColorSpace /DeviceGray "
-        b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n" % len(samples)
+        b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
+        % len(samples)
         + samples
         + b"\nendstream"
     )
@@ -89,11 +90,12 @@ def write_pdf(path: Path, pages: Sequence[Page], title: str = "", author: str = 
 
 def long_pdf(path: Path, page_count: int) -> Path:
     """A report of `page_count` text pages (the benchmark's 200-page PDF)."""
+    line = "Line {i}: flow rate {rate} litres per minute, pressure nominal."
     pages = [
         [f"Section {n}: measurements of the cooling loop, run {n}."]
-        + [f"Line {i}: flow rate {n * i % 97} litres per minute, pressure nominal." for i in range(40)]
+        + [line.format(i=i, rate=n * i % 97) for i in range(40)]
         for n in range(1, page_count + 1)
-    ]  # fmt: skip
+    ]
     return write_pdf(path, pages, title=f"Report of {page_count} pages", author="Bench")
 
 

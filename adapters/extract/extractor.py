@@ -13,6 +13,7 @@ cache key) and refuses files over `max_bytes` (64 MiB by default) before any par
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -184,16 +185,12 @@ class WorkerExtractor:
             return
         if process.poll() is None:
             process.kill()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         for stream in (process.stdin, process.stdout):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
 
 
 class InProcessExtractor:

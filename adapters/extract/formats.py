@@ -75,7 +75,9 @@ def pdf_date(value: str) -> str | None:
     match = _PDF_DATE.match(value.strip())
     if match is None:
         return None
-    year, month, day, hour, minute, second = (g or d for g, d in zip(match.groups(), "100000"))
+    year, month, day, hour, minute, second = (
+        g or d for g, d in zip(match.groups(), "100000", strict=False)
+    )
     try:
         moment = dt.datetime(
             int(year), int(month or 1), int(day or 1), int(hour), int(minute), int(second)

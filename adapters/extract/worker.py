@@ -10,6 +10,7 @@ taking the machine's memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -28,10 +29,8 @@ def _limit_memory() -> None:
     except ImportError:  # not on POSIX: the time limit still applies
         return
     limit = int(os.environ.get(MEMORY_LIMIT_ENV) or DEFAULT_MEMORY_LIMIT)
-    try:
+    with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ValueError, OSError):
-        pass
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:

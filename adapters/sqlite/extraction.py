@@ -100,8 +100,7 @@ class SqliteExtractionLedger:
         if not self._ready:
             self._ready = (
                 self._conn.scalar(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
-                    "'extraction_state'"
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'extraction_state'"
                 )
                 is not None
             )
@@ -192,8 +191,7 @@ class SqliteExtractionLedger:
             )
         else:
             rows = self._conn.query(
-                f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = ? "
-                "ORDER BY path",
+                f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = ? ORDER BY path",
                 (collection,),
             )
         return [_state(r) for r in rows]
