@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.docgen import build_fixture
 from tests.e2e.conftest import Qmd, make_qmd
 from tests.mcp_harness import StdioServer
+from tooling.docgen import build_fixture
 
 MASK = "**/*.{md,pdf,docx,html}"
 
@@ -113,7 +113,7 @@ def test_failures_live_in_extra_tables_only(indexed: tuple[Qmd, str]) -> None:
 
 
 def test_a_fully_scanned_pdf_is_reported_as_having_no_text_layer(tmp_path: Path) -> None:
-    from tests.docgen import write_pdf
+    from tooling.docgen import write_pdf
 
     qmd = make_qmd(tmp_path)
     folder = tmp_path / "scans"

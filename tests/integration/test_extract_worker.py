@@ -10,7 +10,7 @@ from pathlib import Path
 
 from adapters.extract.extractor import WorkerExtractor
 from domain.extraction import CRASHED, TIMEOUT, Extracted, ExtractionFailure
-from tests.docgen import write_pdf
+from tooling.docgen import write_pdf
 
 STAND_IN = r"""
 import json, os, signal, sys, time

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.docgen import build_fixture
 from tests.original import original_qmd
+from tooling.docgen import build_fixture
 
 pytestmark = pytest.mark.original
 
