@@ -118,6 +118,36 @@ def write_docx(path: Path, title: str, sections: Sequence[tuple[str, Sequence[st
     return path
 
 
+def write_pptx(path: Path, slides: Sequence[tuple[str, str]]) -> Path:
+    """A deck of (title, body) slides, with the title in the core properties."""
+    import pptx
+
+    deck = pptx.Presentation()
+    deck.core_properties.title = "Quarterly Review"
+    deck.core_properties.author = "Pia Pptx"
+    layout = deck.slide_layouts[1]  # title and content
+    for title, body in slides:
+        slide = deck.slides.add_slide(layout)
+        slide.shapes.title.text = title
+        slide.placeholders[1].text = body
+    deck.save(str(path))
+    return path
+
+
+def write_xlsx(path: Path, sheets: dict[str, Sequence[Sequence[object]]]) -> Path:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for name, rows in sheets.items():
+        sheet = book.create_sheet(name)
+        for row in rows:
+            sheet.append(list(row))
+    book.properties.creator = "Xavi Xlsx"
+    book.save(str(path))
+    return path
+
+
 def write_zip_bomb(path: Path, inflated_bytes: int = 80 * 1024 * 1024) -> Path:
     """A `.docx`-named zip whose document part inflates to `inflated_bytes` of zeros."""
     block = b"\0" * (1 << 20)

@@ -185,6 +185,9 @@ def _core_metadata(props: Any) -> dict[str, MetadataValue]:
         value = getattr(props, name, None)
         if isinstance(value, str) and value.strip():
             metadata[name] = value.strip()
+    creator = getattr(props, "creator", None)  # openpyxl names the author `creator`
+    if "author" not in metadata and isinstance(creator, str) and creator.strip():
+        metadata["author"] = creator.strip()
     keywords = getattr(props, "keywords", None)
     if isinstance(keywords, str) and keywords.strip():
         metadata["keywords"] = [k.strip() for k in re.split(r"[,;]", keywords) if k.strip()]
