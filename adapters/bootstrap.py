@@ -75,7 +75,7 @@ class App:
     closers: list[Any] = field(default_factory=list)
 
     def services(self) -> Services:
-        return Services(self.store, self.searcher, self.retrieval, self.status)
+        return Services(self.store, self.searcher, self.retrieval, self.status, self.extraction)
 
     def close(self) -> None:
         for closer in self.closers:

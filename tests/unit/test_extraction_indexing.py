@@ -87,6 +87,7 @@ def test_failures_are_remembered_reported_and_not_retried() -> None:
     assert [(s.path, s.empty_pages) for s in report.scanned] == [("scan.pdf", (2,))]
 
     assert app.extraction is not None
+    assert app.services().extraction is app.extraction  # what a surface (LDIMS) is handed
     assert app.extraction.state_of("docs", "ok.docx").status == "ok"
     failed = app.extraction.state_of("docs", "bad.pdf")
     assert (failed.status, failed.reason) == ("failed", "corrupt")
