@@ -111,7 +111,10 @@ class WorkerExtractor:
         return digest_file(absolute_path, self.max_bytes)
 
     def extract(self, absolute_path: str, file_format: str) -> Extracted | ExtractionFailure:
-        process = self._worker()
+        try:
+            process = self._worker()
+        except OSError as error:  # no interpreter to run it with, out of processes…
+            return ExtractionFailure(CRASHED, f"the parser process could not start: {error}")
         request = json.dumps({"path": absolute_path, "format": file_format}) + "\n"
         try:
             assert process.stdin is not None

@@ -68,3 +68,10 @@ def test_digest_refuses_files_over_the_size_limit(tmp_path: Path) -> None:
     outcome = WorkerExtractor(max_bytes=1024).digest(str(big))
     assert isinstance(outcome, ExtractionFailure) and outcome.reason == "too-large"
     assert "2,048 bytes" in outcome.detail
+
+
+def test_a_worker_that_cannot_start_is_a_failure_not_a_crash(tmp_path: Path) -> None:
+    extractor = WorkerExtractor(command=[str(tmp_path / "no-such-python")])
+    outcome = extractor.extract(str(tmp_path / "a.pdf"), "pdf")
+    assert isinstance(outcome, ExtractionFailure) and outcome.reason == CRASHED
+    assert "could not start" in outcome.detail
