@@ -39,7 +39,10 @@ from domain.extraction import (
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 DEFAULT_TIMEOUT_S = 60.0
 TIMEOUT_ENV = "QMD_EXTRACT_TIMEOUT"
-WORKER_COMMAND = (sys.executable, "-m", "adapters.extract.worker")
+WORKER_MODULE = ("-m", "adapters.extract.worker")
+# Linux: the running interpreter itself. Used when `sys.executable` cannot be executed, as
+# happens when qmd runs as a user who may not walk the path the interpreter was found by.
+SELF_EXE = "/proc/self/exe"
 
 
 def digest_file(absolute_path: str, max_bytes: int) -> SourceDigest | ExtractionFailure:
@@ -99,11 +102,11 @@ class WorkerExtractor:
         self,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_bytes: int = MAX_SOURCE_BYTES,
-        command: Sequence[str] = WORKER_COMMAND,
+        command: Sequence[str] | None = None,
     ) -> None:
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
-        self._command = list(command)
+        self._command = list(command) if command is not None else None
         self._process: subprocess.Popen[bytes] | None = None
         self.started = 0  # workers started so far (tests read it)
 
@@ -144,15 +147,30 @@ class WorkerExtractor:
     def _worker(self) -> subprocess.Popen[bytes]:
         if self._process is not None and self._process.poll() is None:
             return self._process
-        self._process = subprocess.Popen(
-            self._command,
+        if self._command is not None:
+            self._process = self._spawn(self._command, None)
+        else:
+            # The worker imports exactly what this process imports (same sys.path).
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            try:
+                self._process = self._spawn([sys.executable, *WORKER_MODULE], env)
+            except PermissionError:
+                if not os.path.exists(SELF_EXE):
+                    raise
+                self._process = self._spawn([SELF_EXE, *WORKER_MODULE], env)
+        self.started += 1
+        return self._process
+
+    @staticmethod
+    def _spawn(command: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             close_fds=True,
+            env=env,
         )
-        self.started += 1
-        return self._process
 
     def _read_line(self, process: subprocess.Popen[bytes]) -> bytes | None:
         """One answer line; b'' when the worker died; None past the time limit."""

@@ -364,6 +364,10 @@ def extract_file(path: str, file_format: str) -> Result:
         return ExtractionFailure(UNSUPPORTED, f"no extractor for .{file_format} files")
     try:
         return extractor(path)
+    except ImportError as error:  # an install without the parser's package
+        return ExtractionFailure(
+            UNSUPPORTED, f"the parser for .{file_format} files is not installed ({error})"
+        )
     except MemoryError:
         return ExtractionFailure(TOO_LARGE, "the parser ran out of its memory limit")
     except OSError as error:

@@ -33,6 +33,20 @@ def _limit_memory() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def _die_with_parent() -> None:
+    """Linux: end this worker when `qmd` itself is killed mid-parse (a parser stuck in a loop
+    would otherwise outlive it; on other systems EOF on stdin ends it between files)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+
+
 def answer(request: dict[str, Any]) -> dict[str, Any]:
     outcome = extract_file(str(request["path"]), str(request["format"]))
     if isinstance(outcome, Extracted):
@@ -53,6 +67,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     _limit_memory()
+    _die_with_parent()
     out = sys.stdout
     for line in sys.stdin:
         if not line.strip():
