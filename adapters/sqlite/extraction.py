@@ -94,17 +94,16 @@ class SqliteExtractionLedger:
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
-        self._ready: bool | None = None
 
     def _exists(self) -> bool:
-        if not self._ready:
-            self._ready = (
-                self._conn.scalar(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'extraction_state'"
-                )
-                is not None
+        # Asked every time (a lookup in sqlite_master, microseconds): a transaction rolled
+        # back after creating the tables takes them away again.
+        return (
+            self._conn.scalar(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'extraction_state'"
             )
-        return bool(self._ready)
+            is not None
+        )
 
     def _create(self) -> None:
         if self._exists():
@@ -112,7 +111,6 @@ class SqliteExtractionLedger:
         with self._conn.transaction():
             self._conn.execute(CACHE_DDL)
             self._conn.execute(STATE_DDL)
-        self._ready = True
 
     def cached_extraction(self, source_hash: str) -> CachedExtraction | None:
         if not self._exists():

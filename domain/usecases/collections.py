@@ -236,6 +236,8 @@ class CollectionManager:
                     continue
                 text: str | Unreadable = got.text
                 title = got.title
+                # got.metadata (title, author, created, pages…) is what a per-document
+                # metadata store would record next to the document (issue #12, LDIMS).
             else:
                 text = self._source.read_text(file.absolute_path)
             if isinstance(text, Unreadable):
