@@ -24,6 +24,7 @@ from domain.extraction import (
     ExtractionState,
     MetadataValue,
     file_format,
+    is_extracted,
 )
 from domain.model import SourceFile
 from domain.ports import Clock, DocumentExtractor, DocumentStore, ExtractionLedger
@@ -176,9 +177,13 @@ class DocumentExtraction:
 
     def state_of(self, collection: str, path: str) -> ExtractionState:
         """The extraction state of one document: 'ok', 'failed' (with its reason) or
-        'pending' (no outcome recorded yet: found by a scan still running, or never updated)."""
+        'pending' (no outcome recorded yet: found by a scan still running, or never updated).
+        A markdown or other text file needs no extraction: always 'ok'. The caller checks
+        that the document exists (this answers for any path)."""
         state = self._ledger.extraction_state(collection, path)
-        return state if state is not None else ExtractionState(collection, path, "pending")
+        if state is not None:
+            return state
+        return ExtractionState(collection, path, "pending" if is_extracted(path) else "ok")
 
     def metadata_of(self, collection: str, path: str) -> dict[str, MetadataValue]:
         """The metadata the extractor found for a document (title, author, created, pages…)."""

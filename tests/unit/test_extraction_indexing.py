@@ -92,6 +92,7 @@ def test_failures_are_remembered_reported_and_not_retried() -> None:
     failed = app.extraction.state_of("docs", "bad.pdf")
     assert (failed.status, failed.reason) == ("failed", "corrupt")
     assert app.extraction.state_of("docs", "later.pdf").status == "pending"
+    assert app.extraction.state_of("docs", "notes.md").status == "ok"  # text: nothing to do
     assert app.extraction.metadata_of("docs", "ok.docx") == {"format": "docx"}
 
     del files[f"{ROOT}/bad.pdf"]  # gone from the folder: gone from the report
