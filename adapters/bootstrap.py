@@ -17,6 +17,7 @@ from adapters.config.yaml_config import (
     resolve_paths,
     sync_config_to_store,
 )
+from adapters.extract.extractor import WorkerExtractor, timeout_from_env
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
 from adapters.fs.root_scope import (
@@ -26,18 +27,22 @@ from adapters.fs.root_scope import (
     RootScopedVectorIndex,
 )
 from adapters.models.bundle import Models
+from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.store import SqliteIndex
 from domain.ports import (
     Clock,
     ConfigRepository,
     ContentSource,
+    DocumentExtractor,
     DocumentStore,
+    ExtractionLedger,
     IndexMaintenance,
     LexicalIndex,
     LlmCache,
     VectorIndex,
 )
 from domain.usecases.collections import CollectionManager
+from domain.usecases.extraction import DocumentExtraction
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher, SearchModels
 from domain.usecases.services import Services
@@ -58,7 +63,9 @@ class App:
     retrieval: Retrieval
     searcher: Searcher
     status: StatusReader
-    maintenance: IndexMaintenance | None = None  # None: the index offers no upkeep
+    maintenance: IndexMaintenance | None = None
+    # PDF/DOCX/PPTX/XLSX/HTML extraction and its per-document states (None: not wired)
+    extraction: DocumentExtraction | None = None  # None: the index offers no upkeep
     db_path: str = ""
     config_path: str = ""
     home: str | None = None
@@ -68,7 +75,7 @@ class App:
     closers: list[Any] = field(default_factory=list)
 
     def services(self) -> Services:
-        return Services(self.store, self.searcher, self.retrieval, self.status)
+        return Services(self.store, self.searcher, self.retrieval, self.status, self.extraction)
 
     def close(self) -> None:
         for closer in self.closers:
@@ -87,10 +94,21 @@ def assemble(
     models: Models | None = None,
     home: str | None = None,
     maintenance: IndexMaintenance | None = None,
+    extractor: DocumentExtractor | None = None,
+    ledger: ExtractionLedger | None = None,
 ) -> App:
-    """Wire the use cases over whatever adapters (real or fake) are given."""
+    """Wire the use cases over whatever adapters (real or fake) are given. Documents other
+    than text (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
     chosen = models or Models()
-    return App(
+    extraction = (
+        DocumentExtraction(extractor, ledger, store, clock)
+        if extractor is not None and ledger is not None
+        else None
+    )
+    collections = CollectionManager(store, config, source, clock, cache)
+    if extraction is not None:
+        collections.use_extraction(extraction)
+    app = App(
         home=home,
         store=store,
         lexical=lexical,
@@ -100,7 +118,7 @@ def assemble(
         source=source,
         clock=clock,
         models=chosen,
-        collections=CollectionManager(store, config, source, clock, cache),
+        collections=collections,
         retrieval=Retrieval(store, home=home),
         searcher=Searcher(
             store,
@@ -108,9 +126,13 @@ def assemble(
             vectors,
             SearchModels(chosen.embedder, chosen.reranker, chosen.expander),
         ),
-        status=StatusReader(store, vectors, chosen.identity),
+        status=StatusReader(store, vectors, chosen.identity, extraction),
         maintenance=maintenance,
+        extraction=extraction,
     )
+    if extractor is not None:
+        app.closers.append(extractor.close)
+    return app
 
 
 def build_app(
@@ -185,6 +207,9 @@ def _wire(
         models=models,
         home=home,
         maintenance=index,
+        # the parsers run in a worker process, started on the first extracted file
+        extractor=WorkerExtractor(timeout_s=timeout_from_env(os.environ)),
+        ledger=SqliteExtractionLedger(index.connection),
     )
     app.force_root = force_root
     app.closers.append(index.close)

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from domain.extraction import ExtractionReport
+
 DEFAULT_PATTERN = "**/*.md"
 
 SubQueryType = Literal["lex", "vec", "hyde"]
@@ -178,6 +180,8 @@ class IndexStatus:
     needs_embedding: int
     has_vector_index: bool
     collections: tuple[CollectionStatus, ...]
+    # files that could not be extracted, and extracted files with pages without text
+    extraction: ExtractionReport = field(default_factory=ExtractionReport)
 
 
 @dataclass(frozen=True)

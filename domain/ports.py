@@ -12,6 +12,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from domain.extraction import (
+    CachedExtraction,
+    Extracted,
+    ExtractionFailure,
+    ExtractionState,
+    SourceDigest,
+)
 from domain.lexquery import LexQuery
 from domain.model import (
     Collection,
@@ -196,3 +203,33 @@ class ConfigRepository(Protocol):
     def rename_collection(self, old: str, new: str) -> None: ...
     def load_global_context(self) -> str | None: ...
     def save_global_context(self, text: str | None) -> None: ...
+
+
+class DocumentExtractor(Protocol):
+    """Turns a PDF, DOCX, PPTX, XLSX or HTML file into markdown text and metadata
+    (domain.extraction; REQ-EXTRACT-*). Bounded per file in size and time; a parser that
+    crashes or hangs gives an `ExtractionFailure`, never an exception."""
+
+    def digest(self, absolute_path: str) -> SourceDigest | ExtractionFailure:
+        """The file's content hash (the cache key), or why it cannot be read / is too large."""
+        ...
+
+    def extract(self, absolute_path: str, file_format: str) -> Extracted | ExtractionFailure: ...
+
+    def close(self) -> None:
+        """Stop any worker process."""
+        ...
+
+
+class ExtractionLedger(Protocol):
+    """Extraction outcomes kept in the index (extra tables only): a cache by source content
+    hash, and the state of every extracted document for status reports and readers."""
+
+    def cached_extraction(self, source_hash: str) -> CachedExtraction | None: ...
+    def remember_extraction(self, outcome: CachedExtraction) -> None: ...
+    def record_states(self, collection: str, states: Sequence[ExtractionState]) -> None:
+        """Replace the collection's states with `states` (files no longer there drop out)."""
+        ...
+
+    def extraction_states(self, collection: str | None = None) -> list[ExtractionState]: ...
+    def extraction_state(self, collection: str, path: str) -> ExtractionState | None: ...

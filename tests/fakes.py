@@ -8,10 +8,13 @@
 * `FakeContentSource`: a dict of files under one folder.
 * `FixedClock`: a settable `now_iso`.
 * `InMemoryConfigRepository`: ConfigRepository over a dict.
+* `FakeExtractor` / `InMemoryExtractionLedger`: DocumentExtractor over a dict of "files" that
+  counts its calls, and ExtractionLedger over dicts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,6 +23,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
+from domain.extraction import (
+    CachedExtraction,
+    Extracted,
+    ExtractionFailure,
+    ExtractionState,
+    SourceDigest,
+)
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 from domain.model import (
     Collection,
@@ -590,6 +600,66 @@ class InMemoryConfigRepository:
         self.global_context = text
 
 
+class FakeExtractor:
+    """DocumentExtractor over in-memory "files": `files` maps absolute path → content; a
+    content starting with `FAIL:reason:` fails with that reason. `calls` counts extractions."""
+
+    def __init__(self, files: Mapping[str, str | None]) -> None:
+        self.files = files
+        self.calls: list[str] = []
+        self.closed = False
+
+    def digest(self, absolute_path: str) -> SourceDigest | ExtractionFailure:
+        content = self.files.get(absolute_path)
+        if content is None:
+            return ExtractionFailure("unreadable", "cannot be read: Permission denied")
+        data = content.encode("utf-8")
+        return SourceDigest(hashlib.sha256(data).hexdigest(), len(data))
+
+    def extract(self, absolute_path: str, file_format: str) -> Extracted | ExtractionFailure:
+        self.calls.append(absolute_path)
+        content = self.files.get(absolute_path) or ""
+        if content.startswith("FAIL:"):
+            _, reason, detail = content.split(":", 2)
+            return ExtractionFailure(reason, detail)
+        pages = content.split("\f")
+        empty = tuple(n for n, page in enumerate(pages, start=1) if not page.strip())
+        text = "\n\n".join(f"## Page {n}\n\n{page or '[no text]'}" for n, page in
+                            enumerate(pages, start=1))  # fmt: skip
+        return Extracted(text + "\n", {"format": file_format}, len(pages), empty)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class InMemoryExtractionLedger:
+    """ExtractionLedger over dicts."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, CachedExtraction] = {}
+        self.states: dict[tuple[str, str], ExtractionState] = {}
+
+    def cached_extraction(self, source_hash: str) -> CachedExtraction | None:
+        return self.cache.get(source_hash)
+
+    def remember_extraction(self, outcome: CachedExtraction) -> None:
+        self.cache[outcome.source_hash] = outcome
+
+    def record_states(self, collection: str, states: Sequence[ExtractionState]) -> None:
+        self.states = {k: v for k, v in self.states.items() if k[0] != collection}
+        self.states.update({(s.collection, s.path): s for s in states})
+
+    def extraction_states(self, collection: str | None = None) -> list[ExtractionState]:
+        return [
+            state
+            for key, state in sorted(self.states.items())
+            if collection is None or key[0] == collection
+        ]
+
+    def extraction_state(self, collection: str, path: str) -> ExtractionState | None:
+        return self.states.get((collection, path))
+
+
 def app_over(store: InMemoryStore, models: Models | None = None) -> App:
     """The composition root wired with fakes only: `store` serves every storage port."""
     from adapters.bootstrap import assemble
@@ -613,7 +683,9 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         Clock,
         ConfigRepository,
         ContentSource,
+        DocumentExtractor,
         DocumentStore,
+        ExtractionLedger,
         IndexMaintenance,
         LexicalIndex,
         LlmCache,
@@ -634,3 +706,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _source: ContentSource = source
         _clock: Clock = clock
         _config: ConfigRepository = config
+
+    def _extraction_conforms(extractor: FakeExtractor, ledger: InMemoryExtractionLedger) -> None:
+        _extractor: DocumentExtractor = extractor
+        _ledger: ExtractionLedger = ledger

@@ -225,3 +225,34 @@ def status_text_spec(status: IndexStatus) -> str:
 
 def _js_str(value: str | None) -> str:
     return "null" if value is None else value
+
+
+STATUS_EXTRACTION_LISTED = 20
+
+
+def extraction_status(status: IndexStatus, payload: dict[str, Any]) -> dict[str, Any]:
+    """The default surface's `status`: when some files could not be extracted, or were
+    indexed without some pages, the text says so and `structuredContent.extraction` lists
+    them (the first 20 of each; the counts are complete). Unchanged otherwise, so an index of
+    markdown files answers exactly as before (REQ-EXTRACT-005)."""
+    report = status.extraction
+    if report.empty:
+        return payload
+    from domain.extraction import report_lines
+
+    content = payload["content"][0]
+    lines = report_lines(report, limit=STATUS_EXTRACTION_LISTED)
+    content["text"] = content["text"] + "\n  " + "\n  ".join(lines)
+    payload["structuredContent"]["extraction"] = {
+        "failedCount": len(report.failed),
+        "failed": [
+            {"file": s.display_path, "reason": s.reason, "detail": s.detail}
+            for s in report.failed[:STATUS_EXTRACTION_LISTED]
+        ],
+        "pagesWithoutTextCount": len(report.scanned),
+        "pagesWithoutText": [
+            {"file": s.display_path, "pages": list(s.empty_pages)}
+            for s in report.scanned[:STATUS_EXTRACTION_LISTED]
+        ],
+    }
+    return payload

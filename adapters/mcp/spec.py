@@ -14,6 +14,7 @@ from adapters.mcp.formatting import (
     RESOURCE_TEMPLATE,
     SPEC_DOCUMENT_CHARS,
     embedded_resource,
+    extraction_status,
     get_body,
     multi_get_body,
     not_found_text,
@@ -481,7 +482,7 @@ class SpecSurface:
 
     def _status(self) -> dict[str, Any]:
         status = self._services.status.status()
-        return status_payload(status, status_text_spec(status))
+        return extraction_status(status, status_payload(status, status_text_spec(status)))
 
     # -- resources ------------------------------------------------------------------------
 

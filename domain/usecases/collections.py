@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
+from domain.extraction import ExtractionState, is_extracted
 from domain.model import (
     DEFAULT_PATTERN,
     Collection,
@@ -19,6 +20,7 @@ from domain.model import (
 from domain.paths import parse_virtual_path
 from domain.ports import Clock, ConfigRepository, ContentSource, DocumentStore, LlmCache
 from domain.text import content_hash, extract_title
+from domain.usecases.extraction import DocumentExtraction
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,12 @@ class CollectionManager:
         self._source = source
         self._clock = clock
         self._cache = cache
+        self._extraction: DocumentExtraction | None = None
+
+    def use_extraction(self, extraction: DocumentExtraction) -> None:
+        """Index PDF, DOCX, PPTX, XLSX and HTML files through `extraction` (REQ-EXTRACT-001);
+        without it they are read as text like any other file (and refused as binary)."""
+        self._extraction = extraction
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -206,10 +214,32 @@ class CollectionManager:
         seen: set[str] = {
             path for path in known for prefix in scan.unlisted if path.startswith(prefix)
         }
+        states: list[ExtractionState] = []
         for done, file in enumerate(files, start=1):
             if progress is not None:
                 progress(IndexProgress(collection.name, done, len(files), file.relative_path))
-            text = self._source.read_text(file.absolute_path)
+            title: str | None = None
+            if self._extraction is not None and is_extracted(file.relative_path):
+                got = self._extraction.obtain(collection.name, file)
+                states.append(got.state)
+                if got.text is None:
+                    # Recorded in the index and listed by `status` (REQ-EXTRACT-005); a
+                    # previously indexed version is removed like a deleted file below.
+                    detail = f" ({got.state.detail})" if got.state.detail else ""
+                    problems.append(
+                        SkippedFile(
+                            file.relative_path,
+                            f"could not be extracted: {got.state.reason}{detail}",
+                        )
+                    )
+                    counts["skipped"] += 1
+                    continue
+                text: str | Unreadable = got.text
+                title = got.title
+                # got.metadata (title, author, created, pages…) is what a per-document
+                # metadata store would record next to the document (issue #12, LDIMS).
+            else:
+                text = self._source.read_text(file.absolute_path)
             if isinstance(text, Unreadable):
                 reason = text.reason
                 if text.transient and file.relative_path in known:
@@ -230,13 +260,15 @@ class CollectionManager:
             outcome = self._store.upsert_document(
                 collection.name,
                 file.relative_path,
-                extract_title(text, posixpath.basename(file.relative_path)),
+                title or extract_title(text, posixpath.basename(file.relative_path)),
                 digest,
                 text,
                 created,
                 file.modified_at,
             )
             counts[outcome.kind] = counts.get(outcome.kind, 0) + 1
+        if self._extraction is not None:
+            self._extraction.record(collection.name, states)
         gone = [path for path in known if path not in seen]
         removed = self._store.deactivate_documents(collection.name, gone) if gone else 0
         self._store.delete_orphan_content()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from domain.ports import DocumentStore
+from domain.usecases.extraction import DocumentExtraction
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher
 from domain.usecases.status import StatusReader
@@ -19,3 +20,5 @@ class Services:
     searcher: Searcher
     retrieval: Retrieval
     status: StatusReader
+    # per-document extraction state and metadata (REQ-EXTRACT-009); None when not wired
+    extraction: DocumentExtraction | None = None

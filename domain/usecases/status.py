@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from domain.extraction import ExtractionReport
 from domain.model import CollectionStatus, IndexStatus
 from domain.ports import DocumentStore, VectorIndex
+from domain.usecases.extraction import DocumentExtraction
 
 
 @dataclass(frozen=True)
@@ -21,8 +23,13 @@ class EmbeddingIdentity:
 
 class StatusReader:
     def __init__(
-        self, store: DocumentStore, vectors: VectorIndex, identity: EmbeddingIdentity
+        self,
+        store: DocumentStore,
+        vectors: VectorIndex,
+        identity: EmbeddingIdentity,
+        extraction: DocumentExtraction | None = None,
     ) -> None:
+        self._extraction = extraction
         self._store = store
         self._vectors = vectors
         self._identity = identity
@@ -49,4 +56,8 @@ class StatusReader:
             needs_embedding=pending,
             has_vector_index=self._vectors.has_vector_index(),
             collections=collections,
+            # REQ-EXTRACT-005: failures of configured collections, never dropped silently
+            extraction=self._extraction.report(set(configured))
+            if self._extraction is not None
+            else ExtractionReport(),
         )

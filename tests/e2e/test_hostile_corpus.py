@@ -110,7 +110,7 @@ def build_corpus(root: Path, owner_of_denied: int | None) -> HostileCorpus:
     _write(c / "image.md", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
     skipped["image.md"] = "PNG image"
     _write(c / "paper.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\n")
-    skipped["paper.pdf"] = "PDF"
+    skipped["paper.pdf"] = "could not be extracted: corrupt (PDFium"  # ADR 0036
     _write(c / "random.md", os.urandom(4096).replace(b"\x00", b"\x01") + b"\x00")
     skipped["random.md"] = "binary file"
     _write(c / "latin1-heap.md", bytes(range(0x80, 0x100)) * 8)

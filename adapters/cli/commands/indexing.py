@@ -181,6 +181,12 @@ def status(args: argparse.Namespace) -> int:
         latest = max((c.last_updated for c in report.collections), default="")
         if latest:
             lines.append(f"  Updated:  {ago(latest)}")
+        if not report.extraction.empty:
+            from domain.extraction import report_lines
+
+            # REQ-EXTRACT-005: every file that could not be extracted, by name and reason
+            lines += ["", "Extraction"]
+            lines += [f"  {line}" for line in report_lines(report.extraction, limit=20)]
         if global_context:
             lines += ["", "Global Context", f"  {_preview(global_context)}"]
         shown = list(report.collections)

@@ -1,0 +1,1 @@
+"""Document extraction: PDF, DOCX, PPTX, XLSX and HTML to markdown, in a worker process."""

@@ -1,0 +1,204 @@
+"""`SqliteExtractionLedger`: extraction outcomes in two extra tables of the index file.
+
+The original QMD 2.8.3 never reads tables it does not know, so it still opens and serves an
+index holding these (tests/integration/test_original_index_interop.py). They are created on the
+first extracted document, not on open: an index of markdown files only stays table for table
+what the original writes (REQ-EXTRACT-007).
+
+* `extraction_cache`: one row per source content hash (sha256 of the file's bytes): the content
+  hash of the extracted text (its body lives in `content`, like any document's), title,
+  metadata (JSON), page counts, or the failure's reason and detail.
+* `extraction_state`: one row per (collection, path) of an extracted file: ok / failed, reason,
+  pages without a text layer; replaced for a collection by each `qmd update` of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from adapters.sqlite.driver import Connection
+from domain.extraction import (
+    CachedExtraction,
+    ExtractionState,
+    MetadataValue,
+)
+
+CACHE_DDL = """
+    CREATE TABLE IF NOT EXISTS extraction_cache (
+      source_hash TEXT PRIMARY KEY,
+      status TEXT NOT NULL,
+      text_hash TEXT NOT NULL DEFAULT '',
+      title TEXT NOT NULL DEFAULT '',
+      metadata TEXT NOT NULL DEFAULT '{}',
+      pages INTEGER NOT NULL DEFAULT 0,
+      empty_pages TEXT NOT NULL DEFAULT '[]',
+      reason TEXT NOT NULL DEFAULT '',
+      detail TEXT NOT NULL DEFAULT ''
+    )
+  """
+
+STATE_DDL = """
+    CREATE TABLE IF NOT EXISTS extraction_state (
+      collection TEXT NOT NULL,
+      path TEXT NOT NULL,
+      status TEXT NOT NULL,
+      reason TEXT NOT NULL DEFAULT '',
+      detail TEXT NOT NULL DEFAULT '',
+      source_hash TEXT NOT NULL DEFAULT '',
+      pages INTEGER NOT NULL DEFAULT 0,
+      empty_pages TEXT NOT NULL DEFAULT '[]',
+      extracted_at TEXT NOT NULL DEFAULT '',
+      PRIMARY KEY (collection, path)
+    )
+  """
+
+_STATE_COLUMNS = (
+    "collection, path, status, reason, detail, source_hash, pages, empty_pages, extracted_at"
+)
+
+
+def _pages(value: Any) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in json.loads(str(value or "[]")))
+    except (ValueError, TypeError):
+        return ()
+
+
+def _metadata(value: Any) -> dict[str, MetadataValue]:
+    try:
+        raw = json.loads(str(value or "{}"))
+    except ValueError:
+        return {}
+    return dict(raw) if isinstance(raw, dict) else {}
+
+
+def _state(row: Sequence[Any]) -> ExtractionState:
+    status = str(row[2])
+    return ExtractionState(
+        collection=str(row[0]),
+        path=str(row[1]),
+        status="ok" if status == "ok" else "failed",
+        reason=str(row[3]),
+        detail=str(row[4]),
+        source_hash=str(row[5]),
+        pages=int(row[6] or 0),
+        empty_pages=_pages(row[7]),
+        extracted_at=str(row[8]),
+    )
+
+
+class SqliteExtractionLedger:
+    """`ExtractionLedger` over an open index connection (shared with `SqliteIndex`)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def _exists(self) -> bool:
+        # Asked every time (a lookup in sqlite_master, microseconds): a transaction rolled
+        # back after creating the tables takes them away again.
+        return (
+            self._conn.scalar(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'extraction_state'"
+            )
+            is not None
+        )
+
+    def _create(self) -> None:
+        if self._exists():
+            return
+        with self._conn.transaction():
+            self._conn.execute(CACHE_DDL)
+            self._conn.execute(STATE_DDL)
+
+    def cached_extraction(self, source_hash: str) -> CachedExtraction | None:
+        if not self._exists():
+            return None
+        rows = self._conn.query(
+            "SELECT source_hash, status, text_hash, title, metadata, pages, empty_pages, "
+            "reason, detail FROM extraction_cache WHERE source_hash = ?",
+            (source_hash,),
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return CachedExtraction(
+            source_hash=str(row[0]),
+            status="ok" if row[1] == "ok" else "failed",
+            text_hash=str(row[2]),
+            title=str(row[3]),
+            metadata=_metadata(row[4]),
+            pages=int(row[5] or 0),
+            empty_pages=_pages(row[6]),
+            reason=str(row[7]),
+            detail=str(row[8]),
+        )
+
+    def remember_extraction(self, outcome: CachedExtraction) -> None:
+        self._create()
+        with self._conn.transaction():
+            self._conn.execute(
+                "INSERT OR REPLACE INTO extraction_cache (source_hash, status, text_hash, "
+                "title, metadata, pages, empty_pages, reason, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    outcome.source_hash,
+                    outcome.status,
+                    outcome.text_hash,
+                    outcome.title,
+                    json.dumps(dict(outcome.metadata), ensure_ascii=False, sort_keys=True),
+                    outcome.pages,
+                    json.dumps(list(outcome.empty_pages)),
+                    outcome.reason,
+                    outcome.detail,
+                ),
+            )
+
+    def record_states(self, collection: str, states: Sequence[ExtractionState]) -> None:
+        if not states and not self._exists():
+            return  # a markdown-only collection: no extra tables
+        self._create()
+        with self._conn.transaction():
+            self._conn.execute("DELETE FROM extraction_state WHERE collection = ?", (collection,))
+            self._conn.executemany(
+                f"INSERT OR REPLACE INTO extraction_state ({_STATE_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        s.collection,
+                        s.path,
+                        s.status,
+                        s.reason,
+                        s.detail,
+                        s.source_hash,
+                        s.pages,
+                        json.dumps(list(s.empty_pages)),
+                        s.extracted_at,
+                    )
+                    for s in states
+                ],
+            )
+
+    def extraction_states(self, collection: str | None = None) -> list[ExtractionState]:
+        if not self._exists():
+            return []
+        if collection is None:
+            rows = self._conn.query(
+                f"SELECT {_STATE_COLUMNS} FROM extraction_state ORDER BY collection, path"
+            )
+        else:
+            rows = self._conn.query(
+                f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = ? ORDER BY path",
+                (collection,),
+            )
+        return [_state(r) for r in rows]
+
+    def extraction_state(self, collection: str, path: str) -> ExtractionState | None:
+        if not self._exists():
+            return None
+        rows = self._conn.query(
+            f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = ? AND path = ?",
+            (collection, path),
+        )
+        return _state(rows[0]) if rows else None

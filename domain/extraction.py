@@ -1,0 +1,177 @@
+"""Documents that are not plain text: what extracting them gives, and why it can fail.
+
+REQ-EXTRACT-001..REQ-EXTRACT-009 (docs/spec/extraction.md). A PDF, DOCX, PPTX, XLSX or HTML
+file is turned into markdown text (page, slide and sheet boundaries kept as `##` headings, so
+line numbers and snippets point somewhere meaningful) plus a small metadata dict of scalars and
+lists (title, author, created, pages, ...). Markdown and other text files never come here: they
+are indexed exactly as the original indexes them.
+
+A failure is a stable reason code (`FAILURE_REASONS`) and a sentence for people. Nothing here
+does I/O: the extractor adapter runs the parsers, the ledger adapter stores states and the
+content-hash cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+# The file extensions (lower case, without the dot) that go through an extractor. Anything else
+# is read as text, exactly as before.
+EXTRACTED_FORMATS = frozenset({"pdf", "docx", "pptx", "xlsx", "html", "htm"})
+
+# Reason codes of a failed extraction (stable: stored in the index and shown on the wire).
+CORRUPT = "corrupt"  # the parser cannot read the file (damaged, truncated, not that format)
+ENCRYPTED = "encrypted"  # password protected
+NO_TEXT_LAYER = "no-text-layer"  # a PDF whose pages are all images (scanned), nothing to index
+TOO_LARGE = "too-large"  # the file, or the text extracted from it, is over the limit
+TIMEOUT = "timeout"  # the parser ran past the per-file time limit and was stopped
+CRASHED = "crashed"  # the parser process died (a segfault, out of memory)
+UNSUPPORTED = "unsupported"  # no extractor for this format
+ZIP_BOMB = "zip-bomb"  # an Office file whose parts decompress to far more than is sane
+UNREADABLE = "unreadable"  # the file could not be read (denied, gone)
+EMPTY = "empty"  # extraction worked but found no text at all
+
+FAILURE_REASONS = (
+    CORRUPT,
+    ENCRYPTED,
+    NO_TEXT_LAYER,
+    TOO_LARGE,
+    TIMEOUT,
+    CRASHED,
+    UNSUPPORTED,
+    ZIP_BOMB,
+    UNREADABLE,
+    EMPTY,
+)
+
+MetadataValue = str | int | float | bool | list[str]
+ExtractionStatus = Literal["ok", "failed", "pending"]
+
+
+def file_format(path: str) -> str:
+    """The lower-case extension of a collection-relative path, without the dot ('' if none)."""
+    name = path.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return name[dot + 1 :].lower() if dot > 0 else ""
+
+
+def is_extracted(path: str) -> bool:
+    return file_format(path) in EXTRACTED_FORMATS
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """What an extractor made of a file.
+
+    `text` is markdown; `empty_pages` are the 1-based pages (PDF) that had no text layer;
+    `metadata` holds only scalars and lists of strings (JSON-safe, stored as is).
+    """
+
+    text: str
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    pages: int = 0
+    empty_pages: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExtractionFailure:
+    """Why a file gave no text: a reason code from `FAILURE_REASONS` and a sentence."""
+
+    reason: str
+    detail: str
+    empty_pages: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceDigest:
+    """The content hash of a file's bytes (the extraction cache key) and its size."""
+
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class CachedExtraction:
+    """A stored outcome for one source hash: the text's content hash, or the failure."""
+
+    source_hash: str
+    status: Literal["ok", "failed"]
+    text_hash: str = ""
+    title: str = ""
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    pages: int = 0
+    empty_pages: tuple[int, ...] = ()
+    reason: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ExtractionState:
+    """Where one document of a collection stands: extracted ('ok', perhaps with pages that had
+    no text layer), 'failed' with its reason, or 'pending' (found, not processed yet)."""
+
+    collection: str
+    path: str
+    status: ExtractionStatus
+    reason: str = ""
+    detail: str = ""
+    source_hash: str = ""
+    empty_pages: tuple[int, ...] = ()
+    pages: int = 0
+    extracted_at: str = ""
+
+    @property
+    def display_path(self) -> str:
+        return f"{self.collection}/{self.path}"
+
+
+@dataclass(frozen=True)
+class ExtractionReport:
+    """The extraction part of the index status: failed files, and indexed files with pages
+    that had no text layer (scanned pages)."""
+
+    failed: tuple[ExtractionState, ...] = ()
+    scanned: tuple[ExtractionState, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.failed and not self.scanned
+
+
+def pages_phrase(pages: Sequence[int]) -> str:
+    """`page 2` / `pages 2, 5, 7` (at most 10 listed, then `and N more`)."""
+    shown = ", ".join(str(p) for p in pages[:10])
+    more = f" and {len(pages) - 10} more" if len(pages) > 10 else ""
+    return f"page{'s' if len(pages) > 1 else ''} {shown}{more}"
+
+
+def describe_failure(state: ExtractionState) -> str:
+    """`coll/a.pdf: corrupt (PDFium could not load it)` — one line for status reports."""
+    return f"{state.display_path}: {state.reason}" + (f" ({state.detail})" if state.detail else "")
+
+
+def describe_scanned(state: ExtractionState) -> str:
+    return f"{state.display_path}: no text layer on {pages_phrase(state.empty_pages)}"
+
+
+def report_lines(report: ExtractionReport, limit: int = 10) -> list[str]:
+    """Human lines for `qmd status` and the `status` tool (the first `limit` of each list)."""
+    lines: list[str] = []
+    if report.failed:
+        count = len(report.failed)
+        lines.append(f"{count} file{'s' if count != 1 else ''} could not be extracted:")
+        lines += [f"  - {describe_failure(s)}" for s in report.failed[:limit]]
+        if count > limit:
+            lines.append(f"  ... and {count - limit} more")
+    if report.scanned:
+        count = len(report.scanned)
+        lines.append(
+            f"{count} file{'s' if count != 1 else ''} indexed without some pages "
+            "(no text layer, scanned?):"
+        )
+        lines += [f"  - {describe_scanned(s)}" for s in report.scanned[:limit]]
+        if count > limit:
+            lines.append(f"  ... and {count - limit} more")
+    return lines
