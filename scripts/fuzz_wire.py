@@ -1,16 +1,18 @@
 """The MCP wire fuzzer, long run: N frames per surface against real `qmd mcp` processes.
 
     PYTHONPATH=. .venv/bin/python scripts/fuzz_wire.py --frames 100000 [--surface spec|compat]
-        [--seed S] [--batch 25] [--hang 10] [--index DIR] [--crash-dir DIR] [--json OUT]
-        [--server-root CHECKOUT]
+        [--transport stdio|http|both] [--seed S] [--batch 25] [--hang 10] [--index DIR]
+        [--crash-dir DIR] [--json OUT] [--server-root CHECKOUT] [--progress N]
 
 Builds the conformance fixture index (once, under --index), then drives `qmd mcp` and
-`qmd mcp --compat 2.8.3` over stdio with structure-aware and mutated frames, judging every
-reply by the docs/spec oracle (tests/fuzz/oracle.py). Prints one summary line per surface:
+`qmd mcp --compat 2.8.3` with structure-aware and mutated frames, judging every reply by the
+docs/spec oracle: over stdio (tests/fuzz/oracle.py), or over HTTP (`qmd mcp --http`, one
+keep-alive connection, frames POSTed to /mcp in both protocol eras plus HTTP-level mutations,
+judged by tests/fuzz/http_oracle.py). Prints one summary line per surface and transport:
 frames, replies, crashes, hangs, non-strict replies, oracle violations, internal errors,
 frames/s, the slowest frame and peak RSS. Exits 1 unless every surface is clean.
-Frames of a batch that crashed the server are written to --crash-dir, to become
-regression cases (tests/unit/test_wire.py, conformance/cases/wire/).
+Frames of a batch (or the HTTP request) that crashed the server are written to --crash-dir,
+to become regression cases (tests/fuzz/regressions/, tests/unit/test_wire.py).
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fuzz import driver
+from tests.fuzz import driver, http_driver
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=100_000)
     parser.add_argument("--surface", choices=["spec", "compat", "both"], default="both")
+    parser.add_argument("--transport", choices=["stdio", "http", "both"], default="stdio")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--batch", type=int, default=25)
     parser.add_argument("--hang", type=float, default=10.0, help="seconds without a reply")
@@ -39,22 +42,36 @@ def main() -> int:
     parser.add_argument(
         "--server-root", type=Path, default=driver.REPO, help="checkout whose server to fuzz"
     )
+    parser.add_argument("--progress", type=int, default=0, help="HTTP: a line every N frames")
     args = parser.parse_args()
     index = args.index or Path(tempfile.mkdtemp(prefix="qmd-fuzz-"))
     env = driver.fuzz_env(index)
     surfaces = {"spec": [False], "compat": [True], "both": [False, True]}[args.surface]
     reports = []
-    for compat in surfaces:
-        report = driver.run(
-            env,
-            compat,
-            args.frames,
-            args.seed,
-            args.batch,
-            args.hang,
-            args.crash_dir,
-            server_root=args.server_root,
-        )
+    transports = {"stdio": ["stdio"], "http": ["http"], "both": ["stdio", "http"]}[args.transport]
+    for transport, compat in [(t, c) for t in transports for c in surfaces]:
+        if transport == "http":
+            report = http_driver.run(
+                env,
+                compat,
+                args.frames,
+                args.seed,
+                args.hang,
+                args.crash_dir,
+                server_root=args.server_root,
+                progress_every=args.progress,
+            )
+        else:
+            report = driver.run(
+                env,
+                compat,
+                args.frames,
+                args.seed,
+                args.batch,
+                args.hang,
+                args.crash_dir,
+                server_root=args.server_root,
+            )
         reports.append(report)
         print(report.summary(), flush=True)
         for example in report.examples:

@@ -28,6 +28,7 @@ from adapters.mcp.protocol import (
     Session,
 )
 from adapters.mcp.stdio import encode_frame
+from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, depth_exceeds
 
 HEADER_MISMATCH = -32020
 SERVER_ERROR = -32000
@@ -97,13 +98,6 @@ def transport_error(
 
 def method_not_allowed() -> HttpReply:
     return transport_error(405, SERVER_ERROR, "Method not allowed.")
-
-
-def _strict_json(raw: bytes) -> Any:
-    def no_constants(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(raw.decode("utf-8"), parse_constant=no_constants)
 
 
 def _valid_id(value: Any) -> bool:
@@ -253,10 +247,22 @@ def plan_mcp_request(method: str, headers: Mapping[str, str], body: bytes) -> Mc
                     "text/event-stream",
                 )
             )
-    try:
-        parsed = _strict_json(body)
-    except (ValueError, UnicodeDecodeError):
+    try:  # the wire's one decoding policy (REQ-WIRE-PARSE-001, REQ-WIRE-DEPTH-001)
+        parsed = decode_frame(body)
+    except FrameError as failure:
+        if failure.code != PARSE_ERROR:
+            return McpPlan(reply=transport_error(400, failure.code, failure.message))
         return McpPlan(reply=transport_error(400, PARSE_ERROR, "Parse error: Invalid JSON"))
+    if depth_exceeds(parsed):
+        request_id = parsed.get("id") if isinstance(parsed, dict) else None
+        return McpPlan(
+            reply=transport_error(
+                400,
+                INVALID_REQUEST,
+                f"Invalid Request: nested deeper than {MAX_DEPTH} levels",
+                request_id if _valid_id(request_id) else None,
+            )
+        )
     if isinstance(parsed, list):
         if not parsed:
             return McpPlan(

@@ -16,6 +16,7 @@ from typing import Any
 
 from adapters.http.exchange import HttpReply
 from adapters.mcp.formatting import result_item
+from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, depth_exceeds
 from domain.errors import QmdError
 from domain.model import SubQuery
 from domain.paths import encode_qmd_path
@@ -54,8 +55,15 @@ def _js_string(value: Any) -> str:
 
 
 def parse_body(raw: bytes) -> Any:
-    """The request body as JSON; ValueError when it is not (the original answers 500)."""
-    return json.loads(raw.decode("utf-8"))
+    """The request body as JSON, read by the wire's decoding policy (no `NaN`, bounded
+    nesting); ValueError when it is not (the original answers 500)."""
+    try:
+        body = decode_frame(raw)
+    except FrameError as failure:
+        raise ValueError(failure.message) from None
+    if depth_exceeds(body):
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return body
 
 
 def rest_query(

@@ -49,7 +49,7 @@ def _lone_surrogate(text: str) -> bool:
     return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
 
 
-def _depth_and_bad_values(value: Any) -> tuple[int, bool]:
+def depth_and_bad_values(value: Any) -> tuple[int, bool]:
     """Maximum nesting, and whether any number is non-finite or any string is not Unicode."""
     deepest, bad = 0, False
     stack = [(value, 0)]
@@ -91,14 +91,23 @@ def expect(line: bytes, answers_malformed: bool) -> Expectation:
     except UnicodeDecodeError:
         return malformed(-32700)
     try:
-        message = json.loads(text, parse_constant=_refuse, parse_int=_parse_int)
+        message = json.loads(text, parse_constant=_refuse, parse_int=parse_int)
     except RecursionError:
         return malformed(-32600)
     except ValueError:
         return malformed(-32700)
+    return expect_message(message, answers_malformed)
+
+
+def expect_message(message: Any, answers_malformed: bool) -> Expectation:
+    """What the spec says one decoded message gets (a frame's JSON, or a batch member)."""
+
+    def malformed(code: int, request_id: Any = None) -> Expectation:
+        return Expectation(True, request_id, code) if answers_malformed else NO_REPLY
+
     if not isinstance(message, dict):
         return malformed(-32600)
-    depth, _ = _depth_and_bad_values(message)
+    depth, _ = depth_and_bad_values(message)
     raw_id = message.get("id")
     if depth > MAX_DEPTH:
         deep = malformed(-32600, raw_id if valid_id(raw_id) else None)
@@ -113,13 +122,13 @@ def expect(line: bytes, answers_malformed: bool) -> Expectation:
         return NO_REPLY  # a notification
     if not valid_id(raw_id):
         return malformed(-32600)
-    _, bad = _depth_and_bad_values(message.get("params"))
+    _, bad = depth_and_bad_values(message.get("params"))
     if bad and answers_malformed:
         return Expectation(True, raw_id, -32602)
     return Expectation(True, raw_id)
 
 
-def _parse_int(literal: str) -> int | float:
+def parse_int(literal: str) -> int | float:
     return int(literal) if len(literal) <= 300 else float(literal)
 
 
@@ -173,3 +182,9 @@ def internal_error(reply: Any) -> bool:
         if isinstance(structured, dict):
             return structured.get("error", {}).get("code") == "internal-error"
     return False
+
+
+def loads(data: bytes) -> Any:
+    """A body as JSON, as strictly as a frame: raises UnicodeDecodeError, ValueError (not
+    JSON, `NaN` literals included) or RecursionError (nesting the decoder gives up on)."""
+    return json.loads(data.decode("utf-8"), parse_constant=_refuse, parse_int=parse_int)

@@ -92,3 +92,24 @@ def test_framing_of_answers() -> None:
     missing = answer(session, plan)
     assert (missing.status, missing.content_type) == (404, "application/json")
     assert json.loads(missing.body)["error"]["code"] == -32601
+
+
+def test_bodies_are_decoded_by_the_wire_policy() -> None:
+    """REQ-WIRE-PARSE-001 / REQ-WIRE-DEPTH-001 over HTTP (found by the HTTP fuzzer: a body the
+    decoder gives up on was a bare 500, and nesting past 64 levels was served)."""
+    for depth in (65, 100_000):
+        body = b'{"jsonrpc":"2.0","id":7,"method":"ping","x":' + b"[" * depth + b"]" * depth + b"}"
+        status, reply = _error("POST", ACCEPT, body)
+        assert (status, reply["error"]["code"]) == (400, -32600)
+        assert reply["id"] == (7 if depth == 65 else None)
+    for literal in (b"NaN", b"-Infinity"):
+        body = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + literal + b"}}"
+        assert _error("POST", ACCEPT, body) == (
+            400,
+            {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error: Invalid JSON"},
+             "id": None},
+        )  # fmt: skip
+    # a 400-digit integer is a double beyond range, as over stdio (REQ-WIRE-PARAMS-001)
+    body = b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"n":' + b"1" * 400 + b"}}"
+    plan = plan_mcp_request("POST", ACCEPT, body)
+    assert plan.reply is None and plan.messages[0]["params"]["n"] == float("inf")
