@@ -19,6 +19,7 @@ from adapters.config.yaml_config import (
 )
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
+from adapters.fs.front_matter import YamlFrontMatter
 from adapters.fs.root_scope import (
     RootScope,
     RootScopedLexicalIndex,
@@ -35,9 +36,11 @@ from domain.ports import (
     IndexMaintenance,
     LexicalIndex,
     LlmCache,
+    MetadataIndex,
     VectorIndex,
 )
 from domain.usecases.collections import CollectionManager
+from domain.usecases.metadata import MetadataRecorder, MetadataService
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher, SearchModels
 from domain.usecases.services import Services
@@ -66,9 +69,10 @@ class App:
     trust: TrustDecision | None = None
     force_root: str | None = None
     closers: list[Any] = field(default_factory=list)
+    metadata: MetadataService | None = None  # None: the index keeps no metadata
 
     def services(self) -> Services:
-        return Services(self.store, self.searcher, self.retrieval, self.status)
+        return Services(self.store, self.searcher, self.retrieval, self.status, self.metadata)
 
     def close(self) -> None:
         for closer in self.closers:
@@ -87,10 +91,14 @@ def assemble(
     models: Models | None = None,
     home: str | None = None,
     maintenance: IndexMaintenance | None = None,
+    metadata: MetadataIndex | None = None,
 ) -> App:
     """Wire the use cases over whatever adapters (real or fake) are given."""
     chosen = models or Models()
-    return App(
+    collections = CollectionManager(store, config, source, clock, cache)
+    if metadata is not None:
+        collections.metadata = MetadataRecorder(metadata, YamlFrontMatter())
+    app = App(
         home=home,
         store=store,
         lexical=lexical,
@@ -100,7 +108,7 @@ def assemble(
         source=source,
         clock=clock,
         models=chosen,
-        collections=CollectionManager(store, config, source, clock, cache),
+        collections=collections,
         retrieval=Retrieval(store, home=home),
         searcher=Searcher(
             store,
@@ -110,7 +118,9 @@ def assemble(
         ),
         status=StatusReader(store, vectors, chosen.identity),
         maintenance=maintenance,
+        metadata=MetadataService(metadata) if metadata is not None else None,
     )
+    return app
 
 
 def build_app(
@@ -185,6 +195,7 @@ def _wire(
         models=models,
         home=home,
         maintenance=index,
+        metadata=index,
     )
     app.force_root = force_root
     app.closers.append(index.close)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
+from domain.filters import MetaValue
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 from domain.model import (
     Collection,
@@ -85,6 +86,7 @@ class InMemoryStore:
         self._vectors: dict[tuple[str, int], _Vector] = {}
         self._dims: int | None = None
         self._cache: dict[str, str] = {}
+        self._metadata: dict[int, dict[str, MetaValue]] = {}
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -346,7 +348,34 @@ class InMemoryStore:
             any(cls._hits(t, c) for c in cols) for t in clause.terms if cls._term_words(t)
         ) and any(cls._term_words(t) for t in clause.terms)
 
-    def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]:
+    # ------------------------------------------------------------------ metadata
+
+    def put_metadata(
+        self, collection: str, path: str, metadata: Mapping[str, MetaValue]
+    ) -> None:
+        for row in self._active():
+            if row.collection == collection and row.path == path:
+                self._metadata[row.id] = dict(metadata)
+
+    def active_metadata(
+        self, collections: Sequence[str] | None
+    ) -> list[tuple[int, dict[str, MetaValue]]]:
+        return [
+            (row.id, dict(self._metadata.get(row.id, {})))
+            for row in self._active()
+            if collections is None or row.collection in collections
+        ]
+
+    def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
+        return {i: dict(self._metadata[i]) for i in ids if i in self._metadata}
+
+    def search_lex(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[LexHit]:
         if limit <= 0 or not query.is_searchable:
             return []
         positives = [c for c in query.positives if any(self._term_words(t) for t in c.terms)]
@@ -382,7 +411,8 @@ class InMemoryStore:
         hits = [
             LexHit(Document(self._meta(row), self._content[row.hash]), bm25)
             for bm25, _, row in scored
-            if collection is None or row.collection == collection
+            if (collection is None or row.collection == collection)
+            and (within is None or row.id in within)
         ]
         return hits[:limit]
 
@@ -458,7 +488,11 @@ class InMemoryStore:
         return 1.0 - dot / (na * nb)
 
     def search_vectors(
-        self, vector: Sequence[float], limit: int, collection: str | None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
     ) -> list[VectorHit]:
         if limit <= 0 or self._dims is None:
             return []
@@ -468,6 +502,8 @@ class InMemoryStore:
         best: dict[tuple[str, str], tuple[float, int, _Row]] = {}
         for row in self._active():
             if collection is not None and row.collection != collection:
+                continue
+            if within is not None and row.id not in within:
                 continue
             for v in self._vectors.values():
                 if v.hash != row.hash:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import builtins
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
 from domain.model import (
@@ -19,6 +20,7 @@ from domain.model import (
 from domain.paths import parse_virtual_path
 from domain.ports import Clock, ConfigRepository, ContentSource, DocumentStore, LlmCache
 from domain.text import content_hash, extract_title
+from domain.usecases.metadata import MetadataRecorder
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class CollectionManager:
         self._source = source
         self._clock = clock
         self._cache = cache
+        # set by the composition root: records each document's metadata (REQ-META-001)
+        self.metadata: MetadataRecorder | None = None
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -187,16 +191,25 @@ class CollectionManager:
         return {c.name: self.index(c, progress) for c in targets}
 
     def index(
-        self, collection: Collection, progress: ProgressCallback | None = None
+        self,
+        collection: Collection,
+        progress: ProgressCallback | None = None,
+        extra_metadata: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> UpdateCounts:
+        """Index one collection folder. `extra_metadata`: more fields per relative path (an
+        extractor's title, author, pages...), merged into the documents' metadata."""
         scan = self._source.scan(collection)
         # One transaction per collection: several times faster than a commit per file, and
         # an interrupted update leaves the previous state intact.
         with self._store.transaction():
-            return self._index_files(collection, scan, progress)
+            return self._index_files(collection, scan, progress, extra_metadata or {})
 
     def _index_files(
-        self, collection: Collection, scan: ScanResult, progress: ProgressCallback | None
+        self,
+        collection: Collection,
+        scan: ScanResult,
+        progress: ProgressCallback | None,
+        extra_metadata: Mapping[str, Mapping[str, Any]],
     ) -> UpdateCounts:
         known = self._store.active_documents(collection.name)
         files = scan.files
@@ -237,6 +250,9 @@ class CollectionManager:
                 file.modified_at,
             )
             counts[outcome.kind] = counts.get(outcome.kind, 0) + 1
+            if self.metadata is not None:
+                extra = extra_metadata.get(file.relative_path)
+                self.metadata.record(collection.name, file, text, extra)
         gone = [path for path in known if path not in seen]
         removed = self._store.deactivate_documents(collection.name, gone) if gone else 0
         self._store.delete_orphan_content()

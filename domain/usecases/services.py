@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from domain.ports import DocumentStore
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher
+from domain.usecases.metadata import MetadataService
 from domain.usecases.status import StatusReader
 
 
@@ -19,3 +20,5 @@ class Services:
     searcher: Searcher
     retrieval: Retrieval
     status: StatusReader
+    # document metadata for filters and results; None when the index keeps none
+    metadata: MetadataService | None = None

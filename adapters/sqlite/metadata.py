@@ -1,0 +1,93 @@
+"""Document metadata in a table of our own (REQ-META-004).
+
+The original 2.8.3 never reads or writes `py_document_metadata`, so an index holding it still
+opens and serves in the original. Rows are keyed by `documents.id`, which survives re-indexing,
+deactivation and collection renames; rows whose document is gone are removed by `cleanup`,
+and every read joins the active documents, so a stale row is never seen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from adapters.sqlite.driver import Connection
+from domain.filters import MetaValue
+from domain.metadata import as_json, from_json
+
+METADATA_TABLE = "py_document_metadata"
+METADATA_DDL = f"""
+    CREATE TABLE IF NOT EXISTS {METADATA_TABLE} (
+      doc_id INTEGER PRIMARY KEY,
+      metadata TEXT NOT NULL
+    )
+  """
+ID_CHUNK = 500
+
+
+def ensure_metadata_table(conn: Connection) -> None:
+    conn.execute(METADATA_DDL)
+
+
+def _decode(text: Any) -> dict[str, MetaValue]:
+    try:
+        raw = json.loads(str(text))
+    except ValueError:
+        return {}
+    return from_json(raw) if isinstance(raw, dict) else {}
+
+
+def put_metadata(
+    conn: Connection, collection: str, path: str, metadata: Mapping[str, MetaValue]
+) -> None:
+    encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
+    row = conn.raw.execute(
+        f"SELECT d.id, m.metadata FROM documents d LEFT JOIN {METADATA_TABLE} m "
+        "ON m.doc_id = d.id WHERE d.collection = ? AND d.path = ? AND d.active = 1",
+        (collection, path),
+    ).fetchone()
+    if row is None or row[1] == encoded:
+        return
+    conn.execute(
+        f"INSERT OR REPLACE INTO {METADATA_TABLE} (doc_id, metadata) VALUES (?, ?)",
+        (int(row[0]), encoded),
+    )
+
+
+def active_metadata(
+    conn: Connection, collections: Sequence[str] | None
+) -> list[tuple[int, dict[str, MetaValue]]]:
+    sql = (
+        f"SELECT d.id, m.metadata FROM documents d LEFT JOIN {METADATA_TABLE} m "
+        "ON m.doc_id = d.id WHERE d.active = 1"
+    )
+    params: list[Any] = []
+    if collections is not None:
+        sql += " AND d.collection IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(list(collections)))
+    rows = conn.query(sql + " ORDER BY d.id", params)
+    return [(int(r[0]), _decode(r[1]) if r[1] is not None else {}) for r in rows]
+
+
+def metadata_by_id(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
+    found: dict[int, dict[str, MetaValue]] = {}
+    wanted = sorted({int(i) for i in ids})
+    for start in range(0, len(wanted), ID_CHUNK):
+        part = wanted[start : start + ID_CHUNK]
+        for doc_id, text in conn.query(
+            f"SELECT doc_id, metadata FROM {METADATA_TABLE} "
+            f"WHERE doc_id IN ({','.join('?' * len(part))})",
+            part,
+        ):
+            found[int(doc_id)] = _decode(text)
+    return found
+
+
+def delete_orphaned_metadata(conn: Connection) -> int:
+    """Rows whose document row no longer exists (after cleanup or a collection removal)."""
+    return int(
+        conn.execute(
+            f"DELETE FROM {METADATA_TABLE} WHERE doc_id NOT IN (SELECT id FROM documents)"
+        ).rowcount
+    )
