@@ -98,7 +98,7 @@ def assemble(
     collections = CollectionManager(store, config, source, clock, cache)
     if metadata is not None:
         collections.metadata = MetadataRecorder(metadata, YamlFrontMatter())
-    app = App(
+    return App(
         home=home,
         store=store,
         lexical=lexical,
@@ -120,7 +120,6 @@ def assemble(
         maintenance=maintenance,
         metadata=MetadataService(metadata) if metadata is not None else None,
     )
-    return app
 
 
 def build_app(

@@ -13,7 +13,9 @@ the bad part; evaluation never raises.
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -261,3 +263,69 @@ def all_of(nodes: Sequence[FilterNode]) -> FilterNode | None:
     if len(nodes) == 1:
         return nodes[0]
     return Group("and", tuple(nodes))
+
+
+# -- shorthands (CLI --since/--until/--type/--tag, LDIMS dateFrom/dateTo/documentType) -----
+
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ][0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)?$")
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def check_iso_date(value: str, name: str) -> str:
+    """`value` if it is an ISO 8601 date or date-time, else `invalid-argument`."""
+    text = value.strip()
+    if not _ISO.match(text):
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"{name} must be an ISO 8601 date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ), got {value!r}",
+        )
+    if _DAY.match(text[:10]):
+        try:
+            _dt.date.fromisoformat(text[:10])
+        except ValueError as error:
+            raise QmdError(INVALID_ARGUMENT, f"{name}: {error}") from None
+    return text
+
+
+def _document_date(operator: ConditionOperator, value: str) -> FilterNode:
+    """A document's date is its front matter `date` when it has one, else `modified`."""
+    return Group(
+        "or",
+        (
+            Condition("date", operator, value),
+            Group(
+                "and",
+                (Not(Condition("date", "exists", True)), Condition("modified", operator, value)),
+            ),
+        ),
+    )
+
+
+def since(value: str, name: str = "since") -> FilterNode:
+    """Documents dated on or after `value` (REQ-FILTER-005)."""
+    return _document_date("gte", check_iso_date(value, name))
+
+
+def until(value: str, name: str = "until") -> FilterNode:
+    """Documents dated on or before `value`; a bare day includes that whole day."""
+    text = check_iso_date(value, name)
+    if _DAY.match(text):
+        after = _dt.date.fromisoformat(text) + _dt.timedelta(days=1)
+        return _document_date("lt", after.isoformat())
+    return _document_date("lte", text)
+
+
+def of_format(types: Sequence[str]) -> FilterNode:
+    """Documents whose `format` is one of `types` (extensions, any case, dot optional)."""
+    wanted = tuple(dict.fromkeys(t.strip().lstrip(".").lower() for t in types if t.strip()))
+    if not wanted:
+        raise QmdError(INVALID_ARGUMENT, "type must name at least one file type (md, pdf, ...)")
+    return Condition("format", "in", wanted)
+
+
+def tagged(tags: Sequence[str]) -> FilterNode:
+    """Documents whose `tags` hold every one of `tags`."""
+    wanted = tuple(dict.fromkeys(t.strip() for t in tags if t.strip()))
+    if not wanted:
+        raise QmdError(INVALID_ARGUMENT, "tag must not be empty")
+    return Condition("tags", "all", wanted)

@@ -165,9 +165,7 @@ class MetadataIndex(Protocol):
     """Per-document metadata (REQ-META-*), kept beside the index in a table of our own: the
     original's tables are untouched, so it still opens the index (REQ-META-004)."""
 
-    def put_metadata(
-        self, collection: str, path: str, metadata: Mapping[str, MetaValue]
-    ) -> None:
+    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
         """Replace the metadata of the active document at (collection, path), if any."""
         ...
 

@@ -350,9 +350,7 @@ class InMemoryStore:
 
     # ------------------------------------------------------------------ metadata
 
-    def put_metadata(
-        self, collection: str, path: str, metadata: Mapping[str, MetaValue]
-    ) -> None:
+    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
         for row in self._active():
             if row.collection == collection and row.path == path:
                 self._metadata[row.id] = dict(metadata)

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
 from adapters.sqlite import metadata as _metadata
+from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
 from adapters.sqlite.fts import render_fts_query
 from adapters.sqlite.schema import (
     DIMENSION_MISMATCH,
@@ -479,9 +479,7 @@ class SqliteIndex:
 
     # ------------------------------------------------------------------ metadata
 
-    def put_metadata(
-        self, collection: str, path: str, metadata: Mapping[str, MetaValue]
-    ) -> None:
+    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
         _metadata.put_metadata(self._conn, collection, path, metadata)
 
     def active_metadata(

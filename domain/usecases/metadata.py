@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from domain.filters import FilterNode, MetaValue, matches
+from domain.errors import INVALID_ARGUMENT, QmdError
+from domain.filters import FilterNode, MetaValue, matches, parse_filter
 from domain.metadata import file_facts, merge
 from domain.model import SourceFile
 from domain.ports import FrontMatterReader, MetadataIndex
@@ -39,9 +40,7 @@ class MetadataRecorder:
             fields.update(self.extra(collection, file.relative_path) or {})
         fields.update(extra or {})
         front = self.front_matter.read(text) if self.front_matter is not None else {}
-        metadata = merge(
-            file_facts(file.relative_path, file.size, file.modified_at), front, fields
-        )
+        metadata = merge(file_facts(file.relative_path, file.size, file.modified_at), front, fields)
         self.index.put_metadata(collection, file.relative_path, metadata)
         return metadata
 
@@ -66,5 +65,21 @@ class MetadataService:
             if matches(node, metadata)
         )
 
+    def scope_json(
+        self, raw: object | None, collections: Sequence[str] | None = None
+    ) -> frozenset[int] | None:
+        """`scope` of a filter given as parsed JSON (None: no filter); a bad filter is
+        `invalid-argument` naming what is wrong (REQ-FILTER-001)."""
+        if raw is None:
+            return None
+        return self.scope(parse_filter(raw), collections)
+
     def of(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
         return self._index.metadata_by_id(ids)
+
+
+def require(service: MetadataService | None) -> MetadataService:
+    """The metadata service, or `invalid-argument` when this index keeps no metadata."""
+    if service is None:
+        raise QmdError(INVALID_ARGUMENT, "Filters need document metadata, which this index lacks")
+    return service

@@ -22,8 +22,7 @@ from domain.fusion import (
     rrf_contributions,
     top_rank_bonus,
 )
-from domain.lexquery import parse_lex_query
-from domain.lexquery import LexQuery
+from domain.lexquery import LexQuery, parse_lex_query
 from domain.model import (
     Document,
     LexHit,

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from domain.ports import DocumentStore
+from domain.usecases.metadata import MetadataService
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher
-from domain.usecases.metadata import MetadataService
 from domain.usecases.status import StatusReader
 
 
