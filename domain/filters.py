@@ -287,18 +287,26 @@ def check_iso_date(value: str, name: str) -> str:
     return text
 
 
+DATE_KEYS = ("date", "created", "modified")
+
+
+def document_date(metadata: Metadata) -> str | None:
+    """A document's date: front matter `date`, else an extractor's `created`, else the file's
+    `modified` (the first of DATE_KEYS that holds a string)."""
+    for key in DATE_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
 def _document_date(operator: ConditionOperator, value: str) -> FilterNode:
-    """A document's date is its front matter `date` when it has one, else `modified`."""
-    return Group(
-        "or",
-        (
-            Condition("date", operator, value),
-            Group(
-                "and",
-                (Not(Condition("date", "exists", True)), Condition("modified", operator, value)),
-            ),
-        ),
-    )
+    """The document's date (see `document_date`) compared with `value`."""
+    branches: list[FilterNode] = []
+    for index, key in enumerate(DATE_KEYS):
+        earlier = [Not(Condition(k, "exists", True)) for k in DATE_KEYS[:index]]
+        branches.append(all_of([*earlier, Condition(key, operator, value)]) or Group("and", ()))
+    return Group("or", tuple(branches))
 
 
 def since(value: str, name: str = "since") -> FilterNode:

@@ -239,3 +239,19 @@ class ConfigRepository(Protocol):
     def rename_collection(self, old: str, new: str) -> None: ...
     def load_global_context(self) -> str | None: ...
     def save_global_context(self, text: str | None) -> None: ...
+
+
+@dataclass(frozen=True)
+class ExtractionState:
+    """Where a document's text extraction stands: `ok` (its text is indexed), `processing`
+    (not yet available) or `failed` (`detail` says why)."""
+
+    kind: str
+    detail: str | None = None
+
+
+class ExtractionStates(Protocol):
+    """What the extraction of a document (named `collection/path`) came to, when the index
+    alone cannot say: None means nothing is known beyond the index itself."""
+
+    def state_of(self, collection: str, path: str) -> ExtractionState | None: ...
