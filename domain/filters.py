@@ -310,7 +310,7 @@ def _document_date(operator: ConditionOperator, value: str) -> FilterNode:
 
 
 def since(value: str, name: str = "since") -> FilterNode:
-    """Documents dated on or after `value` (REQ-FILTER-005)."""
+    """Documents dated on or after `value` (REQ-FILTER-008)."""
     return _document_date("gte", check_iso_date(value, name))
 
 

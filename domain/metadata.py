@@ -18,7 +18,7 @@ from typing import Any
 from domain.filters import MetaValue, Scalar
 
 FILE_KEYS = ("format", "size", "modified")
-MAX_KEYS = 64  # REQ-META-003: one document's metadata is bounded
+MAX_KEYS = 64  # one document's metadata is bounded (docs/spec/filters.md)
 MAX_STRING = 1024
 MAX_LIST = 64
 

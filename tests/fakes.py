@@ -638,6 +638,7 @@ def app_over(store: InMemoryStore, models: Models | None = None) -> App:
         clock=FixedClock(),
         models=models,
         maintenance=store,
+        metadata=store,
     )
 
 
@@ -651,6 +652,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         IndexMaintenance,
         LexicalIndex,
         LlmCache,
+        MetadataIndex,
         VectorIndex,
     )
 
@@ -665,6 +667,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _vec: VectorIndex = store
         _cache: LlmCache = store
         _maintenance: IndexMaintenance = store
+        _metadata: MetadataIndex = store
         _source: ContentSource = source
         _clock: Clock = clock
         _config: ConfigRepository = config

@@ -138,7 +138,7 @@ RESOURCE_TEMPLATE: dict[str, Any] = {
 
 
 class LdimsError(Exception):
-    """A searchDocuments failure in the seed's terms (REQ-LDIMS-TOOL-004)."""
+    """A searchDocuments failure in the seed's terms (REQ-LDIMS-ERR-001..004)."""
 
     def __init__(self, code: str, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(code)
@@ -351,7 +351,7 @@ class LdimsSurface:
             if skipped:  # REQ-LDIMS-TOOL-005: semantic without vectors is lexical, said so
                 used, note = "exact", skipped[0].reason
         elapsed = self._clock() - started
-        if elapsed > self.timeout_s:  # REQ-LDIMS-TOOL-006
+        if elapsed > self.timeout_s:  # REQ-LDIMS-ERR-003
             raise LdimsError(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
         page = results[:shown]
         found = (

@@ -1,9 +1,11 @@
 """Document metadata in a table of our own (REQ-META-004).
 
 The original 2.8.3 never reads or writes `py_document_metadata`, so an index holding it still
-opens and serves in the original. Rows are keyed by `documents.id`, which survives re-indexing,
-deactivation and collection renames; rows whose document is gone are removed by `cleanup`,
-and every read joins the active documents, so a stale row is never seen.
+opens and serves in the original. The table is created by the first write, so merely opening
+an index (the original's, say) leaves its schema exactly as it was. Rows are keyed by
+`documents.id`, which survives re-indexing, deactivation and collection renames; rows whose
+document is gone are removed by `cleanup`, and every read joins the active documents, so a
+stale row is never seen.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ def ensure_metadata_table(conn: Connection) -> None:
     conn.execute(METADATA_DDL)
 
 
+def has_metadata_table(conn: Connection) -> bool:
+    return (
+        conn.scalar(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (METADATA_TABLE,)
+        )
+        is not None
+    )
+
+
 def _decode(text: Any) -> dict[str, MetaValue]:
     try:
         raw = json.loads(str(text))
@@ -42,6 +53,8 @@ def put_metadata(
     conn: Connection, collection: str, path: str, metadata: Mapping[str, MetaValue]
 ) -> None:
     encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
+    if not has_metadata_table(conn):
+        ensure_metadata_table(conn)
     row = conn.raw.execute(
         f"SELECT d.id, m.metadata FROM documents d LEFT JOIN {METADATA_TABLE} m "
         "ON m.doc_id = d.id WHERE d.collection = ? AND d.path = ? AND d.active = 1",
@@ -58,9 +71,12 @@ def put_metadata(
 def active_metadata(
     conn: Connection, collections: Sequence[str] | None
 ) -> list[tuple[int, dict[str, MetaValue]]]:
+    joined = has_metadata_table(conn)
     sql = (
         f"SELECT d.id, m.metadata FROM documents d LEFT JOIN {METADATA_TABLE} m "
         "ON m.doc_id = d.id WHERE d.active = 1"
+        if joined
+        else "SELECT d.id, NULL FROM documents d WHERE d.active = 1"
     )
     params: list[Any] = []
     if collections is not None:
@@ -72,6 +88,8 @@ def active_metadata(
 
 def metadata_by_id(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
     found: dict[int, dict[str, MetaValue]] = {}
+    if not has_metadata_table(conn):
+        return found
     wanted = sorted({int(i) for i in ids})
     for start in range(0, len(wanted), ID_CHUNK):
         part = wanted[start : start + ID_CHUNK]
@@ -86,6 +104,8 @@ def metadata_by_id(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, 
 
 def delete_orphaned_metadata(conn: Connection) -> int:
     """Rows whose document row no longer exists (after cleanup or a collection removal)."""
+    if not has_metadata_table(conn):
+        return 0
     return int(
         conn.execute(
             f"DELETE FROM {METADATA_TABLE} WHERE doc_id NOT IN (SELECT id FROM documents)"

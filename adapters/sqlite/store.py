@@ -77,7 +77,6 @@ class SqliteIndex:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         ensure_schema(conn, space_cjk)
-        _metadata.ensure_metadata_table(conn)
 
     @classmethod
     def open(
