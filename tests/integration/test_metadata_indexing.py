@@ -41,7 +41,8 @@ def _write(folder: Path, name: str, text: str, mtime: float | None = None) -> No
         os.utime(path, (mtime, mtime))
 
 
-FRONT = "---\ndate: 2024-03-05\ntags: [ops, redis]\nauthor: Ana\nreviewed: true\nnested: {a: 1}\n---\n"
+FRONT = "---\n" + "date: 2024-03-05\ntags: [ops, redis]\nauthor: Ana\n"
+FRONT += "reviewed: true\nnested: {a: 1}\n---\n"
 
 
 def test_update_records_and_maintains_metadata(tmp_path: Path) -> None:
@@ -67,9 +68,7 @@ def test_update_records_and_maintains_metadata(tmp_path: Path) -> None:
         # an edit re-records, an extractor's fields merge in, front matter wins over them
         _write(notes, "a.md", "---\nauthor: Bo\n---\n# A\n\nredis again\n")
         manager = app.collections
-        manager.index(
-            manager.get("n"), extra_metadata={"a.md": {"author": "X", "pages": 3}}
-        )
+        manager.index(manager.get("n"), extra_metadata={"a.md": {"author": "X", "pages": 3}})
         a = index.metadata_by_id([by_path["a.md"]])[by_path["a.md"]]
         assert a["author"] == "Bo" and a["pages"] == 3 and "tags" not in a
         # a removed file leaves the filterable set; cleanup drops its row

@@ -85,7 +85,9 @@ def test_not_negates_and_groups_combine(raw: dict[str, Any], metadata: dict[str,
 
 @settings(max_examples=100, deadline=None)
 @given(filters_json(), metadata_st)
-def test_missing_key_matches_only_exists_false(raw: dict[str, Any], metadata: dict[str, Any]) -> None:
+def test_missing_key_matches_only_exists_false(
+    raw: dict[str, Any], metadata: dict[str, Any]
+) -> None:
     cond = _condition_json_from(raw)
     if cond is None:
         return
@@ -101,7 +103,9 @@ def _condition_json_from(raw: dict[str, Any]) -> Condition | None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=12,
 )
 
@@ -178,7 +182,9 @@ def test_shorthands() -> None:
     assert matches(since("2024-01-31"), dated) and not matches(since("2024-02-01"), dated)
     assert matches(since("2025-01-01"), {"created": "2025-06-01", "modified": "2020-01-01"})
     assert matches(of_format([".PDF", "md"]), {"format": "pdf"})
-    assert matches(tagged(["a"]), {"tags": ("a", "b")}) and not matches(tagged(["c"]), {"tags": "a"})
+    assert matches(tagged(["a"]), {"tags": ("a", "b")}) and not matches(
+        tagged(["c"]), {"tags": "a"}
+    )
     for bad in ("yesterday", "2024-02-30", "2024/01/01"):
         with pytest.raises(QmdError) as caught:
             since(bad, "--since")
