@@ -50,6 +50,7 @@ DEFAULT_HARD_LIMIT = 50  # SEARCH_MAX_RESULTS_HARD_LIMIT
 DEFAULT_TIMEOUT_S = 30.0  # MCP_REQUEST_TIMEOUT_SECONDS
 CONTEXT_CHARS = 300
 URI_PREFIX = "ldims://docs/"
+META_KEY = "ldims/metadata"
 URI_SUFFIX = "/extracted_content"
 HYBRID_CANDIDATES = 30
 
@@ -433,17 +434,21 @@ class LdimsSurface:
         )
         extension = posixpath.splitext(meta.path)[1].lstrip(".").lower()
         fmt = fields.get("format")
+        described = {
+            "documentName": posixpath.basename(meta.path),
+            "extractedAt": meta.modified_at,
+            "format": fmt if isinstance(fmt, str) and fmt else extension,
+        }
+        # `metadata` is the seed's field; MCP clients keep only known fields, so it is in
+        # `_meta` too, where the protocol allows anything (REQ-LDIMS-RES-001).
         return {
             "contents": [
                 {
                     "uri": uri,
                     "mimeType": "text/plain",
                     "text": fetched.body,
-                    "metadata": {
-                        "documentName": posixpath.basename(meta.path),
-                        "extractedAt": meta.modified_at,
-                        "format": fmt if isinstance(fmt, str) and fmt else extension,
-                    },
+                    "metadata": described,
+                    "_meta": {META_KEY: described},
                 }
             ]
         }
