@@ -85,4 +85,17 @@ def as_json(metadata: Mapping[str, MetaValue]) -> dict[str, Any]:
 
 
 def from_json(raw: Mapping[str, Any]) -> dict[str, MetaValue]:
-    return normalize(raw)
+    """Metadata as stored (JSON written by `as_json`): lists back to tuples. Values that are
+    not scalars or lists (nothing we write) are dropped. Kept cheap: a filtered search
+    decodes every document's metadata."""
+    kept: dict[str, MetaValue] = {}
+    for key, value in raw.items():
+        kind = type(value)
+        if kind is list:
+            kept[key] = tuple(v for v in value if type(v) in _SCALARS)
+        elif kind in _SCALARS:
+            kept[key] = value
+    return kept
+
+
+_SCALARS = frozenset({str, int, float, bool})

@@ -512,7 +512,10 @@ class SqliteIndex:
         scope = ""
         params: list[Any] = [match]
         if within is not None:
-            scope = " AND rowid IN (SELECT value FROM json_each(?))"
+            # `+rowid`: a plain `rowid IN` is handed to FTS5 as one rowid probe per id, each
+            # re-running MATCH (1 s for 400 ids over 5,000 matches); `+` keeps the MATCH scan
+            # and filters its rows through the list (1 ms).
+            scope = " AND +rowid IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(sorted(within)))
         sql = (
             "WITH fts_matches AS ("
