@@ -20,6 +20,7 @@ from adapters.config.yaml_config import (
 from adapters.extract.extractor import WorkerExtractor, timeout_from_env
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
+from adapters.fs.front_matter import YamlFrontMatter
 from adapters.fs.root_scope import (
     RootScope,
     RootScopedLexicalIndex,
@@ -39,10 +40,12 @@ from domain.ports import (
     IndexMaintenance,
     LexicalIndex,
     LlmCache,
+    MetadataIndex,
     VectorIndex,
 )
 from domain.usecases.collections import CollectionManager
 from domain.usecases.extraction import DocumentExtraction
+from domain.usecases.metadata import MetadataRecorder, MetadataService
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher, SearchModels
 from domain.usecases.services import Services
@@ -73,9 +76,12 @@ class App:
     trust: TrustDecision | None = None
     force_root: str | None = None
     closers: list[Any] = field(default_factory=list)
+    metadata: MetadataService | None = None  # None: the index keeps no metadata
 
     def services(self) -> Services:
-        return Services(self.store, self.searcher, self.retrieval, self.status, self.extraction)
+        return Services(
+            self.store, self.searcher, self.retrieval, self.status, self.extraction, self.metadata
+        )
 
     def close(self) -> None:
         for closer in self.closers:
@@ -96,6 +102,7 @@ def assemble(
     maintenance: IndexMaintenance | None = None,
     extractor: DocumentExtractor | None = None,
     ledger: ExtractionLedger | None = None,
+    metadata: MetadataIndex | None = None,
 ) -> App:
     """Wire the use cases over whatever adapters (real or fake) are given. Documents other
     than text (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
@@ -108,6 +115,8 @@ def assemble(
     collections = CollectionManager(store, config, source, clock, cache)
     if extraction is not None:
         collections.use_extraction(extraction)
+    if metadata is not None:
+        collections.metadata = MetadataRecorder(metadata, YamlFrontMatter())
     app = App(
         home=home,
         store=store,
@@ -129,6 +138,7 @@ def assemble(
         status=StatusReader(store, vectors, chosen.identity, extraction),
         maintenance=maintenance,
         extraction=extraction,
+        metadata=MetadataService(metadata) if metadata is not None else None,
     )
     if extractor is not None:
         app.closers.append(extractor.close)
@@ -210,6 +220,7 @@ def _wire(
         # the parsers run in a worker process, started on the first extracted file
         extractor=WorkerExtractor(timeout_s=timeout_from_env(os.environ)),
         ledger=SqliteExtractionLedger(index.connection),
+        metadata=index,
     )
     app.force_root = force_root
     app.closers.append(index.close)

@@ -7,7 +7,7 @@ contract tests as the real adapters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -19,6 +19,7 @@ from domain.extraction import (
     ExtractionState,
     SourceDigest,
 )
+from domain.filters import MetaValue
 from domain.lexquery import LexQuery
 from domain.model import (
     Collection,
@@ -126,9 +127,19 @@ class IndexMaintenance(Protocol):
 
 
 class LexicalIndex(Protocol):
-    """Full-text search; `bm25` in hits is raw FTS5 bm25 (negative, lower is better)."""
+    """Full-text search; `bm25` in hits is raw FTS5 bm25 (negative, lower is better).
 
-    def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]: ...
+    `within`: only these document ids are candidates, chosen before the limit applies (a
+    metadata filter, REQ-FILTER-003); None means every document.
+    """
+
+    def search_lex(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[LexHit]: ...
 
 
 class VectorIndex(Protocol):
@@ -147,8 +158,40 @@ class VectorIndex(Protocol):
     ) -> None: ...
     def clear_vectors(self) -> None: ...
     def search_vectors(
-        self, vector: Sequence[float], limit: int, collection: str | None
-    ) -> list[VectorHit]: ...
+        self,
+        vector: Sequence[float],
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[VectorHit]:
+        """Best chunk per document; `within` as in `LexicalIndex.search_lex`."""
+        ...
+
+
+class MetadataIndex(Protocol):
+    """Per-document metadata (REQ-META-*), kept beside the index in a table of our own: the
+    original's tables are untouched, so it still opens the index (REQ-META-004)."""
+
+    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
+        """Replace the metadata of the active document at (collection, path), if any."""
+        ...
+
+    def active_metadata(
+        self, collections: Sequence[str] | None
+    ) -> list[tuple[int, dict[str, MetaValue]]]:
+        """(document id, metadata) of every active document in `collections` (None: all);
+        a document indexed without metadata (by the original) has an empty mapping."""
+        ...
+
+    def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
+        """The stored metadata of these documents (those without any are left out)."""
+        ...
+
+
+class FrontMatterReader(Protocol):
+    """Reads the metadata fields of a document's front matter (`---` YAML block)."""
+
+    def read(self, text: str) -> dict[str, MetaValue]: ...
 
 
 class Embedder(Protocol):
@@ -233,3 +276,11 @@ class ExtractionLedger(Protocol):
 
     def extraction_states(self, collection: str | None = None) -> list[ExtractionState]: ...
     def extraction_state(self, collection: str, path: str) -> ExtractionState | None: ...
+
+
+class ExtractionStates(Protocol):
+    """The recorded extraction outcome of one document ('ok', 'failed' with its reason, or
+    'pending'), None when nothing is recorded for it; surfaces that report it (the LDIMS
+    resource, REQ-LDIMS-RES-003/004) read it through this port."""
+
+    def recorded_state(self, collection: str, path: str) -> ExtractionState | None: ...

@@ -30,6 +30,7 @@ from domain.extraction import (
     ExtractionState,
     SourceDigest,
 )
+from domain.filters import MetaValue
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 from domain.model import (
     Collection,
@@ -95,6 +96,7 @@ class InMemoryStore:
         self._vectors: dict[tuple[str, int], _Vector] = {}
         self._dims: int | None = None
         self._cache: dict[str, str] = {}
+        self._metadata: dict[int, dict[str, MetaValue]] = {}
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -356,7 +358,32 @@ class InMemoryStore:
             any(cls._hits(t, c) for c in cols) for t in clause.terms if cls._term_words(t)
         ) and any(cls._term_words(t) for t in clause.terms)
 
-    def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]:
+    # ------------------------------------------------------------------ metadata
+
+    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
+        for row in self._active():
+            if row.collection == collection and row.path == path:
+                self._metadata[row.id] = dict(metadata)
+
+    def active_metadata(
+        self, collections: Sequence[str] | None
+    ) -> list[tuple[int, dict[str, MetaValue]]]:
+        return [
+            (row.id, dict(self._metadata.get(row.id, {})))
+            for row in self._active()
+            if collections is None or row.collection in collections
+        ]
+
+    def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
+        return {i: dict(self._metadata[i]) for i in ids if i in self._metadata}
+
+    def search_lex(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[LexHit]:
         if limit <= 0 or not query.is_searchable:
             return []
         positives = [c for c in query.positives if any(self._term_words(t) for t in c.terms)]
@@ -392,7 +419,8 @@ class InMemoryStore:
         hits = [
             LexHit(Document(self._meta(row), self._content[row.hash]), bm25)
             for bm25, _, row in scored
-            if collection is None or row.collection == collection
+            if (collection is None or row.collection == collection)
+            and (within is None or row.id in within)
         ]
         return hits[:limit]
 
@@ -468,7 +496,11 @@ class InMemoryStore:
         return 1.0 - dot / (na * nb)
 
     def search_vectors(
-        self, vector: Sequence[float], limit: int, collection: str | None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
     ) -> list[VectorHit]:
         if limit <= 0 or self._dims is None:
             return []
@@ -478,6 +510,8 @@ class InMemoryStore:
         best: dict[tuple[str, str], tuple[float, int, _Row]] = {}
         for row in self._active():
             if collection is not None and row.collection != collection:
+                continue
+            if within is not None and row.id not in within:
                 continue
             for v in self._vectors.values():
                 if v.hash != row.hash:
@@ -674,6 +708,7 @@ def app_over(store: InMemoryStore, models: Models | None = None) -> App:
         clock=FixedClock(),
         models=models,
         maintenance=store,
+        metadata=store,
     )
 
 
@@ -689,6 +724,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         IndexMaintenance,
         LexicalIndex,
         LlmCache,
+        MetadataIndex,
         VectorIndex,
     )
 
@@ -703,6 +739,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _vec: VectorIndex = store
         _cache: LlmCache = store
         _maintenance: IndexMaintenance = store
+        _metadata: MetadataIndex = store
         _source: ContentSource = source
         _clock: Clock = clock
         _config: ConfigRepository = config

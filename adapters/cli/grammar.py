@@ -121,7 +121,19 @@ def search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--chunk-strategy", type=chunk_strategy, metavar="regex", help="chunking (regex only)"
     )
+    filter_options(parser)
     format_options(parser)
+
+
+def filter_options(parser: argparse.ArgumentParser) -> None:
+    """Metadata filters (docs/spec/filters.md): a JSON AST and its shorthands, all ANDed."""
+    parser.add_argument("--filter", metavar="JSON", help="metadata filter (JSON AST)")
+    parser.add_argument("--since", metavar="DATE", help="documents dated on/after DATE")
+    parser.add_argument("--until", metavar="DATE", help="documents dated on/before DATE")
+    parser.add_argument(
+        "--type", action="append", metavar="EXT", help="file type (md, pdf, ...), repeatable"
+    )
+    parser.add_argument("--tag", action="append", metavar="TAG", help="tag, repeatable")
 
 
 class CommandTable:

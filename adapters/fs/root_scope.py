@@ -172,11 +172,17 @@ class RootScopedLexicalIndex:
         self._inner = inner
         self._scope = scope
 
-    def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]:
+    def search_lex(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[LexHit]:
         hits = [
             hit
             for name in _scopes(collection, self._scope)
-            for hit in self._inner.search_lex(query, limit, name)
+            for hit in self._inner.search_lex(query, limit, name, within)
         ]
         return sorted(hits, key=lambda hit: hit.bm25)[:limit]
 
@@ -212,11 +218,15 @@ class RootScopedVectorIndex:
         self._inner.clear_vectors()
 
     def search_vectors(
-        self, vector: Sequence[float], limit: int, collection: str | None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
     ) -> list[VectorHit]:
         hits = [
             hit
             for name in _scopes(collection, self._scope)
-            for hit in self._inner.search_vectors(vector, limit, name)
+            for hit in self._inner.search_vectors(vector, limit, name, within)
         ]
         return sorted(hits, key=lambda hit: hit.distance)[:limit]

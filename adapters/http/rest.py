@@ -5,6 +5,12 @@ Body `{"searches": [{"type": "lex"|"vec"|"hyde", "query": …}], "limit"?, "minS
 file: "qmd://…", title, score, context, line, snippet}]}`. As in the original, options of the
 wrong type are ignored, unknown sub-query types contribute nothing, and a body that is not
 a JSON object with a `searches` array gets 400 `Missing required field: searches (array)`.
+
+Outside the original's rules (`strict_original` false: the default surface's server), the body
+may also carry `filter`, the metadata filter AST (REQ-FILTER-007): a non-object is 400
+`Invalid field: filter (must be an object)`, an invalid AST 400 with what is wrong, and results
+carry `metadata` when it is non-empty. Under the original's rules `filter` is ignored, as 2.8.3
+ignores every field it does not know.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from adapters.http.exchange import HttpReply
 from adapters.mcp.formatting import result_item
 from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, depth_exceeds
 from domain.errors import QmdError
+from domain.metadata import as_json
 from domain.model import SubQuery
 from domain.paths import encode_qmd_path
 from domain.profiles import SearchProfile
+from domain.usecases.metadata import require as require_metadata
 from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services
 
@@ -101,6 +109,16 @@ def rest_query(
     )
     if candidates is not None:
         request = dataclasses.replace(request, candidate_limit=int(candidates))
+    raw_filter = None if strict_original else body.get("filter")
+    if raw_filter is not None:
+        if not isinstance(raw_filter, dict):
+            return _json_reply(400, {"error": "Invalid field: filter (must be an object)"})
+        try:
+            metadata = require_metadata(services.metadata)
+            within = metadata.scope_json(raw_filter, request.collections)
+        except QmdError as error:
+            return _json_reply(400, {"error": error.message})
+        request = dataclasses.replace(request, within=within)
     if not subs:
         return _json_reply(200, {"results": []})
     try:
@@ -110,9 +128,18 @@ def rest_query(
             return internal_error()
         return _json_reply(400, {"error": error.message})
     wanted = int(limit) if limit is not None else 10
+    shown = results[:wanted]
+    found = (
+        services.metadata.of([r.document.meta.id for r in shown])
+        if services.metadata is not None and not strict_original
+        else {}
+    )
     items = []
-    for result in results[:wanted]:
+    for result in shown:
         item = result_item(result, with_line=True)
         item["file"] = encode_qmd_path(result.display_path)
+        fields = found.get(result.document.meta.id)
+        if fields:
+            item["metadata"] = as_json(fields)
         items.append(item)
     return _json_reply(200, {"results": items})

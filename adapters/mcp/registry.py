@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
+from adapters.mcp.ldims import LdimsSurface
 from adapters.mcp.protocol import Surface
 from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.spec import SpecSurface
@@ -62,3 +63,6 @@ register_surface(
 register_surface(
     f"compat-{COMPAT_VERSION}", lambda services, _ctx: CompatSurface(services), (COMPAT_VERSION,)
 )
+register_surface(
+    "ldims", lambda services, _ctx: LdimsSurface(services, services.extraction)
+)  # seed 003

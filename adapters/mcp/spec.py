@@ -36,10 +36,12 @@ from domain.errors import (
     QmdError,
     error_envelope,
 )
+from domain.metadata import as_json
 from domain.model import DocumentMeta, SearchResult, SubQuery
 from domain.paths import decode_uri_component, expand_reserved
 from domain.profiles import SEED_000
 from domain.scoring import js_round
+from domain.usecases.metadata import require as require_metadata
 from domain.usecases.retrieval import merge_get_arguments
 from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services
@@ -73,9 +75,21 @@ def _search_schema(min_score_default: float, query_help: str) -> dict[str, Any]:
                 "type": "string",
                 "description": "Only search this collection",
             },
+            "filter": FILTER_SCHEMA,
         },
         "required": ["query"],
     }
+
+
+# REQ-FILTER-001: the JSON AST of tobi/qmd PR #910, checked by domain/filters.py
+FILTER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Only documents whose metadata passes this filter, applied before ranking "
+    "limits. A condition {key, operator, value} (operator: eq, ne, gt, gte, lt, lte, in, nin, "
+    "all, exists; values typed exactly, ISO dates compare as strings), a group "
+    "{operator: and|or, operands: [...]} or {operator: not, operand: {...}}. Keys: format "
+    "(md, pdf, ...), size, modified, and front matter fields such as date, tags, author.",
+}
 
 
 MAX_SEARCHES = 10
@@ -332,14 +346,31 @@ class SpecSurface:
         return query, min(limit, MAX_ITEMS), min_score, collections
 
     def _payload(self, results: list[SearchResult], query: str) -> dict[str, Any]:
-        return results_payload(results, query, with_line=False)
+        payload = results_payload(results, query, with_line=False)
+        metadata = self._services.metadata
+        if metadata is not None and results:  # REQ-FILTER-006: metadata when non-empty
+            found = metadata.of([r.document.meta.id for r in results])
+            for item, result in zip(payload["structuredContent"]["results"], results, strict=True):
+                fields = found.get(result.document.meta.id)
+                if fields:
+                    item["metadata"] = as_json(fields)
+        return payload
+
+    def _within(self, args: dict[str, Any], collections: list[str]) -> frozenset[int] | None:
+        """The documents `filter` admits (None: no filter), REQ-FILTER-001..003."""
+        raw = args.get("filter")
+        if raw is None:
+            return None
+        return require_metadata(self._services.metadata).scope_json(raw, collections)
 
     def _search(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
+        within = self._within(args, collections)
         if not collections:
             return self._payload([], query)
         results = self._searcher.lex_search(
-            query, SearchRequest(limit=limit, collections=collections, min_score=min_score)
+            query,
+            SearchRequest(limit=limit, collections=collections, min_score=min_score, within=within),
         )
         return self._payload(results, query)
 
@@ -347,13 +378,18 @@ class SpecSurface:
         query, limit, min_score, collections = self._search_args(args)
         trace = SearchTrace()
         request = SearchRequest(
-            limit=limit, collections=collections, min_score=min_score, trace=trace
+            limit=limit,
+            collections=collections,
+            min_score=min_score,
+            trace=trace,
+            within=self._within(args, collections),
         )
         results = self._searcher.vector_search(query, request)
         return with_degradations(self._payload(results, query), trace)
 
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
+        within = self._within(args, collections)
         if not collections:
             return self._payload([], query)
         candidates = optional_int(args.get("candidateLimit"))
@@ -368,6 +404,7 @@ class SpecSurface:
             intent=intent,
             rerank=bool(args["rerank"]),
             trace=SearchTrace(),
+            within=within,
         )
         searches = args.get("searches") or []
         if searches:

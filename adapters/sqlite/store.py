@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from adapters.sqlite import metadata as _metadata
 from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
 from adapters.sqlite.fts import render_fts_query
 from adapters.sqlite.schema import (
@@ -27,6 +28,7 @@ from adapters.sqlite.schema import (
     vec_table_sql,
 )
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
+from domain.filters import MetaValue
 from domain.lexquery import LexQuery, space_cjk
 from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
 from domain.ports import CollectionCount, UpsertOutcome
@@ -205,6 +207,7 @@ class SqliteIndex:
                 "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
             )
             self._conn.execute("DELETE FROM store_collections WHERE name = ?", (name,))
+            _metadata.delete_orphaned_metadata(self._conn)
         return int(deleted)
 
     def forget_collection(self, name: str) -> None:
@@ -440,6 +443,7 @@ class SqliteIndex:
         cache = int(self._conn.execute("DELETE FROM llm_cache").rowcount)
         vectors = self._cleanup_orphaned_vectors()
         inactive = int(self._conn.execute("DELETE FROM documents WHERE active = 0").rowcount)
+        _metadata.delete_orphaned_metadata(self._conn)
         orphaned = self.delete_orphan_content()
         try:
             self._conn.execute("INSERT INTO documents_fts(documents_fts) VALUES('optimize')")
@@ -472,20 +476,51 @@ class SqliteIndex:
             )
             return orphaned
 
+    # ------------------------------------------------------------------ metadata
+
+    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
+        _metadata.put_metadata(self._conn, collection, path, metadata)
+
+    def active_metadata(
+        self, collections: Sequence[str] | None
+    ) -> list[tuple[int, dict[str, MetaValue]]]:
+        return _metadata.active_metadata(self._conn, collections)
+
+    def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
+        return _metadata.metadata_by_id(self._conn, ids)
+
     # ------------------------------------------------------------------ lexical search
 
-    def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]:
-        """BM25 over documents_fts with the original's SQL; never raises on user input."""
-        if limit <= 0 or not query.is_searchable:
+    def search_lex(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[LexHit]:
+        """BM25 over documents_fts with the original's SQL; never raises on user input.
+
+        `within` restricts the FTS match set itself (before its LIMIT), so a filter never
+        empties a page that documents ranked further down would fill (REQ-FILTER-003).
+        """
+        if limit <= 0 or not query.is_searchable or (within is not None and not within):
             return []
         match = render_fts_query(query)
         if match is None:
             return []
         fts_limit = limit * 10 if collection else limit
+        scope = ""
+        params: list[Any] = [match]
+        if within is not None:
+            # `+rowid`: a plain `rowid IN` is handed to FTS5 as one rowid probe per id, each
+            # re-running MATCH (1 s for 400 ids over 5,000 matches); `+` keeps the MATCH scan
+            # and filters its rows through the list (1 ms).
+            scope = " AND +rowid IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(sorted(within)))
         sql = (
             "WITH fts_matches AS ("
             " SELECT rowid, bm25(documents_fts, 1.5, 4.0, 1.0) AS bm25_score"
-            " FROM documents_fts WHERE documents_fts MATCH ?"
+            f" FROM documents_fts WHERE documents_fts MATCH ?{scope}"
             f" ORDER BY bm25_score ASC LIMIT {int(fts_limit)})"
             f" SELECT {_META_COLUMNS}, content.doc, fm.bm25_score"
             # CROSS JOIN pins the join order: probe the few FTS hits by primary key. Left to
@@ -494,7 +529,6 @@ class SqliteIndex:
             " FROM fts_matches fm CROSS JOIN documents d ON d.id = fm.rowid"
             " CROSS JOIN content ON content.hash = d.hash WHERE d.active = 1"
         )
-        params: list[Any] = [match]
         if collection:
             sql += " AND d.collection = ?"
             params.append(collection)
@@ -592,10 +626,20 @@ class SqliteIndex:
                 self._conn.execute("DROP TABLE IF EXISTS vectors_vec")
 
     def search_vectors(
-        self, vector: Sequence[float], limit: int, collection: str | None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
     ) -> list[VectorHit]:
-        """Best chunk per document by cosine distance, ascending (the original's `searchVec`)."""
+        """Best chunk per document by cosine distance, ascending (the original's `searchVec`).
+
+        With `within`, the nearest chunks are searched among those documents' chunks only
+        (REQ-FILTER-003), never picked from a global top k.
+        """
         if limit <= 0 or not self._conn.vec_available or not self.has_vector_index():
+            return []
+        if within is not None and not within:
             return []
         dims = self.vector_dimensions()
         if dims is not None and dims != len(vector):
@@ -604,7 +648,9 @@ class SqliteIndex:
             )
         blob = _pack(vector)
         wanted = max(limit * 3, limit)
-        if collection:
+        if within is not None:
+            scored = self._nearest_within(blob, within, collection, wanted)
+        elif collection:
             if self._small_collection(collection):
                 scored = self._nearest_in_collection(blob, collection, wanted)
             else:
@@ -616,7 +662,7 @@ class SqliteIndex:
             return []
         distances = dict(scored)
         best: dict[tuple[str, str], tuple[float, int, tuple[Any, ...]]] = {}
-        for row in self._chunk_rows(list(distances), collection):
+        for row in self._chunk_rows(list(distances), collection, within):
             distance = float(distances[f"{row[0]}_{row[1]}"])
             key = (str(row[4]), str(row[5]))
             current = best.get(key)
@@ -646,7 +692,10 @@ class SqliteIndex:
         return int(members or 0) <= COLLECTION_VEC_EXACT_SCAN_MAX
 
     def _chunk_rows(
-        self, hash_seqs: Sequence[str], collection: str | None
+        self,
+        hash_seqs: Sequence[str],
+        collection: str | None,
+        within: frozenset[int] | None = None,
     ) -> list[tuple[Any, ...]]:
         """(hash, seq, pos, document columns…, body) of active documents holding these chunks.
 
@@ -668,6 +717,9 @@ class SqliteIndex:
             if collection:
                 sql += " AND d.collection = ?"
                 params.append(collection)
+            if within is not None:
+                sql += " AND d.id IN (SELECT value FROM json_each(?))"
+                params.append(json.dumps(sorted(within)))
             rows.extend(
                 row
                 for row in self._conn.query(sql + " ORDER BY d.id, cv.seq", params)
@@ -733,6 +785,51 @@ class SqliteIndex:
                 scored.append((str(key), d))
         scored.sort(key=lambda item: item[1])
         return scored[:wanted]
+
+    def _scope_keys(self, within: frozenset[int], collection: str | None) -> list[str]:
+        """The chunk keys (hash_seq) of the active documents in `within` (and `collection`)."""
+        sql = (
+            "SELECT DISTINCT cv.hash || '_' || cv.seq FROM content_vectors cv "
+            "JOIN documents d ON d.hash = cv.hash AND d.active = 1 "
+            "WHERE d.id IN (SELECT value FROM json_each(?))"
+        )
+        params: list[Any] = [json.dumps(sorted(within))]
+        if collection:
+            sql += " AND d.collection = ?"
+            params.append(collection)
+        return [str(r[0]) for r in self._conn.query(sql, params)]
+
+    def _nearest_within(
+        self, blob: bytes, within: frozenset[int], collection: str | None, wanted: int
+    ) -> list[tuple[str, float]]:
+        """The `wanted` nearest chunks of the scope: an exact scan of its chunks when they are
+        few, else a KNN widened until enough of its chunks are among the nearest."""
+        keys = self._scope_keys(within, collection)
+        if len(keys) <= COLLECTION_VEC_EXACT_SCAN_MAX:
+            return self._score_keys(blob, keys)[:wanted]
+        members = set(keys)
+        k = wanted
+        while True:
+            scored = self._ann(blob, k)
+            inside = [(key, distance) for key, distance in scored if key in members]
+            if len(inside) >= wanted or len(scored) < k:
+                return inside[:wanted]
+            if k >= SQLITE_VEC_MAX_K:
+                return self._score_keys(blob, keys)[:wanted]
+            k = min(SQLITE_VEC_MAX_K, k * 4)
+
+    def _score_keys(self, blob: bytes, hash_seqs: Sequence[str]) -> list[tuple[str, float]]:
+        scored: list[tuple[str, float]] = []
+        for start in range(0, len(hash_seqs), HASH_SEQ_CHUNK):
+            part = hash_seqs[start : start + HASH_SEQ_CHUNK]
+            for key, distance in self._conn.query(
+                "SELECT hash_seq, vec_distance_cosine(embedding, ?) FROM vectors_vec "
+                f"WHERE hash_seq IN ({','.join('?' * len(part))})",
+                [blob, *part],
+            ):
+                scored.append((str(key), float(distance) if distance is not None else math.inf))
+        scored.sort(key=lambda item: item[1])
+        return scored
 
     def _ann(self, blob: bytes, k: int) -> list[tuple[str, float]]:
         k = max(1, min(SQLITE_VEC_MAX_K, k))

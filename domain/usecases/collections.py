@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import builtins
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
 from domain.extraction import ExtractionState, is_extracted
@@ -21,6 +22,7 @@ from domain.paths import parse_virtual_path
 from domain.ports import Clock, ConfigRepository, ContentSource, DocumentStore, LlmCache
 from domain.text import content_hash, extract_title
 from domain.usecases.extraction import DocumentExtraction
+from domain.usecases.metadata import MetadataRecorder
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class CollectionManager:
         self._clock = clock
         self._cache = cache
         self._extraction: DocumentExtraction | None = None
+        # set by the composition root: records each document's metadata (REQ-META-001)
+        self.metadata: MetadataRecorder | None = None
 
     def use_extraction(self, extraction: DocumentExtraction) -> None:
         """Index PDF, DOCX, PPTX, XLSX and HTML files through `extraction` (REQ-EXTRACT-001);
@@ -195,16 +199,25 @@ class CollectionManager:
         return {c.name: self.index(c, progress) for c in targets}
 
     def index(
-        self, collection: Collection, progress: ProgressCallback | None = None
+        self,
+        collection: Collection,
+        progress: ProgressCallback | None = None,
+        extra_metadata: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> UpdateCounts:
+        """Index one collection folder. `extra_metadata`: more fields per relative path (an
+        extractor's title, author, pages...), merged into the documents' metadata."""
         scan = self._source.scan(collection)
         # One transaction per collection: several times faster than a commit per file, and
         # an interrupted update leaves the previous state intact.
         with self._store.transaction():
-            return self._index_files(collection, scan, progress)
+            return self._index_files(collection, scan, progress, extra_metadata or {})
 
     def _index_files(
-        self, collection: Collection, scan: ScanResult, progress: ProgressCallback | None
+        self,
+        collection: Collection,
+        scan: ScanResult,
+        progress: ProgressCallback | None,
+        extra_metadata: Mapping[str, Mapping[str, Any]],
     ) -> UpdateCounts:
         known = self._store.active_documents(collection.name)
         files = scan.files
@@ -219,6 +232,7 @@ class CollectionManager:
             if progress is not None:
                 progress(IndexProgress(collection.name, done, len(files), file.relative_path))
             title: str | None = None
+            extracted_metadata: Mapping[str, Any] = {}
             if self._extraction is not None and is_extracted(file.relative_path):
                 got = self._extraction.obtain(collection.name, file)
                 states.append(got.state)
@@ -236,8 +250,8 @@ class CollectionManager:
                     continue
                 text: str | Unreadable = got.text
                 title = got.title
-                # got.metadata (title, author, created, pages…) is what a per-document
-                # metadata store would record next to the document (issue #12, LDIMS).
+                # the extractor's title, author, created, pages… (REQ-META-001)
+                extracted_metadata = got.metadata or {}
             else:
                 text = self._source.read_text(file.absolute_path)
             if isinstance(text, Unreadable):
@@ -267,6 +281,10 @@ class CollectionManager:
                 file.modified_at,
             )
             counts[outcome.kind] = counts.get(outcome.kind, 0) + 1
+            if self.metadata is not None:
+                given = extra_metadata.get(file.relative_path)
+                extra = {**extracted_metadata, **given} if given else extracted_metadata
+                self.metadata.record(collection.name, file, text, extra or None)
         if self._extraction is not None:
             self._extraction.record(collection.name, states)
         gone = [path for path in known if path not in seen]

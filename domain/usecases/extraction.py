@@ -185,6 +185,11 @@ class DocumentExtraction:
             return state
         return ExtractionState(collection, path, "pending" if is_extracted(path) else "ok")
 
+    def recorded_state(self, collection: str, path: str) -> ExtractionState | None:
+        """What the last update recorded for this document, None when nothing was (a text
+        file, or a path no update has seen): unlike `state_of`, never a guess."""
+        return self._ledger.extraction_state(collection, path)
+
     def metadata_of(self, collection: str, path: str) -> dict[str, MetadataValue]:
         """The metadata the extractor found for a document (title, author, created, pages…)."""
         state = self._ledger.extraction_state(collection, path)

@@ -22,15 +22,17 @@ from domain.fusion import (
     rrf_contributions,
     top_rank_bonus,
 )
-from domain.lexquery import parse_lex_query
+from domain.lexquery import LexQuery, parse_lex_query
 from domain.model import (
     Document,
+    LexHit,
     ListContribution,
     ListQueryType,
     ListSource,
     ScoreExplanation,
     SearchResult,
     SubQuery,
+    VectorHit,
 )
 from domain.ports import DocumentStore, Embedder, LexicalIndex, QueryExpander, Reranker, VectorIndex
 from domain.profiles import ORIGINAL_2_8_3, LexicalRule, ModelFailure, SearchProfile
@@ -173,6 +175,10 @@ class SearchRequest:
     expand: bool = True  # vector search: embed vec/hyde expansions of the query too
     explain: bool = False  # hybrid/structured: attach a ScoreExplanation to every result
     snippet_chars: int = SNIPPET_CHARS
+    # only these document ids are candidates (a metadata filter resolved by
+    # domain/usecases/metadata.py), applied inside every index query before its limit
+    # (REQ-FILTER-003); None: every document
+    within: frozenset[int] | None = None
     # where the stages and the skipped ones are reported (domain/usecases/trace.py)
     trace: SearchTrace | None = field(default=None, compare=False)
 
@@ -237,6 +243,62 @@ def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], st
             )
 
 
+class _WithinLexical:
+    """A lexical index whose every query is restricted to a set of documents."""
+
+    def __init__(self, inner: LexicalIndex, within: frozenset[int]) -> None:
+        self._inner = inner
+        self._within = within
+
+    def search_lex(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[LexHit]:
+        return self._inner.search_lex(query, limit, collection, self._within)
+
+
+class _WithinVectors:
+    """A vector index whose every search is restricted to a set of documents."""
+
+    def __init__(self, inner: VectorIndex, within: frozenset[int]) -> None:
+        self._inner = inner
+        self._within = within
+
+    def has_vector_index(self) -> bool:
+        return self._inner.has_vector_index()
+
+    def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
+        return self._inner.pending_hashes(model, fingerprint)
+
+    def pending_count(self, model: str, fingerprint: str) -> int:
+        return self._inner.pending_count(model, fingerprint)
+
+    def store_chunk_vectors(
+        self,
+        content_hash: str,
+        chunks: Sequence[tuple[int, int, Sequence[float]]],
+        model: str,
+        fingerprint: str,
+        embedded_at: str,
+    ) -> None:
+        self._inner.store_chunk_vectors(content_hash, chunks, model, fingerprint, embedded_at)
+
+    def clear_vectors(self) -> None:
+        self._inner.clear_vectors()
+
+    def search_vectors(
+        self,
+        vector: Sequence[float],
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[VectorHit]:
+        return self._inner.search_vectors(vector, limit, collection, self._within)
+
+
 class Searcher:
     """Every search mode over the lexical and vector indexes, with optional models."""
 
@@ -260,6 +322,20 @@ class Searcher:
     def with_profile(self, profile: SearchProfile) -> Searcher:
         """The same indexes and models, searched the way `profile` says."""
         return Searcher(self._store, self._lexical, self._vectors, self._models, profile)
+
+    def _scoped(self, request: SearchRequest) -> Searcher | None:
+        """This searcher restricted to `request.within`, or None when it needs no restriction
+        (none asked, or this one is restricted already)."""
+        within = request.within
+        if within is None or isinstance(self._lexical, _WithinLexical):
+            return None
+        return Searcher(
+            self._store,
+            _WithinLexical(self._lexical, within),
+            _WithinVectors(self._vectors, within),
+            self._models,
+            self.profile,
+        )
 
     @property
     def _degrade(self) -> bool:
@@ -377,6 +453,9 @@ class Searcher:
     def lex_search(self, query: str, request: SearchRequest) -> list[SearchResult]:
         """BM25 search under the profile's lexical rule; scores are |bm25| / (1 + |bm25|)."""
         check_query(query)
+        scoped = self._scoped(request)
+        if scoped is not None:
+            return scoped.lex_search(query, request)
         hits = self._lex_by_rule(query, request.limit, request.collections)
         contexts = _Contexts(self._store)
         snippet = _Snippet(query, chars=request.snippet_chars)
@@ -395,6 +474,9 @@ class Searcher:
         check_query(query)
         if not self._vectors.has_vector_index():
             raise QmdError(UNAVAILABLE, VECTOR_INDEX_MISSING)
+        scoped = self._scoped(request)
+        if scoped is not None:
+            return scoped.vector_search(query, request)
         embedder = self._require_embedder()
         texts = [query]
         expander = self._expander
@@ -438,6 +520,9 @@ class Searcher:
         validate_sub_queries(searches, label)
         if request.intent:
             check_query(request.intent, "intent")
+        scoped = self._scoped(request)
+        if scoped is not None:
+            return scoped.structured_query(searches, request, label=label, primary=primary)
         scopes: list[str | None] = list(request.collections) if request.collections else [None]
         ranked = _Ranked()
         for sub in searches:
@@ -472,6 +557,9 @@ class Searcher:
         check_query(query)
         if request.intent:
             check_query(request.intent, "intent")
+        scoped = self._scoped(request)
+        if scoped is not None:
+            return scoped.hybrid_query(query, request)
         collections = request.collections
         ranked = _Ranked()
         fill = self.profile.fill_fusion

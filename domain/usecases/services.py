@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from domain.ports import DocumentStore
 from domain.usecases.extraction import DocumentExtraction
+from domain.usecases.metadata import MetadataService
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher
 from domain.usecases.status import StatusReader
@@ -22,3 +23,5 @@ class Services:
     status: StatusReader
     # per-document extraction state and metadata (REQ-EXTRACT-009); None when not wired
     extraction: DocumentExtraction | None = None
+    # document metadata for filters and results; None when the index keeps none
+    metadata: MetadataService | None = None

@@ -168,3 +168,17 @@ def test_bench_http_runs_for_ours(tmp_path: Path) -> None:
         assert ours["throughput_rps"] > 0 and ours["p99_ms"] >= ours["p50_ms"] > 0
         assert set(ours["by_kind"]) == {"search", "get", "status", "rest"}
         assert ours["server_rss_mib"] > 0
+
+
+def test_bench_filters_runs(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_filters", "--docs", "140", "--repeats", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "documents        140  (filter admits 11)" in done.stdout
+    for label in ("scope", "search", "filtered search"):
+        assert f"\n{label} " in done.stdout or done.stdout.startswith(label)

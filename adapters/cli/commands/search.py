@@ -35,6 +35,38 @@ def _limit(args: argparse.Namespace, kind: str, all_limit: int) -> int:
     return 20 if kind in ("json", "files") else 5
 
 
+def filter_scope(
+    app: App, args: argparse.Namespace, collections: Sequence[str] | None
+) -> frozenset[int] | None:
+    """The documents `--filter`, `--since`, `--until`, `--type` and `--tag` admit together
+    (None: no filter given), REQ-FILTER-008."""
+    import json
+
+    from domain.errors import INVALID_ARGUMENT, QmdError
+    from domain.filters import all_of, of_format, parse_filter, since, tagged, until
+    from domain.usecases.metadata import require
+
+    nodes = []
+    if getattr(args, "filter", None):
+        try:
+            raw = json.loads(args.filter)
+        except ValueError as error:
+            raise QmdError(INVALID_ARGUMENT, f"--filter is not valid JSON: {error}") from None
+        nodes.append(parse_filter(raw))
+    if getattr(args, "since", None):
+        nodes.append(since(args.since, "--since"))
+    if getattr(args, "until", None):
+        nodes.append(until(args.until, "--until"))
+    if getattr(args, "type", None):
+        nodes.append(of_format([t for value in args.type for t in value.split(",")]))
+    if getattr(args, "tag", None):
+        nodes.append(tagged(args.tag))
+    node = all_of(nodes)
+    if node is None:
+        return None
+    return require(app.metadata).scope(node, collections)
+
+
 def cli_searcher(app: App, args: argparse.Namespace | None = None) -> Searcher:
     """The command line's profile; `--strict` keeps only documents with every term."""
     strict = bool(getattr(args, "strict", False))
@@ -51,7 +83,12 @@ def search(args: argparse.Namespace) -> int:
     _explain_note(args, kind, fused=False)
     with open_app(args) as app:
         names = collections_for(app, args.collection)
-        request = SearchRequest(limit=fetch, collections=names, snippet_chars=chars)
+        request = SearchRequest(
+            limit=fetch,
+            collections=names,
+            snippet_chars=chars,
+            within=filter_scope(app, args, names),
+        )
         results = cli_searcher(app, args).lex_search(query, request)
         rows_source = [r for r in results if r.score >= min_score][:limit]
         if not results or not rows_source:
@@ -77,7 +114,11 @@ def vsearch(args: argparse.Namespace) -> int:
             # A missing expansion model means no expansion, not a failed search.
             trace = _trace(args)
             request = SearchRequest(
-                limit=limit, collections=names, min_score=min_score, trace=trace
+                limit=limit,
+                collections=names,
+                min_score=min_score,
+                trace=trace,
+                within=filter_scope(app, args, names),
             )
             results = cli_searcher(app, args).vector_search(query, request)
             _say_degradations(trace)
@@ -162,6 +203,7 @@ def query(args: argparse.Namespace) -> int:
             rerank=not args.no_rerank,
             explain=args.explain,
             trace=_trace(args),
+            within=filter_scope(app, args, names),
         )
         if document is not None and document.searches:
             labels = "+".join(s.type for s in document.searches)

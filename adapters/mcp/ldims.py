@@ -1,0 +1,484 @@
+"""The LDIMS surface of seed 003 (docs/spec/ldims.md): tool `searchDocuments` and the resource
+template `ldims://docs/{document_id}/extracted_content`, over the same engine as the others.
+
+Answers are what the seed frames: a tool's `content` is one JSON string (results, or an error
+object with `errorCode`), and a resource read answers the document's text with `metadata`, or
+a JSON body saying it was not found, is still processing or failed to extract.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from adapters.mcp.tools import Tool, call_tool, tool_table
+from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
+from domain.errors import INVALID_ARGUMENT, DocumentNotFoundError, QmdError
+from domain.filters import (
+    Condition as FilterCondition,
+)
+from domain.filters import (
+    FilterNode,
+    MetaValue,
+    all_of,
+    document_date,
+    of_format,
+    since,
+    until,
+)
+from domain.filters import (
+    Group as FilterGroup,
+)
+from domain.model import DocumentMeta, SearchResult
+from domain.paths import decode_uri_component
+from domain.ports import ExtractionStates
+from domain.profiles import SEED_000
+from domain.scoring import js_round
+from domain.usecases.metadata import require as require_metadata
+from domain.usecases.search import SearchRequest
+from domain.usecases.services import Services
+from domain.usecases.trace import SearchTrace
+
+LDIMS_VERSION = "1.0.0"
+DEFAULT_MAX_RESULTS = 5
+DEFAULT_HARD_LIMIT = 50  # SEARCH_MAX_RESULTS_HARD_LIMIT
+DEFAULT_TIMEOUT_S = 30.0  # MCP_REQUEST_TIMEOUT_SECONDS
+CONTEXT_CHARS = 300
+URI_PREFIX = "ldims://docs/"
+META_KEY = "ldims/metadata"
+URI_SUFFIX = "/extracted_content"
+HYBRID_CANDIDATES = 30
+
+INVALID_INPUT = "INVALID_INPUT"
+SEARCH_TIMEOUT = "SEARCH_TIMEOUT"
+QUERY_UNPROCESSABLE = "QUERY_UNPROCESSABLE"
+BACKEND_API_ERROR = "BACKEND_API_ERROR"
+MESSAGES = {  # seed 003 §4.2, word for word
+    INVALID_INPUT: "Invalid input parameters provided. Please check your query, filters, and "
+    "other parameters.",
+    BACKEND_API_ERROR: "The document search service encountered an internal error.",
+    SEARCH_TIMEOUT: "The search operation timed out before results could be retrieved.",
+    QUERY_UNPROCESSABLE: "The search query is too broad, too complex, or could not be processed "
+    "by the search engine.",
+}
+
+SEARCH_TOOL: dict[str, Any] = {
+    "name": "searchDocuments",
+    "description": "This tool helps you find relevant documents in the LDIMS system based on "
+    "natural language queries.\nUse this tool when you need to:\n- Find documents matching "
+    "specific topics or content\n- Locate documents containing particular information\n- "
+    "Search across all documents using keywords or natural language\n- Get a list of "
+    "relevant documents before accessing their content\n\nThe tool performs semantic search "
+    "across document contents and metadata, returning the most relevant matches.\nEach "
+    "result includes the document name and ID, which you can use with the extracted_content "
+    "resource\nto access the full content.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "The search query in natural language or keywords. Be specific "
+                "and include key terms related to the information you're looking for.",
+            },
+            "maxResults": {
+                "type": "number",
+                "default": DEFAULT_MAX_RESULTS,
+                "description": "Maximum number of documents to return in the results. Use a "
+                "larger number if you need more comprehensive results.",
+            },
+            "filters": {
+                "type": "object",
+                "properties": {
+                    "dateFrom": {
+                        "type": "string",
+                        "description": "Start date for filtering documents (ISO format)",
+                    },
+                    "dateTo": {
+                        "type": "string",
+                        "description": "End date for filtering documents (ISO format)",
+                    },
+                    "documentType": {
+                        "type": "string",
+                        "description": "Filter by document type/format",
+                    },
+                    "submitter": {
+                        "type": "string",
+                        "description": "Filter by document submitter",
+                    },
+                    "searchMode": {
+                        "type": "string",
+                        "enum": ["exact", "semantic"],
+                        "default": "semantic",
+                        "description": "The search mode to use: 'exact' for precise matches, "
+                        "'semantic' for meaning-based matches",
+                    },
+                },
+            },
+        },
+        "required": ["query"],
+    },
+    "annotations": {"readOnlyHint": True, "openWorldHint": False},
+}
+
+RESOURCE_TEMPLATE: dict[str, Any] = {
+    "name": "extracted_content",
+    "uriTemplate": "ldims://docs/{document_id}/extracted_content",
+    "title": "Extracted document content",
+    "description": "This resource provides access to the full extracted text content of a "
+    "document stored in the LDIMS system.\nUse this when you need to:\n- Read the actual "
+    "content of a specific document\n- Answer questions about the content of a known "
+    "document\n- Analyze or understand the details within a document\nThe content is "
+    "pre-processed and extracted from various file formats (PDF, DOCX, etc.) into plain text.",
+    "mimeType": "text/plain",
+}
+
+
+class LdimsError(Exception):
+    """A searchDocuments failure in the seed's terms (REQ-LDIMS-ERR-001..004)."""
+
+    def __init__(self, code: str, details: Mapping[str, Any] | None = None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.details = dict(details) if details else None
+
+
+def _json_text(payload: Mapping[str, Any], is_error: bool) -> dict[str, Any]:
+    text = json.dumps(payload, ensure_ascii=False)
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if is_error:
+        result["isError"] = True
+    return result
+
+
+def failure_result(code: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"isError": True, "errorCode": code, "errorMessage": MESSAGES[code]}
+    if details:
+        body["errorDetails"] = dict(details)
+    return _json_text(body, is_error=True)
+
+
+def _issue_details(issue: str) -> dict[str, str]:
+    """`filters.dateFrom: Invalid input: …` as {field, issue}."""
+    field, _, text = issue.partition(": ")
+    return {"field": field or "arguments", "issue": text or issue}
+
+
+class LdimsErrors:
+    """Every failure as the seed's error object inside the content JSON string."""
+
+    def invalid_arguments(self, tool: str, issues: list[str]) -> dict[str, Any]:
+        return failure_result(INVALID_INPUT, _issue_details(issues[0]))
+
+    def not_found(self, error: DocumentNotFoundError) -> dict[str, Any]:
+        return self.failed(error)
+
+    def failed(self, error: QmdError) -> dict[str, Any]:
+        # A query the engine refuses (too long, too many terms) is unprocessable; anything
+        # else is the backend's failure. Its message is ours, never a stack or a path.
+        if error.code == INVALID_ARGUMENT:
+            return failure_result(QUERY_UNPROCESSABLE, {"message": error.message})
+        return failure_result(BACKEND_API_ERROR, {"code": error.code})
+
+    def crashed(self, tool: str, error: Exception) -> dict[str, Any]:
+        return failure_result(BACKEND_API_ERROR, {"error": type(error).__name__})
+
+
+def _positive_number(raw: str | None, default: float) -> float:
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+def _first_string(metadata: Mapping[str, MetaValue], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = metadata.get(key)
+        if isinstance(value, tuple):
+            strings = [v for v in value if isinstance(v, str)]
+            if strings:
+                return ", ".join(strings)
+        elif isinstance(value, str) and value:
+            return value
+    return None
+
+
+SUBMITTER_KEYS = ("author", "submitter")
+TYPE_KEYS = ("documentType",)
+
+
+def _context(result: SearchResult) -> str:
+    _header, _, body = result.snippet.text.partition("\n")
+    text = " ".join(body.split())
+    return text[:CONTEXT_CHARS]
+
+
+class LdimsSurface:
+    name = "ldims"
+    answers_malformed_messages = True
+    wording: ProtocolWording = JsonRpcWording()
+
+    def __init__(
+        self,
+        services: Services,
+        extraction: ExtractionStates | None = None,
+        env: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        environ = os.environ if env is None else env
+        self._services = services
+        self._searcher = services.searcher.with_profile(SEED_000)
+        self._extraction = extraction
+        self._clock = clock
+        self.server_version = LDIMS_VERSION
+        self.hard_limit = max(
+            1,
+            int(_positive_number(environ.get("SEARCH_MAX_RESULTS_HARD_LIMIT"), DEFAULT_HARD_LIMIT)),
+        )
+        self.timeout_s = _positive_number(
+            environ.get("MCP_REQUEST_TIMEOUT_SECONDS"), DEFAULT_TIMEOUT_S
+        )
+        self._tools = tool_table([Tool(SEARCH_TOOL, self._search)])
+
+    def capabilities(self) -> dict[str, Any]:
+        return {"resources": {"listChanged": False}, "tools": {"listChanged": False}}
+
+    def instructions(self) -> str | None:
+        return (
+            "LDIMS document search. Call searchDocuments to find documents, then read "
+            "ldims://docs/{documentId}/extracted_content for a document's full text."
+        )
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [SEARCH_TOOL]
+
+    def prompts(self) -> list[dict[str, Any]] | None:
+        return None
+
+    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]:
+        raise JsonRpcError(INVALID_PARAMS, f"Prompt {name} not found")
+
+    def resource_templates(self) -> list[dict[str, Any]]:
+        return [RESOURCE_TEMPLATE]
+
+    # -- searchDocuments ----------------------------------------------------------------------
+
+    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
+        return call_tool(self._tools, LdimsErrors(), name, arguments)
+
+    def _search(self, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._run_search(args)
+        except LdimsError as failure:
+            return failure_result(failure.code, failure.details)
+
+    def _filters(self, raw: Mapping[str, Any]) -> FilterNode | None:
+        """seed 003's filters as the engine's filter AST (REQ-LDIMS-TOOL-003)."""
+        nodes: list[FilterNode] = []
+        try:
+            if raw.get("dateFrom"):
+                nodes.append(since(raw["dateFrom"], "filters.dateFrom"))
+            if raw.get("dateTo"):
+                nodes.append(until(raw["dateTo"], "filters.dateTo"))
+        except QmdError as error:
+            field = error.message.split(" ", 1)[0].rstrip(":")
+            raise LdimsError(INVALID_INPUT, {"field": field, "issue": error.message}) from None
+        start, end = raw.get("dateFrom"), raw.get("dateTo")
+        if start and end and start.strip()[:10] > end.strip()[:10]:
+            raise LdimsError(
+                INVALID_INPUT, {"field": "filters.dateFrom", "issue": "dateFrom is after dateTo"}
+            )
+        kind = (raw.get("documentType") or "").strip()
+        if kind:
+            nodes.append(
+                FilterGroup(
+                    "or",
+                    (of_format([kind]), *(FilterCondition(k, "eq", kind) for k in TYPE_KEYS)),
+                )
+            )
+        submitter = (raw.get("submitter") or "").strip()
+        if submitter:
+            nodes.append(
+                FilterGroup(
+                    "or", tuple(FilterCondition(k, "eq", submitter) for k in SUBMITTER_KEYS)
+                )
+            )
+        return all_of(nodes)
+
+    def _run_search(self, args: dict[str, Any]) -> dict[str, Any]:
+        started = self._clock()
+        query = args["query"].strip()
+        if not query:
+            raise LdimsError(INVALID_INPUT, {"field": "query", "issue": "Query cannot be empty"})
+        wanted = int(args["maxResults"])
+        if wanted < 1:
+            raise LdimsError(
+                INVALID_INPUT, {"field": "maxResults", "issue": "maxResults must be at least 1"}
+            )
+        shown = min(wanted, self.hard_limit)  # REQ-LDIMS-TOOL-002
+        raw_filters = args.get("filters") or {}
+        mode = raw_filters.get("searchMode") or "semantic"
+        node = self._filters(raw_filters)
+        collections = self._searcher.default_collections()
+        within = (
+            require_metadata(self._services.metadata).scope(node, collections)
+            if node is not None
+            else None
+        )
+        trace = SearchTrace()
+        # Everything up to the hard limit is searched, so totalMatches counts what a larger
+        # maxResults would have shown.
+        request = SearchRequest(
+            limit=self.hard_limit,
+            collections=collections,
+            candidate_limit=max(HYBRID_CANDIDATES, self.hard_limit),
+            trace=trace,
+            within=within,
+        )
+        used = mode
+        note = None
+        if not collections:
+            results: list[SearchResult] = []
+        elif mode == "exact":
+            results = self._searcher.lex_search(query, request)
+        else:
+            results = self._searcher.hybrid_query(query, request)
+            skipped = [d for d in trace.degradations if d.stage == "vectors"]
+            if skipped:  # REQ-LDIMS-TOOL-005: semantic without vectors is lexical, said so
+                used, note = "exact", skipped[0].reason
+        elapsed = self._clock() - started
+        if elapsed > self.timeout_s:  # REQ-LDIMS-ERR-003
+            raise LdimsError(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
+        page = results[:shown]
+        found = (
+            self._services.metadata.of([r.document.meta.id for r in page])
+            if self._services.metadata is not None
+            else {}
+        )
+        search_metadata: dict[str, Any] = {
+            "executionTime": f"{elapsed:.3f}s",
+            "searchMode": mode,
+        }
+        if used != mode:
+            search_metadata["effectiveSearchMode"] = used
+            search_metadata["note"] = f"semantic search fell back to exact: {note}"
+        if wanted > shown:
+            search_metadata["maxResultsCappedAt"] = shown
+        payload = {
+            "isError": False,
+            "results": [self._item(r, found.get(r.document.meta.id, {})) for r in page],
+            "totalMatches": len(results),
+            "searchMetadata": search_metadata,
+        }
+        return _json_text(payload, is_error=False)
+
+    def _item(self, result: SearchResult, metadata: Mapping[str, MetaValue]) -> dict[str, Any]:
+        meta = result.document.meta
+        return {
+            "documentId": meta.display_path,
+            "documentName": posixpath.basename(meta.path),
+            "relevanceScore": js_round(result.score * 1000) / 1000,
+            "matchedContext": _context(result),
+            "metadata": _document_fields(meta, metadata),
+        }
+
+    # -- extracted_content --------------------------------------------------------------------
+
+    def read_resource(self, uri: str) -> dict[str, Any]:
+        if not (uri.startswith(URI_PREFIX) and uri.endswith(URI_SUFFIX)):
+            raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+        document_id = decode_uri_component(uri[len(URI_PREFIX) : -len(URI_SUFFIX)]).strip("/")
+        collection, _, path = document_id.partition("/")
+        meta = (
+            self._services.store.document_by_path(collection, path) if collection and path else None
+        )
+        state = (
+            self._extraction.recorded_state(collection, path)
+            if self._extraction is not None and collection and path and meta is None
+            else None
+        )
+        if state is not None and state.status == "pending":  # REQ-LDIMS-RES-003
+            return _resource_json(
+                uri,
+                {
+                    "status": "processing",
+                    "message": "Content extraction is in progress. Please try again later.",
+                },
+            )
+        if state is not None and state.status == "failed":  # REQ-LDIMS-RES-004
+            details = {
+                "reason": f"{state.reason}: {state.detail}" if state.detail else state.reason
+            }
+            return _resource_json(
+                uri,
+                {
+                    "isError": True,
+                    "errorCode": "CONTENT_UNAVAILABLE_OR_FAILED",
+                    "errorMessage": "Content extraction failed or content is in an unusable state.",
+                    "errorDetails": details,
+                },
+            )
+        if meta is None:  # REQ-LDIMS-RES-002
+            return _resource_json(
+                uri,
+                {
+                    "isError": True,
+                    "errorCode": "RESOURCE_NOT_FOUND",
+                    "errorMessage": "Document or its content not found.",
+                },
+            )
+        fetched = self._services.retrieval.fetch(meta)
+        fields = (
+            self._services.metadata.of([meta.id]).get(meta.id, {})
+            if self._services.metadata is not None
+            else {}
+        )
+        extension = posixpath.splitext(meta.path)[1].lstrip(".").lower()
+        fmt = fields.get("format")
+        described = {
+            "documentName": posixpath.basename(meta.path),
+            "extractedAt": meta.modified_at,
+            "format": fmt if isinstance(fmt, str) and fmt else extension,
+        }
+        # `metadata` is the seed's field; MCP clients keep only known fields, so it is in
+        # `_meta` too, where the protocol allows anything (REQ-LDIMS-RES-001).
+        return {
+            "contents": [
+                {
+                    "uri": uri,
+                    "mimeType": "text/plain",
+                    "text": fetched.body,
+                    "metadata": described,
+                    "_meta": {META_KEY: described},
+                }
+            ]
+        }
+
+
+def _document_fields(meta: DocumentMeta, metadata: Mapping[str, MetaValue]) -> dict[str, Any]:
+    """seed 003's result metadata from the document's: createdAt is its date (front matter
+    `date`, an extractor's `created`, else the file's `modified`); submitter is `author` (or
+    `submitter`); documentType is a `documentType` field, else the file format."""
+    fmt = metadata.get("format")
+    return {
+        "createdAt": document_date(metadata) or meta.modified_at,
+        "submitter": _first_string(metadata, SUBMITTER_KEYS),
+        "documentType": _first_string(metadata, TYPE_KEYS)
+        or (fmt if isinstance(fmt, str) else posixpath.splitext(meta.path)[1].lstrip(".")),
+    }
+
+
+def _resource_json(uri: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "contents": [
+            {
+                "uri": uri,
+                "mimeType": "application/json",
+                "text": json.dumps(body, ensure_ascii=False),
+            }
+        ]
+    }

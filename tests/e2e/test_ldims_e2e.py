@@ -1,0 +1,173 @@
+"""`qmd mcp --surface ldims` as a real process, driven by the official `mcp` client over stdio
+and Streamable HTTP: seed 003's two-step flow (search, then read the extracted content), its
+filters, empty results and errors (docs/spec/ldims.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from adapters.bootstrap import build_app
+from tests.http_harness import HttpServer
+from tests.mcp_harness import REPO, StdioServer, fixture_env
+
+DOCS = {
+    "sales/q4-strategy.md": "---\ndate: 2023-12-01T10:00:00Z\nauthor: John Doe\n"
+    "documentType: Strategy Document\n---\n# Q4 2023 Sales Strategy\n\n"
+    "The fourth quarter sales strategy focuses on renewals and key accounts.\n",
+    "sales/q3-review.md": "---\ndate: 2023-09-15\nauthor: Jane Roe\n---\n# Q3 Review\n\n"
+    "Third quarter sales review: renewals slipped, key accounts grew.\n",
+    "support/service-plan.md": "---\ndate: 2024-02-01\nauthor: [Ana, Bo]\ntags: [support]\n---\n"
+    "# Customer Service Improvement Plan\n\nKey metrics: first response time, resolution "
+    "rate and customer satisfaction for sales accounts.\n",
+    "notes.txt": "plain notes about sales in a text file\n",
+}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("ldims")
+    for name, text in DOCS.items():
+        target = root / "docs" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    environment = fixture_env(root)
+    app = build_app(env=environment, with_models=False)
+    try:
+        app.collections.add(str(root / "docs"), "ldims", "**/*.{md,txt}")
+    finally:
+        app.close()
+    return environment
+
+
+def _payload(result: Any) -> dict[str, Any]:
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    parsed: dict[str, Any] = json.loads(result.content[0].text)
+    return parsed
+
+
+async def _two_step_flow(client: Client) -> None:
+    tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == ["searchDocuments"]
+    templates = (await client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == ["ldims://docs/{document_id}/extracted_content"]
+    # scenario 1: find documents, by meaning or keywords, narrowed by submitter and date
+    found = _payload(
+        await client.call_tool(
+            "searchDocuments",
+            {
+                "query": "sales strategy",
+                "maxResults": 3,
+                "filters": {
+                    "submitter": "John Doe",
+                    "dateFrom": "2023-11-01",
+                    "dateTo": "2023-12-31",
+                },
+            },
+        )
+    )
+    assert found["isError"] is False and found["totalMatches"] == 1
+    [hit] = found["results"]
+    assert hit["documentId"] == "ldims/sales/q4-strategy.md"
+    assert hit["documentName"] == "q4-strategy.md"
+    assert hit["metadata"] == {
+        "createdAt": "2023-12-01T10:00:00Z",
+        "submitter": "John Doe",
+        "documentType": "Strategy Document",
+    }
+    assert "sales strategy" in hit["matchedContext"].lower()
+    assert found["searchMetadata"]["searchMode"] == "semantic"
+    assert found["searchMetadata"]["effectiveSearchMode"] == "exact"  # no vectors here
+    # list authors match each of their names; document types match the file format
+    ana = _payload(
+        await client.call_tool(
+            "searchDocuments", {"query": "metrics", "filters": {"submitter": "Bo"}}
+        )
+    )
+    assert [r["documentId"] for r in ana["results"]] == ["ldims/support/service-plan.md"]
+    assert ana["results"][0]["metadata"]["submitter"] == "Ana, Bo"
+    text = _payload(
+        await client.call_tool(
+            "searchDocuments",
+            {"query": "sales", "filters": {"documentType": "txt", "searchMode": "exact"}},
+        )
+    )
+    assert [r["documentId"] for r in text["results"]] == ["ldims/notes.txt"]
+    assert text["results"][0]["metadata"]["documentType"] == "txt"
+    # scenario 2: read the chosen document's extracted content
+    uri = "ldims://docs/ldims%2Fsales%2Fq4-strategy.md/extracted_content"
+    content = (await client.read_resource(uri)).contents[0]
+    assert "renewals and key accounts" in content.text  # type: ignore[union-attr]
+    described = (content.meta or {})["ldims/metadata"]
+    assert described == {
+        "documentName": "q4-strategy.md",
+        "extractedAt": described["extractedAt"],
+        "format": "md",
+    }
+    assert described["extractedAt"].endswith("Z")
+    missing = await client.read_resource("ldims://docs/ldims%2Fnope.md/extracted_content")
+    assert json.loads(missing.contents[0].text)["errorCode"] == "RESOURCE_NOT_FOUND"  # type: ignore[union-attr]
+    # an empty result is a success; bad input is the seed's INVALID_INPUT
+    empty = await client.call_tool("searchDocuments", {"query": "zebra giraffe"})
+    assert empty.is_error is not True
+    assert _payload(empty)["results"] == [] and _payload(empty)["totalMatches"] == 0
+    bad = await client.call_tool("searchDocuments", {"query": "sales", "maxResults": -1})
+    assert bad.is_error is True
+    assert _payload(bad)["errorCode"] == "INVALID_INPUT"
+    assert _payload(bad)["errorDetails"]["field"] == "maxResults"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # auto: the 2026-07-28 revision
+async def test_official_client_over_stdio(env: dict[str, str], mode: str) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "adapters.cli.main", "mcp", "--surface", "ldims"],
+        env=env,
+        cwd=str(REPO),
+    )
+    async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
+        await _two_step_flow(client)
+
+
+@pytest.fixture(scope="module")
+def http_server(env: dict[str, str]) -> Iterator[HttpServer]:
+    server = HttpServer(["mcp", "--surface", "ldims", "--http", "--port", "0"], env).start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("mode", ["auto"])
+async def test_official_client_over_http(http_server: HttpServer, mode: str) -> None:
+    async with Client(http_server.url, mode=mode) as client:
+        await _two_step_flow(client)
+
+
+def test_hard_limit_and_timeout_come_from_the_environment(env: dict[str, str]) -> None:
+    """REQ-LDIMS-TOOL-002 and REQ-LDIMS-ERR-003: the seed's .env settings."""
+    capped = StdioServer({**env, "SEARCH_MAX_RESULTS_HARD_LIMIT": "2"}, "--surface", "ldims")
+    try:
+        capped.initialize()
+        result = capped.call("searchDocuments", {"query": "sales", "maxResults": 10})
+        payload = json.loads(result["content"][0]["text"])
+        assert len(payload["results"]) == 2 and payload["totalMatches"] == 2
+        assert payload["searchMetadata"]["maxResultsCappedAt"] == 2
+    finally:
+        capped.kill()
+    hurried = StdioServer({**env, "MCP_REQUEST_TIMEOUT_SECONDS": "0"}, "--surface", "ldims")
+    try:
+        hurried.initialize()
+        result = hurried.call("searchDocuments", {"query": "sales"})
+        assert result["isError"] is True
+        assert json.loads(result["content"][0]["text"]) == {
+            "isError": True,
+            "errorCode": "SEARCH_TIMEOUT",
+            "errorMessage": "The search operation timed out before results could be retrieved.",
+            "errorDetails": {"timeoutSeconds": 0.0},
+        }
+    finally:
+        hurried.kill()
