@@ -123,3 +123,16 @@ def test_a_fully_scanned_pdf_is_reported_as_having_no_text_layer(tmp_path: Path)
     qmd.ok("collection", "add", str(folder), "--name", "scans", "--mask", "**/*.{md,pdf}")
     status = qmd.ok("status")
     assert "scans/scan.pdf: no-text-layer" in status, status
+
+
+def test_extracted_metadata_is_filterable(indexed: tuple[Qmd, str]) -> None:
+    """The extractor's fields join the document's metadata (REQ-META-001): a filter on the
+    PDF's author finds it, and the DOCX's author does not match it."""
+    qmd, _ = indexed
+    by_author = '{"key": "author", "operator": "eq", "value": "Pat Pdf"}'
+    found = qmd.ok("search", "albatross", "--json", "--filter", by_author)
+    assert "docs/survey.pdf" in found, found
+    assert "docs/survey.pdf" not in qmd.ok(
+        "search", "albatross", "--json", "--filter", by_author.replace("Pat Pdf", "Dana Docx")
+    )
+    assert "docs/handbook.docx" in qmd.ok("search", "goggles", "--json", "--type", "docx")
