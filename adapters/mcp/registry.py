@@ -8,10 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
+from adapters.mcp.memorize import MemorizeSurface
 from adapters.mcp.protocol import Surface
 from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.spec import SpecSurface
-from domain.errors import INVALID_ARGUMENT, QmdError
+from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
+from domain.usecases.memorize import Memorizer
 from domain.usecases.services import Services
 
 
@@ -23,6 +25,8 @@ class SurfaceContext:
     version: str
     force_root: str | None = None
     home: str | None = None
+    # seed 004's memory, opened once per process on first use (the memorize surface)
+    memory: Callable[[], Memorizer] | None = None
 
 
 SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
@@ -62,3 +66,12 @@ register_surface(
 register_surface(
     f"compat-{COMPAT_VERSION}", lambda services, _ctx: CompatSurface(services), (COMPAT_VERSION,)
 )
+
+
+def _memorize(_services: Services, context: SurfaceContext) -> MemorizeSurface:
+    if context.memory is None:
+        raise QmdError(UNAVAILABLE, "The memorize surface needs a memory; none was configured")
+    return MemorizeSurface(context.memory(), context.version)
+
+
+register_surface("memorize", _memorize)
