@@ -31,7 +31,7 @@ MAX_RESOURCE_CHARS = 16_000  # a knowledge:// read is bounded (REQ-MEM-RES-002)
 MAX_KNOWLEDGE_CHARS = 32_000  # a fused text longer than this is cut, with a marker
 
 # Chosen from benchmarks/bench_memorize_topics.py (docs/decisions/0038).
-DEFAULT_TOPIC_THRESHOLD = 0.75
+DEFAULT_TOPIC_THRESHOLD = 0.45
 DEFAULT_FUSION_THRESHOLD = 0.80
 DEFAULT_QUERY_LIMIT = 5
 MAX_GROUP_SIZE = 8

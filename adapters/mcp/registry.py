@@ -33,12 +33,23 @@ SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
 
 _FACTORIES: dict[str, SurfaceFactory] = {}
 _ALIASES: dict[str, str] = {}
+_TALKS_BACK: set[str] = set()
 
 
-def register_surface(name: str, factory: SurfaceFactory, aliases: tuple[str, ...] = ()) -> None:
+def register_surface(
+    name: str, factory: SurfaceFactory, aliases: tuple[str, ...] = (), talks_back: bool = False
+) -> None:
+    """`talks_back`: the surface's tools send the client requests while they run (sampling),
+    so the 2025-era HTTP transport answers its POSTs as a live event stream."""
     _FACTORIES[name] = factory
     for alias in aliases:
         _ALIASES[alias] = name
+    if talks_back:
+        _TALKS_BACK.add(name)
+
+
+def talks_back(name: str) -> bool:
+    return canonical_surface(name) in _TALKS_BACK
 
 
 def surface_names() -> list[str]:
@@ -74,4 +85,4 @@ def _memorize(_services: Services, context: SurfaceContext) -> MemorizeSurface:
     return MemorizeSurface(context.memory(), context.version)
 
 
-register_surface("memorize", _memorize)
+register_surface("memorize", _memorize, talks_back=True)

@@ -37,7 +37,9 @@ PAIRS = [
 
 def memory_env(root: Path) -> dict[str, str]:
     if not EMBED_MODEL.is_file():
-        pytest.fail(f"test model missing ({EMBED_MODEL.name}); run: python scripts/prepare_models.py")
+        pytest.fail(
+            f"test model missing ({EMBED_MODEL.name}); run: python scripts/prepare_models.py"
+        )
     (root / "home").mkdir(parents=True, exist_ok=True)
     env = fixture_env(root)
     env.update(QMD_EMBED_MODEL=str(EMBED_MODEL), QMD_MEMORY_DIR=str(root / "memory"))
@@ -82,7 +84,11 @@ async def first_run(client: Client, sampler: Sampler) -> dict[str, Any]:
     suggestion = stored[1]["suggestion"]
     assert suggestion["mergeable"] is True
     assert [r["id"] for r in suggestion["records"]] == [stored[0]["id"]]
-    again = structured(await client.call_tool("store_qa", dict(zip(("question", "answer", "topic"), PAIRS[0], strict=True))))
+    again = structured(
+        await client.call_tool(
+            "store_qa", dict(zip(("question", "answer", "topic"), PAIRS[0], strict=True))
+        )
+    )
     assert again["created"] is False and again["id"] == stored[0]["id"]
 
     before = structured(
