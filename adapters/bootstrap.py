@@ -304,10 +304,14 @@ def open_memory(app: App, env: Mapping[str, str] | None = None) -> Memorizer:
 def repair_memory(app: App, env: Mapping[str, str] | None = None) -> int | None:
     """`qmd update`'s part in seed 004: re-embed hand-edited records and finish or undo
     interrupted merges. None when this index has no memory folder."""
-    if not os.path.isdir(memory_folder(app, env)):
+    environ = os.environ if env is None else env
+    if not os.path.isdir(memory_folder(app, environ)):
         return None
-    store = MarkdownMemoryStore.open(memory_folder(app, env), app.db_path, env)
+    embedder = app.models.embedder
+    if embedder is None:  # `qmd update` runs without models; the memory may need one
+        embedder = build_models(app.config_path, environ, cache=app.cache).embedder
+    store = MarkdownMemoryStore.open(memory_folder(app, environ), app.db_path, environ)
     try:
-        return Memorizer(store, app.models.embedder, app.clock, memory_thresholds(env)).repair()
+        return Memorizer(store, embedder, app.clock, memory_thresholds(environ)).repair()
     finally:
         store.close()

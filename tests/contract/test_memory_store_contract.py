@@ -77,7 +77,7 @@ def test_the_file_is_markdown_with_front_matter(memory: MemoryLike) -> None:
     record = qa(1, question="Wie geht's? 中文", text="# Heading\n\nbody")
     memory.put([record])
     text = file_text(memory, record)
-    assert text.startswith("---\nid: \"qa-1\"\n") and "\n---\n\n# Heading\n\nbody\n" in text
+    assert text.startswith('---\nid: "qa-1"\n') and "\n---\n\n# Heading\n\nbody\n" in text
     assert parse_record(text) == record
 
 

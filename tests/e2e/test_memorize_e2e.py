@@ -201,3 +201,68 @@ async def test_merge_without_sampling_changes_nothing(tmp_path: Path, mode: str)
             assert result.structured_content is not None
             assert result.structured_content["error"]["code"] == "unavailable"
         assert files_of(tmp_path) == before
+
+
+@pytest.mark.original
+def test_records_are_a_collection_hand_edits_reembed_and_the_original_opens_the_index(
+    tmp_path: Path,
+) -> None:
+    """The memory folder is a QMD collection (our search finds records at once), `qmd update`
+    re-embeds a record edited by hand, and the original QMD still opens the index and sees
+    the records (REQ-MEM-STORE-001/004/006)."""
+    import sqlite3
+    import subprocess
+
+    from tests.mcp_harness import StdioServer
+    from tests.original import original_qmd
+
+    original = original_qmd(tmp_path / "home")
+    env = memory_env(tmp_path)
+    env.update(
+        HOME=str(original.home),
+        INDEX_PATH=str(original.db_path),
+        QMD_CONFIG_DIR=str(original.config_path.parent),
+    )
+    server = StdioServer(env, "--surface", "memorize")
+    server.initialize()
+    for question, answer, topic in PAIRS[1:]:
+        result = server.call(
+            "store_qa", {"question": question, "answer": answer, "topic": topic}, timeout=120
+        )
+        assert result.get("isError") is not True, result
+    server.close()
+
+    def ours(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "adapters.cli.main", *args],
+            env=env,
+            cwd=str(REPO),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "memory/qa/cooking-eggs/" in ours("search", "boiled", "--json")
+    (egg,) = [p for p in (tmp_path / "memory").rglob("*.md") if "cooking-eggs" in p.as_posix()]
+    with sqlite3.connect(original.db_path) as db:
+        before = db.execute(
+            "SELECT vector FROM memory_records WHERE path LIKE 'qa/cooking%'"
+        ).fetchone()
+    egg.write_text(
+        egg.read_text(encoding="utf-8").replace(
+            "How long should I boil an egg?", "How long do I poach an egg?"
+        ),
+        encoding="utf-8",
+    )
+    assert "Memory: 1 record(s) repaired or re-embedded." in ours("update")
+    with sqlite3.connect(original.db_path) as db:
+        after, record = db.execute(
+            "SELECT vector, record FROM memory_records WHERE path LIKE 'qa/cooking%'"
+        ).fetchone()
+    assert after != before and "poach" in record
+    status = original.run("status")
+    assert "memory" in status, status
+    found = original.run("search", "poach", "--json")
+    assert "cooking-eggs" in found, found
