@@ -87,7 +87,7 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {
                 "question": {"type": "string", "maxLength": MAX_QUESTION_CHARS},
                 "context": {"type": "string", "maxLength": MAX_CONTEXT_CHARS},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
+                "limit": {"type": "number", "default": 5},
             },
             "required": ["question", "context"],
         },
@@ -296,7 +296,8 @@ class MemorizeSurface:
         return result
 
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
-        found = self._memory.query_qa(args["question"], args["context"], int(args["limit"]))
+        limit = max(1, min(50, int(args["limit"])))
+        found = self._memory.query_qa(args["question"], args["context"], limit)
         answers = [
             {
                 "id": s.record.id,

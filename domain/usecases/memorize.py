@@ -224,8 +224,7 @@ class Memorizer:
         chosen = require_threshold("threshold", threshold, self.thresholds.fusion)
         if topic is not None:
             topic = require_text("topic", topic, MAX_TOPIC_CHARS)
-        if self._embedder is None:
-            self._embed([])  # model-unavailable, at once
+        self._embed([topic or "merge"])  # a missing model fails here, at once
         self.ensure_repaired()
         if topic is None:
             return similar_groups(self._store.records(None, QA), chosen), chosen

@@ -184,23 +184,37 @@ async def test_memory_loop_over_http(tmp_path: Path, mode: str) -> None:
         server.stop()
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_merge_without_sampling_changes_nothing(tmp_path: Path, mode: str) -> None:
-    """A client that cannot sample gets a clear error; no record changes (REQ-MEM-MERGE-004)."""
+def test_a_missing_embedding_model_is_model_unavailable_at_once(tmp_path: Path) -> None:
+    """REQ-MEM-INPUT-002: no model file, every tool fails at once and nothing is written."""
+    import time
+
+    from tests.mcp_harness import StdioServer
+
     env = memory_env(tmp_path)
-    async with Client(stdio_params(env), mode=mode) as client:  # type: ignore[arg-type]
-        for q, a, t in PAIRS[:2]:
-            structured(await client.call_tool("store_qa", {"question": q, "answer": a, "topic": t}))
-        before = files_of(tmp_path)
-        try:
-            result = await client.call_tool("merge_knowledge", {"topic": TOPIC})
-        except Exception as error:  # 2026-07-28: the JSON-RPC error -32021
-            assert "sampling" in str(error)
-        else:
-            assert result.is_error is True
-            assert result.structured_content is not None
-            assert result.structured_content["error"]["code"] == "unavailable"
-        assert files_of(tmp_path) == before
+    env["QMD_EMBED_MODEL"] = str(tmp_path / "missing.gguf")
+    server = StdioServer(env, "--surface", "memorize")
+    try:
+        server.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"sampling": {}},
+                "clientInfo": {"name": "e2e", "version": "1"},
+            },
+        )
+        began = time.monotonic()
+        for tool, arguments in (
+            ("store_qa", {"question": "q?", "answer": "a", "topic": "t"}),
+            ("query_qa", {"question": "q?", "context": "t"}),
+            ("merge_knowledge", {}),
+        ):
+            result = server.call(tool, arguments, timeout=60)
+            assert result["isError"] is True
+            assert result["structuredContent"]["error"]["code"] == "model-unavailable", result
+        assert time.monotonic() - began < 10
+    finally:
+        server.close()
+    assert files_of(tmp_path) == {}
 
 
 @pytest.mark.original
@@ -266,3 +280,61 @@ def test_records_are_a_collection_hand_edits_reembed_and_the_original_opens_the_
     assert "memory" in status, status
     found = original.run("search", "poach", "--json")
     assert "cooking-eggs" in found, found
+
+
+def test_subscribers_hear_when_a_topic_gets_knowledge(tmp_path: Path) -> None:
+    """REQ-MEM-RES-003 over 2025-era stdio, spoken line by line: the sampling request goes out
+    on stdout, our answer comes back on stdin, and the subscriber of the topic's knowledge://
+    URI is told it changed before the tool's result arrives; another topic's subscriber is not."""
+    from tests.mcp_harness import StdioServer
+
+    server = StdioServer(memory_env(tmp_path), "--surface", "memorize")
+    try:
+        server.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"sampling": {}},
+                "clientInfo": {"name": "e2e", "version": "1"},
+            },
+        )
+        watched = "knowledge://Python%20packaging/pip"
+        assert server.request("resources/subscribe", {"uri": watched})["result"] == {}
+        assert server.request("resources/subscribe", {"uri": "knowledge://cooking%20eggs/x"})
+        for question, answer, topic in PAIRS:
+            server.call(
+                "store_qa", {"question": question, "answer": answer, "topic": topic}, timeout=120
+            )
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "merge",
+                "method": "tools/call",
+                "params": {"name": "merge_knowledge", "arguments": {"topic": TOPIC}},
+            }
+        )
+        asked = server.receive(timeout=120)
+        assert asked["method"] == "sampling/createMessage" and isinstance(asked["id"], str)
+        assert asked["params"]["maxTokens"] == 1024
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": asked["id"],
+                "result": {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": FUSED},
+                    "model": "m",
+                },
+            }
+        )
+        told = server.receive(timeout=60)
+        assert told == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": watched},
+        }
+        reply = server.receive(timeout=60)
+        assert reply["id"] == "merge" and len(reply["result"]["structuredContent"]["merged"]) == 1
+        assert server.silent_for(0.5)
+    finally:
+        server.close()
