@@ -86,8 +86,9 @@ def main() -> None:
     print(f"labelled set: {len(names)} topic names in {len(groups)} groups, {len(pairs)} pairs,")
     print(f"  {len(same_true)} of them same-topic")
     print()
-    print("threshold | pairs: precision recall | store: precision recall topics (of "
-          f"{len(groups)})")
+    print(
+        f"threshold | pairs: precision recall | store: precision recall topics (of {len(groups)})"
+    )
     for threshold in sorted({*THRESHOLDS, DEFAULT_TOPIC_THRESHOLD}):
         said = {p for p in pairs if similarity[p] >= threshold}
         p_pairs, r_pairs = precision_recall(same_true, said)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
+from domain.memory import MemoryRecord, Topic, parse_record, record_path, render_record
 from domain.model import (
     Collection,
     Document,
@@ -33,7 +34,6 @@ from domain.model import (
     Unreadable,
     VectorHit,
 )
-from domain.memory import MemoryRecord, Topic, parse_record, record_path, render_record
 from domain.paths import scan_order_key
 from domain.ports import CollectionCount, UpsertOutcome
 

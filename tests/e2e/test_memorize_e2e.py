@@ -68,8 +68,9 @@ class Sampler:
 
 def structured(result: types.CallToolResult) -> dict[str, Any]:
     assert result.is_error is not True, result
-    assert result.structured_content is not None
-    return result.structured_content
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None
+    return content
 
 
 async def first_run(client: Client, sampler: Sampler) -> dict[str, Any]:
@@ -154,11 +155,11 @@ def stdio_params(env: dict[str, str]) -> StdioServerParameters:
 async def test_memory_loop_over_stdio(tmp_path: Path, mode: str) -> None:
     env = memory_env(tmp_path)
     sampler = Sampler()
-    async with Client(stdio_params(env), mode=mode, sampling_callback=sampler) as client:  # type: ignore[arg-type]
+    async with Client(stdio_params(env), mode=mode, sampling_callback=sampler) as client:
         ids = await first_run(client, sampler)
         await check_state(client, ids)
     check_files(tmp_path, ids)
-    async with Client(stdio_params(env), mode=mode, sampling_callback=sampler) as client:  # type: ignore[arg-type]
+    async with Client(stdio_params(env), mode=mode, sampling_callback=sampler) as client:
         await check_state(client, ids)  # a new process: everything is still there
     check_files(tmp_path, ids)
 

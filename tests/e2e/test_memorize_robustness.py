@@ -44,7 +44,8 @@ def store_over_http(server: HttpServer, question: str, answer: str, topic: str) 
     assert reply.status == 200, reply.body
     result: dict[str, Any] = reply.json()["result"]
     assert result.get("isError") is not True, result
-    return result["structuredContent"]
+    content: dict[str, Any] = result["structuredContent"]
+    return content
 
 
 def test_concurrent_store_qa_loses_and_duplicates_nothing(tmp_path: Path) -> None:
@@ -137,10 +138,10 @@ def read_records(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     qa: dict[str, Any] = {}
     knowledge: dict[str, Any] = {}
     for text in files_of(root).values():
-        fields = dict(
-            (line.partition(": ")[0], json.loads(line.partition(": ")[2]))
+        fields = {
+            line.partition(": ")[0]: json.loads(line.partition(": ")[2])
             for line in text.split("\n---\n")[0].splitlines()[1:]
-        )
+        }
         (qa if fields["kind"] == "qa" else knowledge)[fields["id"]] = fields
     return qa, knowledge
 
