@@ -12,6 +12,7 @@ away cancels its request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -238,17 +239,29 @@ class QmdHttpApp:
         task.add_done_callback(lambda _task: events.put_nowait(None))
         headers = [(b"content-type", b"text/event-stream")]
         headers += [(k.encode(), v.encode()) for k, v in SSE_HEADERS]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        gone = False
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+        except OSError:
+            gone = True
         while (message := await events.get()) is not None:
-            await send(
-                {"type": "http.response.body", "body": sse_event(message), "more_body": True}
-            )
+            if not gone:
+                try:
+                    chunk = sse_event(message)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                except OSError:  # the client went away; the tool's requests will time out
+                    gone = True
         try:
             replies = task.result()
         except BusyError:
             replies = _error_replies(plan, BUSY, "Server busy: too many model requests queued")
-        body = b"".join(sse_event(reply) for reply in replies)
-        await send({"type": "http.response.body", "body": body, "more_body": False})
+        except Exception:  # the stream is open: answer in it, never with a second status
+            log.exception("streamed MCP request failed")
+            replies = _error_replies(plan, -32603, "Internal error")
+        if not gone:
+            body = b"".join(sse_event(reply) for reply in replies)
+            with contextlib.suppress(OSError):
+                await send({"type": "http.response.body", "body": body, "more_body": False})
         return STREAMED
 
     def _timeout_text(self) -> str:
