@@ -45,6 +45,7 @@ log = logging.getLogger("qmd.mcp")
 SCHEME = "knowledge://"
 MISSING_CAPABILITY = -32021  # 2026-07-28: the request needs a capability the client lacks
 METHOD_NOT_FOUND = -32601
+INVALID_REQUEST = -32600
 SAMPLING_MAX_TOKENS = 1024
 SYSTEM_PROMPT = (
     "You merge an agent's notes. Answer with the fused knowledge only, as plain markdown."
@@ -150,6 +151,7 @@ class _AskingFuser:
     def __init__(self, ask: Callable[[str, dict[str, Any]], dict[str, Any]]) -> None:
         self._ask = ask
         self.unsupported = False
+        self._answered = False
 
     def fuse(self, group: MergeGroup, prompt: str) -> Fusion:
         from adapters.mcp.outgoing import ClientRequestError
@@ -159,9 +161,10 @@ class _AskingFuser:
         try:
             result = self._ask("sampling/createMessage", _sampling_params(group))
         except ClientRequestError as failure:
-            if failure.code == METHOD_NOT_FOUND:
-                self.unsupported = True
+            if failure.code in (METHOD_NOT_FOUND, INVALID_REQUEST) and not self._answered:
+                self.unsupported = True  # the client cannot sample at all (e.g. the SDK's default)
             return Fusion(None, f"sampling failed: {failure}")
+        self._answered = True
         text = sampled_text(result)
         return Fusion(text, "" if text else "the client's LLM returned no text")
 

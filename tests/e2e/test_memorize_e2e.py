@@ -339,3 +339,24 @@ def test_subscribers_hear_when_a_topic_gets_knowledge(tmp_path: Path) -> None:
         assert server.silent_for(0.5)
     finally:
         server.close()
+
+
+async def test_a_2025_http_client_without_sampling_gets_a_clear_error(tmp_path: Path) -> None:
+    """REQ-MEM-MERGE-004 on stateless 2025-era HTTP, where initialize's capabilities are not
+    known: the official client without a sampling callback refuses the request, the tool says
+    so with `unavailable`, and no file changes."""
+    env = memory_env(tmp_path)
+    server = HttpServer(["mcp", "--http", "--port", "0", "--surface", "memorize"], env).start()
+    try:
+        async with Client(server.url, mode="legacy") as client:
+            for q, a, t in PAIRS[:2]:
+                structured(
+                    await client.call_tool("store_qa", {"question": q, "answer": a, "topic": t})
+                )
+            before = files_of(tmp_path)
+            result = await client.call_tool("merge_knowledge", {"topic": TOPIC})
+            assert result.is_error is True and result.structured_content is not None
+            assert result.structured_content["error"]["code"] == "unavailable"
+            assert files_of(tmp_path) == before
+    finally:
+        server.stop()
