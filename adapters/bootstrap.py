@@ -6,6 +6,7 @@ Entry points (CLI, MCP stdio, HTTP) call `build_app`; tests call `assemble` with
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,10 @@ from adapters.fs.root_scope import (
 )
 from adapters.models.bundle import Models
 from adapters.sqlite.extraction import SqliteExtractionLedger
+from adapters.sqlite.memory import MarkdownMemoryStore
 from adapters.sqlite.store import SqliteIndex
+from domain.errors import INVALID_ARGUMENT, QmdError
+from domain.memory import DEFAULT_FUSION_THRESHOLD, DEFAULT_TOPIC_THRESHOLD, require_threshold
 from domain.ports import (
     Clock,
     ConfigRepository,
@@ -45,6 +49,7 @@ from domain.ports import (
 )
 from domain.usecases.collections import CollectionManager
 from domain.usecases.extraction import DocumentExtraction
+from domain.usecases.memorize import Memorizer, Thresholds
 from domain.usecases.metadata import MetadataRecorder, MetadataService
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher, SearchModels
@@ -277,3 +282,72 @@ def builtin_models() -> dict[str, str]:
     from adapters.models.references import DEFAULT_MODELS
 
     return {str(role): ref for role, ref in DEFAULT_MODELS.items()}
+
+
+MEMORY_COLLECTION = "memory"
+
+
+def memory_folder(app: App, env: Mapping[str, str] | None = None) -> str:
+    """Seed 004's memory folder: `QMD_MEMORY_DIR`, else `<index name>-memory` beside the
+    index (so every index has its own memory)."""
+    environ = os.environ if env is None else env
+    chosen = environ.get("QMD_MEMORY_DIR")
+    if chosen:
+        return os.path.realpath(os.path.expanduser(chosen))
+    stem = os.path.splitext(os.path.basename(app.db_path))[0] or "index"
+    return os.path.join(os.path.dirname(os.path.abspath(app.db_path)), f"{stem}-memory")
+
+
+def memory_thresholds(env: Mapping[str, str] | None = None) -> Thresholds:
+    """`QMD_MEMORY_TOPIC_THRESHOLD` and `QMD_MEMORY_FUSION_THRESHOLD`, each in 0..1."""
+    environ = os.environ if env is None else env
+    values = []
+    for name, default in (
+        ("QMD_MEMORY_TOPIC_THRESHOLD", DEFAULT_TOPIC_THRESHOLD),
+        ("QMD_MEMORY_FUSION_THRESHOLD", DEFAULT_FUSION_THRESHOLD),
+    ):
+        raw = environ.get(name, "").strip()
+        try:
+            number = float(raw) if raw else None
+        except ValueError:
+            raise QmdError(INVALID_ARGUMENT, f"{name} must be a number between 0 and 1") from None
+        values.append(require_threshold(name, number, default))
+    return Thresholds(topic=values[0], fusion=values[1])
+
+
+def open_memory(app: App, env: Mapping[str, str] | None = None) -> Memorizer:
+    """Seed 004's memory over `app`'s index: the markdown store in the memory folder (made a
+    QMD collection named `memory` when no collection covers it yet), the app's embedder."""
+    folder = memory_folder(app, env)
+    store = MarkdownMemoryStore.open(folder, app.db_path, env)
+    app.closers.insert(0, store.close)
+    memorizer = Memorizer(store, app.models.embedder, app.clock, memory_thresholds(env))
+    collection = next((c for c in app.store.list_collections() if c.path == folder), None)
+    if collection is None and app.store.get_collection(MEMORY_COLLECTION) is None:
+        collection, _ = app.collections.add(folder, MEMORY_COLLECTION, "**/*.md")
+    if collection is not None:
+        indexed = collection
+        lock = threading.Lock()
+
+        def reindex() -> None:
+            with lock:
+                app.collections.index(indexed)
+
+        memorizer.on_written(reindex)
+    return memorizer
+
+
+def repair_memory(app: App, env: Mapping[str, str] | None = None) -> int | None:
+    """`qmd update`'s part in seed 004: re-embed hand-edited records and finish or undo
+    interrupted merges. None when this index has no memory folder."""
+    environ = os.environ if env is None else env
+    if not os.path.isdir(memory_folder(app, environ)):
+        return None
+    embedder = app.models.embedder
+    if embedder is None:  # `qmd update` runs without models; the memory may need one
+        embedder = build_models(app.config_path, environ, cache=app.cache).embedder
+    store = MarkdownMemoryStore.open(memory_folder(app, environ), app.db_path, environ)
+    try:
+        return Memorizer(store, embedder, app.clock, memory_thresholds(environ)).repair()
+    finally:
+        store.close()

@@ -21,6 +21,7 @@ from domain.extraction import (
 )
 from domain.filters import MetaValue
 from domain.lexquery import LexQuery
+from domain.memory import MemoryRecord, MergeGroup, Topic
 from domain.model import (
     Collection,
     DocumentMeta,
@@ -284,3 +285,37 @@ class ExtractionStates(Protocol):
     resource, REQ-LDIMS-RES-003/004) read it through this port."""
 
     def recorded_state(self, collection: str, path: str) -> ExtractionState | None: ...
+
+
+class MemoryStore(Protocol):
+    """Seed 004's memory: records kept where people can read them (markdown files with front
+    matter), their vectors and the topics' vectors kept where they can be searched (the index).
+
+    `put` is atomic per file (write a temporary file, rename it) and writes the files in the
+    order given before it updates the index in one transaction; `load` reads the files back
+    and gives every record whose file the index does not know in its current form an empty
+    vector (a crash between the two steps, or a hand edit), and forgets index rows whose file
+    is gone. `exclusive` serialises writers across threads and processes.
+    """
+
+    def exclusive(self) -> AbstractContextManager[None]: ...
+    def topics(self) -> list[Topic]: ...
+    def add_topic(self, topic: Topic) -> None: ...
+    def get(self, record_id: str) -> MemoryRecord | None: ...
+    def records(self, topic: str | None = None, kind: str | None = None) -> list[MemoryRecord]: ...
+    def put(self, records: Sequence[MemoryRecord]) -> None: ...
+    def load(self) -> list[MemoryRecord]: ...
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """What a client's LLM made of one group: the fused text, or why there is none."""
+
+    text: str | None
+    reason: str = ""
+
+
+class Fuser(Protocol):
+    """Asks someone's LLM to fuse a group of QA records (MCP sampling, in the server)."""
+
+    def fuse(self, group: MergeGroup, prompt: str) -> Fusion: ...

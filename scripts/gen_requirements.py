@@ -23,7 +23,12 @@ OUTPUT = ROOT / "conformance" / "requirements.json"
 
 BULLET = re.compile(r"^- \*\*(REQ-[A-Z0-9]+(?:-[A-Z0-9]+)*-[0-9]{3})\*\* \[([^\]]+)\] (.*)$")
 ID_ANYWHERE = re.compile(r"\*\*(REQ-[^*]+)\*\*")
-SURFACE_TAGS = {"compat": "compat-2.8.3", "spec": "spec", "ldims": "ldims"}
+SURFACE_TAGS = {
+    "compat": "compat-2.8.3",
+    "spec": "spec",
+    "ldims": "ldims",
+    "memorize": "memorize",
+}
 
 
 class SpecError(ValueError):
@@ -46,7 +51,7 @@ def _parse_tags(raw: str, where: str) -> tuple[list[str], str | None]:
             raise SpecError(f"{where}: unknown tag {tag!r}")
         surfaces.append(SURFACE_TAGS[tag])
     if not surfaces:
-        raise SpecError(f"{where}: name at least one surface (compat/spec/ldims)")
+        raise SpecError(f"{where}: name at least one surface (compat/spec/ldims/memorize)")
     return surfaces, deferred
 
 

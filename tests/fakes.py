@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -32,6 +33,7 @@ from domain.extraction import (
 )
 from domain.filters import MetaValue
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
+from domain.memory import MemoryRecord, Topic, parse_record, record_path, render_record
 from domain.model import (
     Collection,
     Document,
@@ -747,3 +749,67 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
     def _extraction_conforms(extractor: FakeExtractor, ledger: InMemoryExtractionLedger) -> None:
         _extractor: DocumentExtractor = extractor
         _ledger: ExtractionLedger = ledger
+
+
+class InMemoryMemoryStore:
+    """MemoryStore over two dicts: `files` (path -> markdown text, what people would see)
+    and the index rows (id -> (path, text it was made from, record with vector)). A test may
+    edit or delete `files` to play a person or a crash."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+        self._rows: dict[str, tuple[str, str, MemoryRecord]] = {}
+        self._topics: dict[str, Topic] = {}
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._lock:
+            yield
+
+    def topics(self) -> list[Topic]:
+        return [self._topics[name] for name in sorted(self._topics)]
+
+    def add_topic(self, topic: Topic) -> None:
+        self._topics[topic.name] = topic
+
+    def get(self, record_id: str) -> MemoryRecord | None:
+        row = self._rows.get(record_id)
+        return row[2] if row else None
+
+    def records(self, topic: str | None = None, kind: str | None = None) -> list[MemoryRecord]:
+        return [
+            r
+            for _, _, r in sorted(self._rows.values(), key=lambda row: row[2].id)
+            if (topic is None or r.topic == topic) and (kind is None or r.kind == kind)
+        ]
+
+    def put(self, records: Sequence[MemoryRecord]) -> None:
+        for record in records:
+            row = self._rows.get(record.id)
+            path = row[0] if row and row[0] in self.files else record_path(record)
+            text = render_record(record)
+            self.files[path] = text
+            self._rows[record.id] = (path, text, record)
+
+    def load(self) -> list[MemoryRecord]:
+        found: dict[str, MemoryRecord] = {}
+        for path in sorted(self.files):
+            record = parse_record(self.files[path])
+            if record is None or record.id in found:
+                continue
+            row = self._rows.get(record.id)
+            vector: tuple[float, ...] = ()
+            if row is not None and row[1] == self.files[path]:
+                vector = row[2].vector
+            elif row is not None and (row[2].text, row[2].question, row[2].topic) == (
+                record.text,
+                record.question,
+                record.topic,
+            ):
+                vector = row[2].vector
+                self._rows[record.id] = (path, self.files[path], replace(record, vector=vector))
+            found[record.id] = replace(record, vector=vector)
+        for gone in set(self._rows) - set(found):
+            del self._rows[gone]
+        return list(found.values())

@@ -12,6 +12,7 @@ away cancels its request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -22,11 +23,13 @@ from typing import Any
 
 from adapters.http.exchange import (
     SERVER_ERROR,
+    SSE_HEADERS,
     HttpReply,
     McpPlan,
     answer,
     frame_replies,
     plan_mcp_request,
+    sse_event,
     transport_error,
 )
 from adapters.http.guard import OriginPolicy, token_matches
@@ -39,6 +42,7 @@ from adapters.http.workers import (
     WorkerPools,
     may_run_model,
 )
+from adapters.mcp.outgoing import Correlator
 from domain.profiles import SearchProfile
 
 Scope = MutableMapping[str, Any]
@@ -53,6 +57,7 @@ BUSY = -32000
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 NOT_FOUND = HttpReply(404, b"Not Found")
+STREAMED = HttpReply(200)  # the answer went out as a live event stream already
 
 log = logging.getLogger("qmd.http")
 
@@ -72,10 +77,14 @@ class BodyTooLargeError(Exception):
 
 
 class QmdHttpApp:
-    def __init__(self, pools: WorkerPools, settings: HttpSettings) -> None:
+    def __init__(
+        self, pools: WorkerPools, settings: HttpSettings, outgoing: Correlator | None = None
+    ) -> None:
         self.pools = pools
         self.settings = settings
         self.started = time.monotonic()
+        # server-to-client requests of the 2025 era (sampling): None when the surface sends none
+        self.outgoing = outgoing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,7 +98,7 @@ class QmdHttpApp:
         }
         label = ""
         try:
-            reply, label = await self._route(method, path, headers, receive)
+            reply, label = await self._route(method, path, headers, receive, send)
         except BodyTooLargeError:
             reply = transport_error(
                 413,
@@ -102,11 +111,14 @@ class QmdHttpApp:
         if reply is None:  # the client went away; nobody to answer
             _log_request(method, path, label, 499, began)
             return
+        if reply is STREAMED:
+            _log_request(method, path, label, 200, began)
+            return
         await _send(send, reply, head_only=method == "HEAD")
         _log_request(method, path, label, reply.status, began)
 
     async def _route(
-        self, method: str, path: str, headers: dict[str, str], receive: Receive
+        self, method: str, path: str, headers: dict[str, str], receive: Receive, send: Send
     ) -> tuple[HttpReply | None, str]:
         refusal = self.settings.policy.refusal(headers.get("origin"), headers.get("host"))
         if refusal is not None:
@@ -134,6 +146,13 @@ class QmdHttpApp:
             plan = plan_mcp_request(method, headers, body)
             if plan.reply is not None:
                 return plan.reply, plan.label or method
+            if self.outgoing is not None and not plan.modern:
+                if all("method" not in m for m in plan.messages):
+                    for message in plan.messages:  # the client's answers to our requests
+                        self.outgoing.deliver(message)
+                    return HttpReply(202), "response"
+                if any("method" in m and "id" in m for m in plan.messages):
+                    return await self._mcp_streamed(plan, send), plan.label
             return await self._mcp(plan, receive), plan.label
         return NOT_FOUND, ""
 
@@ -195,6 +214,56 @@ class QmdHttpApp:
         except TimeoutError:
             return _errors_for(plan, TIMED_OUT, self._timeout_text(), 200)
 
+    async def _mcp_streamed(self, plan: McpPlan, send: Send) -> HttpReply:
+        """A 2025-era POST to a surface that talks back: the SSE stream opens at once and
+        carries, before the replies, every request a tool sends the client while it runs
+        (the client POSTs its answers separately; `self.outgoing` matches them). No time
+        limit here: the client's LLM takes as long as it takes, and each of our requests
+        has its own (adapters/mcp/outgoing.py)."""
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+        def emit(message: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(events.put_nowait, message)
+
+        def work(worker: Worker) -> list[dict[str, Any]]:
+            session = worker.session
+            session.emit = emit
+            try:
+                handled = (session.handle_message(m) for m in plan.messages)
+                return [r for r in handled if r is not None]
+            finally:
+                session.emit = None
+
+        task = asyncio.ensure_future(self.pools.run(Job(), work, True))
+        task.add_done_callback(lambda _task: events.put_nowait(None))
+        headers = [(b"content-type", b"text/event-stream")]
+        headers += [(k.encode(), v.encode()) for k, v in SSE_HEADERS]
+        gone = False
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+        except OSError:
+            gone = True
+        while (message := await events.get()) is not None:
+            if not gone:
+                try:
+                    chunk = sse_event(message)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                except OSError:  # the client went away; the tool's requests will time out
+                    gone = True
+        try:
+            replies = task.result()
+        except BusyError:
+            replies = _error_replies(plan, BUSY, "Server busy: too many model requests queued")
+        except Exception:  # the stream is open: answer in it, never with a second status
+            log.exception("streamed MCP request failed")
+            replies = _error_replies(plan, -32603, "Internal error")
+        if not gone:
+            body = b"".join(sse_event(reply) for reply in replies)
+            with contextlib.suppress(OSError):
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+        return STREAMED
+
     def _timeout_text(self) -> str:
         return f"Request timed out after {self.settings.timeout_s:g} s"
 
@@ -246,13 +315,17 @@ def _rest_error(status: int, text: str) -> HttpReply:
     return HttpReply(status, json.dumps({"error": text}).encode(), "application/json")
 
 
-def _errors_for(plan: McpPlan, code: int, message: str, status: int) -> HttpReply:
-    """One JSON-RPC error per request in the plan, framed as its replies would have been."""
-    replies = [
+def _error_replies(plan: McpPlan, code: int, message: str) -> list[dict[str, Any]]:
+    return [
         {"jsonrpc": "2.0", "id": m["id"], "error": {"code": code, "message": message}}
         for m in plan.messages
         if "id" in m and "method" in m
     ]
+
+
+def _errors_for(plan: McpPlan, code: int, message: str, status: int) -> HttpReply:
+    """One JSON-RPC error per request in the plan, framed as its replies would have been."""
+    replies = _error_replies(plan, code, message)
     if status != 200:
         first = replies[0]["id"] if replies else None
         return transport_error(status, SERVER_ERROR if code == BUSY else code, message, first)

@@ -14,8 +14,9 @@ from adapters.http.daemon import DaemonFiles, remove_own_pid_file
 from adapters.http.guard import OriginPolicy, bind_refusal
 from adapters.http.serve import bind_socket, serve
 from adapters.http.workers import Worker, WorkerPools
+from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
-from adapters.mcp.registry import SurfaceContext, canonical_surface, create_surface
+from adapters.mcp.registry import SurfaceContext, canonical_surface, create_surface, talks_back
 from adapters.mcp.stdio import serve_stdio
 from domain.profiles import ORIGINAL_2_8_3, SEED_000
 
@@ -51,10 +52,14 @@ def build_http_app(
     if refusal is not None:
         raise HttpStartError(refusal)
     compat = canonical_surface(surface).startswith("compat-")
+    # 2025-era clients POST their answers to our sampling requests on requests of their own,
+    # which any worker may take: one correlator for the whole server.
+    outgoing = Correlator("qmd-http") if talks_back(surface) else None
 
     def open_worker() -> Worker:
         reader = open_reader(app, options.env)
         session = Session(create_surface(surface, reader.services, context), stateless=True)
+        session.outgoing = outgoing
         return Worker(session, reader.services, reader.interrupt, reader.close)
 
     pools = WorkerPools(open_worker, options.threads, options.model_threads)
@@ -66,7 +71,7 @@ def build_http_app(
         timeout_s=options.timeout_s,
         max_body_bytes=options.max_body_bytes,
     )
-    return QmdHttpApp(pools, settings)
+    return QmdHttpApp(pools, settings, outgoing)
 
 
 def run_http_server(

@@ -9,10 +9,12 @@ What the tools do is the business of a `Surface`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from adapters.mcp.eras import MODERN_ERA, ConnectionEra, pinned_envelope_problem
+from adapters.mcp.outgoing import ClientRequestError, Correlator, Emit
 from adapters.mcp.validation import js_type
 from adapters.mcp.wire import (
     MAX_DEPTH,
@@ -49,7 +51,7 @@ _CACHE_HINTS: dict[str, int] = {
     "resources/read": 0,
 }
 # Methods of the 2025 handshake era that a 2026-07-28 request cannot call.
-_LEGACY_ONLY = frozenset({"initialize", "ping"})
+_LEGACY_ONLY = frozenset({"initialize", "ping", "resources/subscribe", "resources/unsubscribe"})
 # ... and the one a 2025-era request cannot call.
 _MODERN_ONLY = frozenset({"server/discover"})
 
@@ -74,6 +76,32 @@ class Surface(Protocol):
     def read_resource(self, uri: str) -> dict[str, Any]: ...
 
 
+@dataclass(frozen=True)
+class CallContext:
+    """What a tool call may know of its client and ask of it (docs/decisions/0039).
+
+    `era` is "legacy" (2025 revisions) or "modern" (2026-07-28). `client_capabilities` is what
+    the client declared (initialize in the 2025 era, `_meta` of the request in 2026-07-28), None
+    where the transport cannot know (stateless 2025-era HTTP, where initialize came on another
+    POST). `ask` sends a server-to-client request and waits for its result (2025 era; None where
+    the transport has no way back to the client). `input_responses`/`request_state` carry a
+    2026-07-28 retry of an `input_required` result."""
+
+    era: str
+    client_capabilities: dict[str, Any] | None
+    ask: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+
+
+class InteractiveSurface(Protocol):
+    """A surface whose tools talk back to the client, or whose resources can be watched."""
+
+    def call_tool_with(self, name: str, arguments: Any, context: CallContext) -> dict[str, Any]: ...
+    def subscribe(self, uri: str, notify: Callable[[str, dict[str, Any]], None]) -> None: ...
+    def unsubscribe(self, uri: str) -> None: ...
+
+
 @dataclass
 class _Request:
     id: Any
@@ -90,6 +118,12 @@ class Session:
         self.surface = surface
         self._stateless = stateless
         self._era = ConnectionEra()
+        self._client_capabilities: dict[str, Any] | None = None
+        # Set by the transport: where server-to-client messages go, and the correlator that
+        # matches the client's responses to the requests we sent (adapters/mcp/outgoing.py).
+        self.emit: Emit | None = None
+        self.outgoing: Correlator | None = None
+        self._current_era = "legacy"
 
     # -- envelope --------------------------------------------------------------------------
 
@@ -143,7 +177,9 @@ class Session:
         method = message.get("method")
         if not isinstance(method, str):
             if has_id and ("result" in message or "error" in message):
-                return None  # a response to a server request: we never send any
+                if self.outgoing is not None:  # a response to one of our requests
+                    self.outgoing.deliver(message)
+                return None
             return self.malformed(
                 INVALID_REQUEST, "Invalid Request", request_id if _valid_id(request_id) else None
             )
@@ -187,6 +223,8 @@ class Session:
             "resources/read": self._resources_read,
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
         }.get(request.method)
         only_elsewhere = _LEGACY_ONLY if era == "modern" else _MODERN_ONLY
         if handler is None or request.method in only_elsewhere:
@@ -195,6 +233,7 @@ class Session:
             problem = pinned_envelope_problem(request.params)
             if problem is not None:
                 raise JsonRpcError(problem.code, problem.message, problem.data)
+        self._current_era = era
         result = handler(request.params)
         if era == "modern":
             result = self._decorate_modern(request.method, result)
@@ -202,7 +241,7 @@ class Session:
 
     def _decorate_modern(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         decorated = dict(result)
-        decorated["resultType"] = "complete"
+        decorated.setdefault("resultType", "complete")
         if method in _CACHE_HINTS:
             decorated["ttlMs"] = _CACHE_HINTS[method]
             decorated["cacheScope"] = "private"
@@ -214,6 +253,8 @@ class Session:
 
     def _initialize(self, params: Any) -> dict[str, Any]:
         requested = params.get("protocolVersion") if isinstance(params, dict) else None
+        declared = params.get("capabilities") if isinstance(params, dict) else None
+        self._client_capabilities = declared if isinstance(declared, dict) else {}
         version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
         result: dict[str, Any] = {
             "protocolVersion": version,
@@ -251,7 +292,64 @@ class Session:
             raise self.surface.wording.bad_param("tools/call", ["params", "name"], "string", got)
         if name not in {tool["name"] for tool in self.surface.tools()}:
             raise JsonRpcError(INVALID_PARAMS, f"Tool {name} not found")
-        return self.surface.call_tool(name, params.get("arguments"))
+        call_with = getattr(self.surface, "call_tool_with", None)
+        if call_with is None:
+            return self.surface.call_tool(name, params.get("arguments"))
+        result: dict[str, Any] = call_with(name, params.get("arguments"), self._context(params))
+        return result
+
+    def _context(self, params: dict[str, Any]) -> CallContext:
+        era = self._current_era
+        if era == "modern":
+            meta = params.get("_meta")
+            declared = meta.get(META_CAPABILITIES) if isinstance(meta, dict) else None
+            responses = params.get("inputResponses")
+            state = params.get("requestState")
+            return CallContext(
+                era,
+                declared if isinstance(declared, dict) else {},
+                input_responses=responses if isinstance(responses, dict) else None,
+                request_state=state if isinstance(state, str) else None,
+            )
+        capabilities = None if self._stateless else self._client_capabilities
+        return CallContext(era, capabilities, self._asker())
+
+    def _asker(self) -> Callable[[str, dict[str, Any]], dict[str, Any]] | None:
+        emit, outgoing = self.emit, self.outgoing
+        if emit is None or outgoing is None:
+            return None
+
+        def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return outgoing.request(emit, method, params)
+
+        return ask
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification to the client, where the transport has a way to it."""
+        if self.emit is not None:
+            try:
+                self.emit({"jsonrpc": "2.0", "method": method, "params": params})
+            except (OSError, ClientRequestError):
+                log.info("could not deliver %s", method)
+
+    def _subscription_uri(self, params: Any) -> tuple[Any, str]:
+        subscribe = getattr(self.surface, "subscribe", None)
+        if subscribe is None or self._stateless or self.emit is None:
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+        uri = params.get("uri") if isinstance(params, dict) else None
+        if not isinstance(uri, str):
+            raise JsonRpcError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        return subscribe, uri
+
+    def _subscribe(self, params: Any) -> dict[str, Any]:
+        subscribe, uri = self._subscription_uri(params)
+        subscribe(uri, self.notify)
+        return {}
+
+    def _unsubscribe(self, params: Any) -> dict[str, Any]:
+        self._subscription_uri(params)
+        self.surface.unsubscribe(params["uri"])  # type: ignore[attr-defined]
+        return {}
 
     def _resources_list(self, _params: Any) -> dict[str, Any]:
         return {"resources": []}

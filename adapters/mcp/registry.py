@@ -9,10 +9,12 @@ from dataclasses import dataclass
 
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
 from adapters.mcp.ldims import LdimsSurface
+from adapters.mcp.memorize import MemorizeSurface
 from adapters.mcp.protocol import Surface
 from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.spec import SpecSurface
-from domain.errors import INVALID_ARGUMENT, QmdError
+from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
+from domain.usecases.memorize import Memorizer
 from domain.usecases.services import Services
 
 
@@ -24,18 +26,31 @@ class SurfaceContext:
     version: str
     force_root: str | None = None
     home: str | None = None
+    # seed 004's memory, opened once per process on first use (the memorize surface)
+    memory: Callable[[], Memorizer] | None = None
 
 
 SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
 
 _FACTORIES: dict[str, SurfaceFactory] = {}
 _ALIASES: dict[str, str] = {}
+_TALKS_BACK: set[str] = set()
 
 
-def register_surface(name: str, factory: SurfaceFactory, aliases: tuple[str, ...] = ()) -> None:
+def register_surface(
+    name: str, factory: SurfaceFactory, aliases: tuple[str, ...] = (), talks_back: bool = False
+) -> None:
+    """`talks_back`: the surface's tools send the client requests while they run (sampling),
+    so the 2025-era HTTP transport answers its POSTs as a live event stream."""
     _FACTORIES[name] = factory
     for alias in aliases:
         _ALIASES[alias] = name
+    if talks_back:
+        _TALKS_BACK.add(name)
+
+
+def talks_back(name: str) -> bool:
+    return canonical_surface(name) in _TALKS_BACK
 
 
 def surface_names() -> list[str]:
@@ -66,3 +81,12 @@ register_surface(
 register_surface(
     "ldims", lambda services, _ctx: LdimsSurface(services, services.extraction)
 )  # seed 003
+
+
+def _memorize(_services: Services, context: SurfaceContext) -> MemorizeSurface:
+    if context.memory is None:
+        raise QmdError(UNAVAILABLE, "The memorize surface needs a memory; none was configured")
+    return MemorizeSurface(context.memory(), context.version)
+
+
+register_surface("memorize", _memorize, talks_back=True)

@@ -7,7 +7,8 @@ real MiniLM GGUF (`scripts/prepare_models.py`); `ours-spec-rooted` serves the de
 with `--force-root` on its handbook folder; `ours-ldims` the LDIMS surface of seed 003 over
 the default fixture; `ours-spec-remote` runs the embedded cases with that
 GGUF served over HTTP by llama_cpp.server (scripts/model_server.py), so remote vectors must
-rank as in-process ones do (about 30 s on the two-core machine).
+rank as in-process ones do (about 30 s on the two-core machine); `ours-memorize` runs the
+memorize surface's cases (seed 004) with that GGUF as its embedding model.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from tests.conformance.helpers import run_cli
         ("ours-compat", "compat-2.8.3", "default"),
         ("ours-spec", "spec", "default"),
         pytest.param("ours-spec-models", "spec", "embedded", marks=pytest.mark.models),
+        # seed 004's memory surface, with the MiniLM GGUF as its embedding model
+        pytest.param("ours-memorize", "memorize", "default", marks=pytest.mark.models),
         ("ours-spec-rooted", "spec", "rooted"),
         ("ours-ldims", "ldims", "default"),  # seed 003's surface (docs/spec/ldims.md)
         pytest.param("ours-spec-remote", "spec", "embedded", marks=pytest.mark.models),

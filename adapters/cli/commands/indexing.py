@@ -37,6 +37,7 @@ def update(args: argparse.Namespace) -> int:
         from adapters.cli.commands.project import approve_for_update, outside_project
 
         gated_allowed = approve_for_update(app)
+        _repair_memory(app)
         out(f"Updating {len(collections)} collection(s)...\n\n")
         for number, collection in enumerate(collections, start=1):
             out(f"[{number}/{len(collections)}] {collection.name} ({collection.pattern})\n")
@@ -65,6 +66,21 @@ def update(args: argparse.Namespace) -> int:
     if pending:
         out(f"\nRun 'qmd embed' to update embeddings ({pending} unique hashes need vectors)\n")
     return 0
+
+
+def _repair_memory(app: App) -> None:
+    """Seed 004's memory folder, when this index has one: re-embed records edited by hand,
+    finish or undo merges a crash interrupted (REQ-MEM-STORE-006)."""
+    from adapters.bootstrap import repair_memory
+    from domain.errors import QmdError
+
+    try:
+        repaired = repair_memory(app)
+    except QmdError as error:
+        out(f"Memory not repaired: {error.message}\n\n")
+        return
+    if repaired:
+        out(f"Memory: {repaired} record(s) repaired or re-embedded.\n\n")
 
 
 def _run_update_command(collection: Collection) -> None:

@@ -139,12 +139,31 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
             force_root=force_root,
             compat=canonical_surface(surface) == canonical_surface(IMPLEMENTS),
         )
-    context = SurfaceContext(package_version(), force_root, app.home)
+    context = SurfaceContext(package_version(), force_root, app.home, _memory_opener(app))
     if transport == "stdio":
         from adapters.mcp.server import run_stdio_server
 
         return run_stdio_server(app.services(), surface, context, on_close=app.close)
     return _serve_http(app, surface, context, options, with_stdio=transport == "both")
+
+
+def _memory_opener(app: Any) -> Any:
+    """Seed 004's memory for the memorize surface: opened on first use, once per process
+    (every HTTP worker's surface shares it)."""
+    import threading
+
+    from adapters.bootstrap import open_memory
+
+    opened: list[Any] = []
+    lock = threading.Lock()
+
+    def memory() -> Any:
+        with lock:
+            if not opened:
+                opened.append(open_memory(app))
+            return opened[0]
+
+    return memory
 
 
 def _serve_http(app: Any, surface: str, context: Any, options: Any, with_stdio: bool) -> int:

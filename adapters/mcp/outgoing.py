@@ -1,0 +1,104 @@
+"""Requests the server sends to the client (server-to-client requests of the 2025 era:
+`sampling/createMessage`), correlated with the responses that come back.
+
+The correlator is transport-neutral: a transport gives it a way to emit a message (a line on
+stdout, an event on the SSE stream of the POST being answered) and hands it every JSON-RPC
+response it reads (`deliver`). The stdio loop consults it for each incoming response while a
+tool call runs on a worker thread; the HTTP app shares one across its workers, because the
+2025-era client POSTs each response on a request of its own (docs/decisions/0039).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Emit = Callable[[dict[str, Any]], None]
+DEFAULT_TIMEOUT_S = 300.0
+
+
+class ClientRequestError(Exception):
+    """The client answered with an error, never answered, or the connection went away."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class _Pending:
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: dict[str, Any] | None = None
+    failure: str | None = None
+
+
+class Correlator:
+    """Outgoing requests waiting for their responses, by id."""
+
+    def __init__(self, prefix: str = "qmd") -> None:
+        self._prefix = prefix
+        self._ids = itertools.count(1)
+        self._pending: dict[str, _Pending] = {}
+        self._lock = threading.Lock()
+        self._closed: str | None = None
+
+    def request(
+        self, emit: Emit, method: str, params: dict[str, Any], timeout: float = DEFAULT_TIMEOUT_S
+    ) -> dict[str, Any]:
+        """Send `method` through `emit`, block until its response, return its `result`."""
+        request_id = f"{self._prefix}-{next(self._ids)}"
+        pending = _Pending()
+        with self._lock:
+            if self._closed is not None:
+                raise ClientRequestError(self._closed)
+            self._pending[request_id] = pending
+        try:
+            emit({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            if not pending.done.wait(timeout):
+                raise ClientRequestError(f"the client did not answer {method} in {timeout:g} s")
+        finally:
+            with self._lock:
+                self._pending.pop(request_id, None)
+        if pending.failure is not None:
+            raise ClientRequestError(pending.failure)
+        reply = pending.reply or {}
+        error = reply.get("error")
+        if isinstance(error, dict):
+            code = error.get("code")
+            raise ClientRequestError(
+                str(error.get("message", "error")), code if isinstance(code, int) else None
+            )
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            raise ClientRequestError(f"the client's answer to {method} has no result object")
+        return result
+
+    def deliver(self, message: dict[str, Any]) -> bool:
+        """Hand over a response read from the client; False when no request waits for it."""
+        request_id = message.get("id")
+        if not isinstance(request_id, str):
+            return False
+        with self._lock:
+            pending = self._pending.get(request_id)
+        if pending is None:
+            return False
+        pending.reply = message
+        pending.done.set()
+        return True
+
+    def close(self, reason: str = "the client closed the connection") -> None:
+        """Fail every waiting request (the transport is going away)."""
+        with self._lock:
+            self._closed = reason
+            waiting = list(self._pending.values())
+        for pending in waiting:
+            pending.failure = reason
+            pending.done.set()
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._pending)

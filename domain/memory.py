@@ -1,0 +1,306 @@
+"""Seed 004's agent memory, as plain data and pure rules (REQ-MEM-*).
+
+A QA record is a question an agent answered; a knowledge record is what the client's LLM
+fused from a group of similar QA records. Both belong to a topic; topics are reused by vector
+similarity. Records are kept as markdown files with front matter (see `render_record` and
+`parse_record`), so people can read, edit and version them; the values in the front matter are
+JSON scalars and lists, which YAML reads the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from domain.errors import INVALID_ARGUMENT, QmdError
+
+QA: str = "qa"
+KNOWLEDGE: str = "knowledge"
+
+# Limits of the seed-001 envelope checks (REQ-MEM-INPUT-001).
+MAX_QUESTION_CHARS = 4_000
+MAX_ANSWER_CHARS = 32_000
+MAX_TOPIC_CHARS = 200
+MAX_CONTEXT_CHARS = 8_000
+MAX_RESOURCE_CHARS = 16_000  # a knowledge:// read is bounded (REQ-MEM-RES-002)
+MAX_KNOWLEDGE_CHARS = 32_000  # a fused text longer than this is cut, with a marker
+
+# Chosen from benchmarks/bench_memorize_topics.py (docs/decisions/0038).
+DEFAULT_TOPIC_THRESHOLD = 0.45
+DEFAULT_FUSION_THRESHOLD = 0.80
+DEFAULT_QUERY_LIMIT = 5
+MAX_GROUP_SIZE = 8
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    vector: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """One QA or knowledge record. `text` is the answer (QA) or the fused text (knowledge);
+    `question` is empty for knowledge; `sources` lists the QA ids a knowledge record fused;
+    `merged_into` is the knowledge id that absorbed a QA record (empty while unmerged)."""
+
+    id: str
+    kind: str
+    topic: str
+    question: str
+    text: str
+    created: str
+    updated: str
+    merged: bool = False
+    merged_into: str = ""
+    sources: tuple[str, ...] = ()
+    source_questions: tuple[str, ...] = ()
+    vector: tuple[float, ...] = field(default=(), compare=False)
+
+    def merged_by(self, knowledge_id: str, when: str) -> MemoryRecord:
+        return replace(self, merged=True, merged_into=knowledge_id, updated=when)
+
+    def unmerged(self, when: str) -> MemoryRecord:
+        return replace(self, merged=False, merged_into="", updated=when)
+
+
+@dataclass(frozen=True)
+class Scored:
+    record: MemoryRecord
+    score: float
+
+
+@dataclass(frozen=True)
+class MergeGroup:
+    """QA records similar enough to fuse; `key` names the group in a sampling round trip."""
+
+    key: str
+    topic: str
+    members: tuple[MemoryRecord, ...]
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(m.id for m in self.members)
+
+
+# -- validation ---------------------------------------------------------------------------
+
+
+def require_text(name: str, value: str, limit: int) -> str:
+    """The trimmed value, or `invalid-argument` when it is empty or longer than `limit`."""
+    text = value.strip()
+    if not text:
+        raise QmdError(INVALID_ARGUMENT, f"{name} must not be empty")
+    if len(text) > limit:
+        raise QmdError(
+            INVALID_ARGUMENT, f"{name} is {len(text)} characters long; the limit is {limit}"
+        )
+    return text
+
+
+def require_threshold(name: str, value: float | None, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise QmdError(INVALID_ARGUMENT, f"{name} must be a number between 0 and 1")
+    if not 0.0 <= float(value) <= 1.0:
+        raise QmdError(INVALID_ARGUMENT, f"{name} must be between 0 and 1, got {value}")
+    return float(value)
+
+
+# -- similarity ---------------------------------------------------------------------------
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    if not a or not b or len(a) != len(b):
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return dot / (na * nb)
+
+
+def closest_topic(vector: Sequence[float], topics: Sequence[Topic]) -> tuple[Topic, float] | None:
+    """The most similar topic (ties: the name that sorts first), or None without topics."""
+    best: tuple[Topic, float] | None = None
+    for topic in sorted(topics, key=lambda t: t.name):
+        score = cosine(vector, topic.vector)
+        if best is None or score > best[1]:
+            best = (topic, score)
+    return best
+
+
+def similar_groups(
+    records: Sequence[MemoryRecord], threshold: float, max_size: int = MAX_GROUP_SIZE
+) -> list[MergeGroup]:
+    """Groups of at least two unmerged QA records of one topic, each member at least
+    `threshold` similar to the group's first record (its seed). Seeds are taken oldest first,
+    so the grouping of the same records is always the same."""
+    pending = sorted(
+        (r for r in records if r.kind == QA and not r.merged), key=lambda r: (r.created, r.id)
+    )
+    used: set[str] = set()
+    groups: list[MergeGroup] = []
+    for seed in pending:
+        if seed.id in used:
+            continue
+        mates = [
+            r
+            for r in pending
+            if r.id not in used
+            and r.id != seed.id
+            and r.topic == seed.topic
+            and cosine(seed.vector, r.vector) >= threshold
+        ][: max_size - 1]
+        if not mates:
+            continue
+        members = (seed, *mates)
+        used.update(m.id for m in members)
+        groups.append(MergeGroup(f"g{len(groups) + 1}", seed.topic, members))
+    return groups
+
+
+# -- identity and names -------------------------------------------------------------------
+
+
+def normalized(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def qa_id(question: str, answer: str) -> str:
+    """Identical pairs (same words, whatever the spacing) get the same id (REQ-MEM-STORE-003)."""
+    digest = hashlib.sha256(f"{normalized(question)}\0{normalized(answer)}".encode()).hexdigest()
+    return "qa-" + digest[:16]
+
+
+def knowledge_id(source_ids: Sequence[str]) -> str:
+    digest = hashlib.sha256("\0".join(sorted(source_ids)).encode()).hexdigest()
+    return "kn-" + digest[:16]
+
+
+def topic_slug(topic: str) -> str:
+    """A folder name for a topic: lower-case words joined by '-', at most 60 characters."""
+    slug = re.sub(r"[^\w]+", "-", unicodedata.normalize("NFC", topic).lower()).strip("-_")
+    return slug[:60].strip("-_") or "topic"
+
+
+def record_path(record: MemoryRecord) -> str:
+    """Where a record lives inside the memory folder."""
+    folder = "qa" if record.kind == QA else "knowledge"
+    return f"{folder}/{topic_slug(record.topic)}/{record.id}.md"
+
+
+# -- markdown with front matter -----------------------------------------------------------
+
+_FIELDS = (
+    "id",
+    "kind",
+    "topic",
+    "question",
+    "merged",
+    "merged_into",
+    "sources",
+    "source_questions",
+    "created",
+    "updated",
+)
+
+
+def render_record(record: MemoryRecord) -> str:
+    values: dict[str, object] = {
+        "id": record.id,
+        "kind": record.kind,
+        "topic": record.topic,
+        "question": record.question,
+        "merged": record.merged,
+        "merged_into": record.merged_into,
+        "sources": list(record.sources),
+        "source_questions": list(record.source_questions),
+        "created": record.created,
+        "updated": record.updated,
+    }
+    if record.kind == KNOWLEDGE:
+        del values["question"], values["merged"], values["merged_into"]
+    else:
+        del values["sources"], values["source_questions"]
+    lines = ["---", *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in values.items())]
+    lines += ["---", "", record.text.rstrip("\n"), ""]
+    return "\n".join(lines)
+
+
+def _value(raw: str) -> object:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.strip().strip("'")  # a hand edit without quotes: keep the words
+
+
+def parse_record(text: str) -> MemoryRecord | None:
+    """The record a file holds, or None when it is not one (no front matter, no id/kind)."""
+    if not text.startswith("---"):
+        return None
+    end = text.find("\n---", 3)
+    if end < 0:
+        return None
+    fields: dict[str, object] = {}
+    for line in text[3:end].splitlines():
+        key, sep, raw = line.partition(":")
+        if sep and key.strip() in _FIELDS:
+            fields[key.strip()] = _value(raw.strip())
+    body = text[end + 4 :].lstrip("\n").rstrip("\n")
+    kind = fields.get("kind")
+    record_id = fields.get("id")
+    topic = fields.get("topic")
+    if kind not in (QA, KNOWLEDGE) or not isinstance(record_id, str) or not record_id:
+        return None
+    if not isinstance(topic, str) or not topic.strip():
+        return None
+
+    def text_of(name: str) -> str:
+        value = fields.get(name, "")
+        return value if isinstance(value, str) else str(value)
+
+    def list_of(name: str) -> tuple[str, ...]:
+        value = fields.get(name, [])
+        return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+    return MemoryRecord(
+        id=record_id,
+        kind=str(kind),
+        topic=topic.strip(),
+        question=text_of("question"),
+        text=body,
+        created=text_of("created"),
+        updated=text_of("updated"),
+        merged=fields.get("merged") is True,
+        merged_into=text_of("merged_into") if fields.get("merged_into") else "",
+        sources=list_of("sources"),
+        source_questions=list_of("source_questions"),
+    )
+
+
+def fusion_prompt(group: MergeGroup) -> str:
+    """What the client's LLM is asked to fuse (REQ-MEM-MERGE-002)."""
+    parts = [
+        f"Topic: {group.topic}",
+        "",
+        "Fuse the question/answer pairs below into one short, self-contained piece of "
+        "knowledge. Keep every fact that the answers agree on, say where they disagree, "
+        "and answer in plain markdown without a preamble.",
+    ]
+    for number, member in enumerate(group.members, start=1):
+        parts += ["", f"Q{number}: {member.question}", f"A{number}: {member.text}"]
+    return "\n".join(parts)
+
+
+def bounded(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n\n[... truncated {len(text) - limit} characters]"

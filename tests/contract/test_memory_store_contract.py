@@ -1,0 +1,121 @@
+"""The MemoryStore port (REQ-MEM-STORE-*), held to one contract by the fake and by the
+markdown-files-plus-index adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from adapters.sqlite.memory import MarkdownMemoryStore
+from domain.memory import KNOWLEDGE, QA, MemoryRecord, Topic, parse_record, record_path
+from tests.fakes import InMemoryMemoryStore
+
+MemoryLike = InMemoryMemoryStore | MarkdownMemoryStore
+
+
+@pytest.fixture(params=["fake", "markdown"])
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryLike]:
+    if request.param == "fake":
+        yield InMemoryMemoryStore()
+        return
+    store = MarkdownMemoryStore.open(str(tmp_path / "memory"), str(tmp_path / "index.sqlite"))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def qa(n: int, topic: str = "t", **changes: object) -> MemoryRecord:
+    record = MemoryRecord(
+        id=f"qa-{n}",
+        kind=QA,
+        topic=topic,
+        question=f"question {n}?",
+        text=f"answer {n}",
+        created=f"2026-01-0{n}T00:00:00Z",
+        updated=f"2026-01-0{n}T00:00:00Z",
+        vector=(float(n), 1.0),
+    )
+    return replace(record, **changes)  # type: ignore[arg-type]
+
+
+def file_text(memory: MemoryLike, record: MemoryRecord) -> str:
+    if isinstance(memory, InMemoryMemoryStore):
+        return memory.files[record_path(record)]
+    return (memory.folder / record_path(record)).read_text(encoding="utf-8")
+
+
+def edit(memory: MemoryLike, record: MemoryRecord, text: str | None) -> None:
+    """What a person (or a crash) does to a record's file; None deletes it."""
+    if isinstance(memory, InMemoryMemoryStore):
+        if text is None:
+            del memory.files[record_path(record)]
+        else:
+            memory.files[record_path(record)] = text
+        return
+    path = memory.folder / record_path(record)
+    if text is None:
+        path.unlink()
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+def test_put_then_get_and_filter(memory: MemoryLike) -> None:
+    knowledge = qa(3, kind=KNOWLEDGE, question="", sources=("qa-1", "qa-2"))
+    memory.put([knowledge, qa(1), qa(2, topic="other")])
+    assert memory.get("qa-1") == qa(1) and memory.get("qa-1").vector == (1.0, 1.0)  # type: ignore[union-attr]
+    assert memory.get("nope") is None
+    assert [r.id for r in memory.records("t", QA)] == ["qa-1"]
+    assert [r.id for r in memory.records(None, QA)] == ["qa-1", "qa-2"]
+    assert [r.id for r in memory.records("t", KNOWLEDGE)] == ["qa-3"]
+
+
+def test_the_file_is_markdown_with_front_matter(memory: MemoryLike) -> None:
+    record = qa(1, question="Wie geht's? 中文", text="# Heading\n\nbody")
+    memory.put([record])
+    text = file_text(memory, record)
+    assert text.startswith('---\nid: "qa-1"\n') and "\n---\n\n# Heading\n\nbody\n" in text
+    assert parse_record(text) == record
+
+
+def test_topics(memory: MemoryLike) -> None:
+    memory.add_topic(Topic("b", (0.0, 1.0)))
+    memory.add_topic(Topic("a", (1.0, 0.0)))
+    assert memory.topics() == [Topic("a", (1.0, 0.0)), Topic("b", (0.0, 1.0))]
+
+
+def test_load_keeps_vectors_of_unchanged_files(memory: MemoryLike) -> None:
+    memory.put([qa(1), qa(2)])
+    loaded = {r.id: r for r in memory.load()}
+    assert loaded == {"qa-1": qa(1), "qa-2": qa(2)}
+    assert loaded["qa-1"].vector == (1.0, 1.0)
+
+
+def test_a_hand_edited_answer_loses_its_vector(memory: MemoryLike) -> None:
+    memory.put([qa(1)])
+    edit(memory, qa(1), file_text(memory, qa(1)).replace("answer 1", "a better answer"))
+    (loaded,) = memory.load()
+    assert loaded.text == "a better answer" and loaded.vector == ()
+
+
+def test_a_changed_flag_keeps_the_vector(memory: MemoryLike) -> None:
+    memory.put([qa(1)])
+    edit(memory, qa(1), file_text(memory, qa(1)).replace("merged: false", "merged: true"))
+    (loaded,) = memory.load()
+    assert loaded.merged is True and loaded.vector == (1.0, 1.0)
+
+
+def test_a_deleted_file_is_forgotten(memory: MemoryLike) -> None:
+    memory.put([qa(1), qa(2)])
+    edit(memory, qa(2), None)
+    assert [r.id for r in memory.load()] == ["qa-1"]
+    assert memory.get("qa-2") is None
+
+
+def test_exclusive_is_a_context_manager(memory: MemoryLike) -> None:
+    with memory.exclusive():
+        memory.put([qa(1)])
+    assert memory.get("qa-1") is not None
