@@ -6,11 +6,12 @@ Entry points (CLI, MCP stdio, HTTP) call `build_app`; tests call `assemble` with
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.config.trust import TrustDecision, decide, untrusted_view
+from adapters.config.trust import TrustDecision, decide, is_local_config_path, untrusted_view
 from adapters.config.yaml_config import (
     YamlConfigRepository,
     load_config,
@@ -26,6 +27,7 @@ from adapters.fs.root_scope import (
     RootScopedVectorIndex,
 )
 from adapters.models.bundle import Models
+from adapters.postgres.store import PostgresIndex, is_postgres_url, redact
 from adapters.sqlite.store import SqliteIndex
 from domain.ports import (
     Clock,
@@ -66,6 +68,22 @@ class App:
     trust: TrustDecision | None = None
     force_root: str | None = None
     closers: list[Any] = field(default_factory=list)
+    # "sqlite" or "postgresql": which storage adapter holds the index (status, doctor)
+    backend: str = "sqlite"
+    # (lock name, wait) -> held?: a lock every process writing this index shares (advisory
+    # locks on PostgreSQL); None: the CLI's lock files beside the SQLite file
+    index_lock: Callable[[str, bool], AbstractContextManager[bool]] | None = None
+
+    @property
+    def index_display(self) -> str:
+        """Where the index is, for people: the file, or the URL without its password."""
+        return redact(self.db_path) if is_postgres_url(self.db_path) else self.db_path
+
+    def index_size(self) -> int:
+        """Bytes the index takes: the SQLite file, or the PostgreSQL schema's tables."""
+        if isinstance(self.maintenance, PostgresIndex):
+            return self.maintenance.size_bytes()
+        return os.path.getsize(self.db_path) if os.path.exists(self.db_path) else 0
 
     def services(self) -> Services:
         return Services(self.store, self.searcher, self.retrieval, self.status)
@@ -121,16 +139,18 @@ def build_app(
     force_cpu: bool = False,
     force_root: str | None = None,
     compat: bool = False,
+    index_url: str | None = None,
 ) -> App:
-    """The production graph: SQLite index + YAML config + file system (+ GGUF models).
+    """The production graph: the index (SQLite file or PostgreSQL URL) + YAML config + file
+    system (+ GGUF models).
 
     With `force_root`, every read the use cases make goes through the root scope
     (`adapters.fs.root_scope`): the app sees only collections whose folders lie inside it.
     `compat`: the models follow the original 2.8.3's rules (the `--compat` MCP server).
     """
     environ = os.environ if env is None else env
-    db_path, config_path = resolve_paths(index_name, environ)
-    index = SqliteIndex.open(db_path, environ)
+    db_path, config_path = index_location(index_name, environ, index_url)
+    index = open_index(db_path, environ)
     config = load_config(config_path)
     trust = decide(config, config_path, environ, builtin_models())
     if os.path.exists(config_path):
@@ -158,8 +178,35 @@ def build_app(
     return app
 
 
+IndexAdapter = SqliteIndex | PostgresIndex
+
+
+def index_location(
+    index_name: str | None, env: Mapping[str, str], index_url: str | None = None
+) -> tuple[str, str]:
+    """(index location, config path): a SQLite file or a PostgreSQL URL, chosen by
+    `--index-url`, then `INDEX_PATH`, then `index_url:` in the (global) index.yml, then the
+    default SQLite file. A project-local `.qmd/index.yml` cannot point the index at a database:
+    a checked-out folder must not send your documents to a server it names."""
+    db_path, config_path = resolve_paths(index_name, env)
+    if index_url:
+        return index_url, config_path
+    if env.get("INDEX_PATH") or is_local_config_path(config_path):
+        return db_path, config_path
+    configured = load_config(config_path).extra.get("index_url")
+    if isinstance(configured, str) and is_postgres_url(configured.strip()):
+        return configured.strip(), config_path
+    return db_path, config_path
+
+
+def open_index(location: str, env: Mapping[str, str]) -> IndexAdapter:
+    if is_postgres_url(location):
+        return PostgresIndex.open(location, env)
+    return SqliteIndex.open(location, env)
+
+
 def _wire(
-    index: SqliteIndex,
+    index: IndexAdapter,
     config_path: str,
     models: Models,
     home: str | None,
@@ -188,7 +235,19 @@ def _wire(
     )
     app.force_root = force_root
     app.closers.append(index.close)
+    if isinstance(index, PostgresIndex):
+        app.backend = "postgresql"
+        app.index_lock = _advisory_lock(index)
     return app
+
+
+def _advisory_lock(index: PostgresIndex) -> Callable[[str, bool], AbstractContextManager[bool]]:
+    @contextmanager
+    def lock(name: str, wait: bool) -> Iterator[bool]:
+        with index.index_lock(name, wait) as held:
+            yield held
+
+    return lock
 
 
 @dataclass
@@ -205,8 +264,10 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
     """Open another connection to `app`'s index (WAL: readers run beside each other and
     beside a writer such as `qmd update`), wired like `app` itself."""
     environ = os.environ if env is None else env
-    index = SqliteIndex.open(app.db_path, environ)
+    index = open_index(app.db_path, environ)
     reader = _wire(index, app.config_path, app.models, app.home, app.force_root)
+    if isinstance(index, PostgresIndex):
+        return IndexReader(reader.services(), index.interrupt, reader.close)
     raw = index.connection.raw
     return IndexReader(reader.services(), raw.interrupt, reader.close)
 

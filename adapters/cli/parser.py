@@ -97,7 +97,7 @@ def first_command(argv: Sequence[str]) -> str | None:
         if skip:
             skip = False
             continue
-        if token == "--index":
+        if token in ("--index", "--index-url"):
             skip = True
             continue
         if token == "--":

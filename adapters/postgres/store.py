@@ -16,7 +16,7 @@ import os
 import random
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -150,6 +150,7 @@ class PostgresIndex:
         self._ef_search = int(environ.get("QMD_PG_EF_SEARCH") or DEFAULT_EF_SEARCH)
         max_size = int(environ.get("QMD_PG_POOL_SIZE") or 8)
         self._local = threading.local()
+        self._busy: set[psycopg.Connection[tuple[Any, ...]]] = set()
         try:
             if schema:
                 with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -192,11 +193,28 @@ class PostgresIndex:
             yield pinned
             return
         with self._pool.connection() as conn:
+            self._busy.add(conn)
+            try:
+                yield conn
+            finally:
+                self._busy.discard(conn)
+
+    def interrupt(self) -> None:
+        """Cancel the statements running on this index's connections (a timed-out request)."""
+        for conn in list(self._busy):
+            with suppress(psycopg.Error):
+                conn.cancel_safe(timeout=2)
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """The calling thread's connection (pinned by `transaction()`, else one from the pool,
+        committed when the block ends): for bulk work such as COPY."""
+        with self._conn() as conn:
             yield conn
 
     def _query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._conn() as conn:
-            return conn.execute(statement, params).fetchall()  # type: ignore[arg-type]
+            return conn.execute(statement, params).fetchall()
 
     def _scalar(self, statement: str, params: Sequence[Any] = ()) -> Any:
         rows = self._query(statement, params)
@@ -204,7 +222,7 @@ class PostgresIndex:
 
     def _execute(self, statement: str, params: Sequence[Any] = ()) -> int:
         with self._conn() as conn:
-            return conn.execute(statement, params).rowcount  # type: ignore[arg-type]
+            return conn.execute(statement, params).rowcount
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -214,10 +232,12 @@ class PostgresIndex:
             return
         with self._pool.connection() as conn:
             self._local.conn = conn
+            self._busy.add(conn)
             try:
                 yield
             finally:
                 self._local.conn = None
+                self._busy.discard(conn)
 
     @contextmanager
     def index_lock(self, name: str, wait: bool = True) -> Iterator[bool]:
@@ -347,9 +367,12 @@ class PostgresIndex:
 
     def rename_collection(self, old: str, new: str) -> None:
         with self.transaction(), self._conn() as conn:
-            if old != new and conn.execute(
-                "SELECT 1 FROM store_collections WHERE name = %s", (new,)
-            ).fetchone():
+            if (
+                old != new
+                and conn.execute(
+                    "SELECT 1 FROM store_collections WHERE name = %s", (new,)
+                ).fetchone()
+            ):
                 raise QmdError(CONFLICT, f"Collection '{new}' already exists")
             conn.execute("UPDATE documents SET collection = %s WHERE collection = %s", (new, old))
             conn.execute("UPDATE store_collections SET name = %s WHERE name = %s", (new, old))
@@ -489,7 +512,8 @@ class PostgresIndex:
     def document_by_suffix(self, suffix: str) -> DocumentMeta | None:
         """`qmd://c/p` ending with `suffix`, ASCII-case-insensitively (SQLite's LIKE)."""
         return self._one(
-            _ASCII_LOWER.format("'qmd://' || d.collection || '/' || d.path") + " LIKE %s ESCAPE '#'",
+            _ASCII_LOWER.format("'qmd://' || d.collection || '/' || d.path")
+            + " LIKE %s ESCAPE '#'",
             ("%" + escape_like(_ascii_lower(suffix)),),
         )
 
@@ -588,6 +612,15 @@ class PostgresIndex:
             "orphaned_content": int(orphaned),
         }
 
+    def size_bytes(self) -> int:
+        """Tables, indexes and TOAST of this index's schema."""
+        value = self._scalar(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+        )
+        return int(value or 0)
+
     # ------------------------------------------------------------------ lexical search
 
     def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]:
@@ -673,7 +706,7 @@ class PostgresIndex:
         if conn.execute("SELECT to_regclass('vectors_vec')").fetchone() not in (None, (None,)):
             return
         for statement in vectors_ddl(dims):
-            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute(statement)
 
     def store_chunk_vectors(
         self,
@@ -762,7 +795,7 @@ class PostgresIndex:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
             if collection:
                 conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
-            rows = conn.execute(statement, params).fetchall()  # type: ignore[arg-type]
+            rows = conn.execute(statement, params).fetchall()
         best: dict[tuple[str, str], VectorHit] = {}
         for row in rows:
             meta = _meta(row[2:10])
