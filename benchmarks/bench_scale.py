@@ -256,7 +256,7 @@ def run_postgres(
         log(f"postgres: {len(hashes)} documents in {doc_s:.1f}s; loading vectors (COPY)")
         started = time.perf_counter()
         with index.transaction(), index.connection() as conn:
-            index._ensure_vec_table(conn, corpus.dims)
+            index.ensure_vector_table(conn, corpus.dims)
             conn.execute("DROP INDEX IF EXISTS idx_vectors_vec_hnsw")
             copy_rows(
                 conn,

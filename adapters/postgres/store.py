@@ -12,6 +12,7 @@ advisory locks of `index_lock` (docs/decisions/0043).
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import threading
@@ -26,7 +27,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from adapters.postgres.schema import TS_CONFIG, VECTORS_HNSW_DDL, migrate, vectors_ddl
-from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold, render_tsquery
+from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold, positive_clauses, render_tsquery
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
 from domain.lexquery import LexQuery
 from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
@@ -40,7 +41,7 @@ LLM_CACHE_KEEP = 1000
 FTS_WEIGHTS = "{0.25, 0.375, 1.0, 1.0}"
 # ts_rank's values are small (about 0.01 to 1); scaled so that |score| falls in the range of
 # FTS5 bm25 magnitudes and `|x| / (1 + |x|)` spreads it the same way (docs/decisions/0042).
-RANK_SCALE = 10.0
+RANK_SCALE = 5.0
 # ts_rank normalisation 1: divide by 1 + log(document length), BM25's length penalty in spirit.
 RANK_NORMALIZATION = 1
 
@@ -624,22 +625,36 @@ class PostgresIndex:
     # ------------------------------------------------------------------ lexical search
 
     def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]:
-        """Full-text search ranked by weighted `ts_rank`; never raises on user input."""
+        """Full-text search with a BM25-like ranking; never raises on user input.
+
+        The score sums, over the query's positive clauses, the clause's inverse document
+        frequency (BM25's idf) times its weighted, length-normalised term frequency
+        (`ts_rank`, which saturates like BM25's tf part); docs/decisions/0042 compares it with
+        plain `ts_rank` and `ts_rank_cd` on SciFact."""
         if limit <= 0 or not query.is_searchable:
             return []
         text = render_tsquery(query)
-        if text is None:
+        clauses = positive_clauses(query)
+        if text is None or not clauses:
             return []
+        try:
+            idf = self._idf(clauses)
+        except psycopg.Error:
+            return []
+        terms = " + ".join(
+            f"%s * ts_rank('{FTS_WEIGHTS}', f.tsv, to_tsquery('{TS_CONFIG}', %s), "
+            f"{RANK_NORMALIZATION})"
+            for _ in clauses
+        )
+        params: list[Any] = [value for pair in zip(idf, clauses, strict=True) for value in pair]
         statement = (
-            f"WITH q AS (SELECT to_tsquery('{TS_CONFIG}', %s) AS query), "
-            "matches AS ("
-            f" SELECT f.id, ts_rank('{FTS_WEIGHTS}', f.tsv, q.query, {RANK_NORMALIZATION})"
-            " AS rank FROM documents_fts f, q WHERE f.tsv @@ q.query)"
+            f"WITH matches AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f"
+            f" WHERE f.tsv @@ to_tsquery('{TS_CONFIG}', %s))"
             f" SELECT {_META_COLUMNS}, content.doc, m.rank"
             " FROM matches m JOIN documents d ON d.id = m.id"
             " JOIN content ON content.hash = d.hash WHERE d.active = 1"
         )
-        params: list[Any] = [text]
+        params.append(text)
         if collection:
             statement += " AND d.collection = %s"
             params.append(collection)
@@ -655,6 +670,23 @@ class PostgresIndex:
                 bm25=-float(r[9]) * RANK_SCALE,
             )
             for r in rows
+        ]
+
+    def _idf(self, clauses: Sequence[str]) -> list[float]:
+        """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, counted in one
+        pass over the documents matching any of them."""
+        counts = ", ".join(
+            f"COUNT(*) FILTER (WHERE tsv @@ to_tsquery('{TS_CONFIG}', %s))" for _ in clauses
+        )
+        anything = " | ".join(f"({clause})" for clause in clauses)
+        rows = self._query(
+            f"SELECT (SELECT COUNT(*) FROM documents_fts), {counts} FROM documents_fts "
+            f"WHERE tsv @@ to_tsquery('{TS_CONFIG}', %s)",
+            [*clauses, anything],
+        )
+        total = int(rows[0][0] or 0)
+        return [
+            math.log(1 + (total - int(df or 0) + 0.5) / (int(df or 0) + 0.5)) for df in rows[0][1:]
         ]
 
     # ------------------------------------------------------------------ vectors
@@ -694,7 +726,7 @@ class PostgresIndex:
             or 0
         )
 
-    def _ensure_vec_table(self, conn: psycopg.Connection[tuple[Any, ...]], dims: int) -> None:
+    def ensure_vector_table(self, conn: psycopg.Connection[tuple[Any, ...]], dims: int) -> None:
         if self.has_vector_index():
             existing = self.vector_dimensions()
             if existing is not None and existing != dims:
@@ -725,7 +757,7 @@ class PostgresIndex:
                     INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
                 )
         with self.transaction(), self._conn() as conn:
-            self._ensure_vec_table(conn, dims)
+            self.ensure_vector_table(conn, dims)
             conn.execute("DELETE FROM vectors_vec WHERE hash = %s", (content_hash,))
             conn.execute("DELETE FROM content_vectors WHERE hash = %s", (content_hash,))
             total = len(chunks)

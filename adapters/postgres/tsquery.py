@@ -57,6 +57,15 @@ def _clause(clause: LexClause) -> str | None:
     return parts[0] if len(parts) == 1 else "(" + " & ".join(parts) + ")"
 
 
+def positive_clauses(query: LexQuery) -> list[str]:
+    """Each positive clause on its own (the ranking weighs each by its rarity)."""
+    return [
+        rendered
+        for clause in query.clauses
+        if not clause.negated and (rendered := _clause(clause)) is not None
+    ]
+
+
 def render_tsquery(query: LexQuery) -> str | None:
     positives: list[str] = []
     negatives: list[str] = []
