@@ -641,20 +641,21 @@ class PostgresIndex:
             idf = self._idf(clauses)
         except psycopg.Error:
             return []
+        # the queries are parsed once (a MATERIALIZED CTE), not once per matching row
+        parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
         terms = " + ".join(
-            f"%s * ts_rank('{FTS_WEIGHTS}', f.tsv, to_tsquery('{TS_CONFIG}', %s), "
-            f"{RANK_NORMALIZATION})"
-            for _ in clauses
+            f"%s * ts_rank('{FTS_WEIGHTS}', f.tsv, q.q{i}, {RANK_NORMALIZATION})"
+            for i in range(len(clauses))
         )
-        params: list[Any] = [value for pair in zip(idf, clauses, strict=True) for value in pair]
+        params: list[Any] = [*clauses, text, *idf]
         statement = (
-            f"WITH matches AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f"
-            f" WHERE f.tsv @@ to_tsquery('{TS_CONFIG}', %s))"
+            f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS everything),"
+            f" matches AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f, q"
+            " WHERE f.tsv @@ q.everything)"
             f" SELECT {_META_COLUMNS}, content.doc, m.rank"
             " FROM matches m JOIN documents d ON d.id = m.id"
             " JOIN content ON content.hash = d.hash WHERE d.active = 1"
         )
-        params.append(text)
         if collection:
             statement += " AND d.collection = %s"
             params.append(collection)
@@ -675,13 +676,13 @@ class PostgresIndex:
     def _idf(self, clauses: Sequence[str]) -> list[float]:
         """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, counted in one
         pass over the documents matching any of them."""
-        counts = ", ".join(
-            f"COUNT(*) FILTER (WHERE tsv @@ to_tsquery('{TS_CONFIG}', %s))" for _ in clauses
-        )
+        parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
+        counts = ", ".join(f"COUNT(*) FILTER (WHERE f.tsv @@ q.q{i})" for i in range(len(clauses)))
         anything = " | ".join(f"({clause})" for clause in clauses)
         rows = self._query(
-            f"SELECT (SELECT COUNT(*) FROM documents_fts), {counts} FROM documents_fts "
-            f"WHERE tsv @@ to_tsquery('{TS_CONFIG}', %s)",
+            f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS anything)"
+            f" SELECT (SELECT COUNT(*) FROM documents_fts), {counts}"
+            " FROM documents_fts f, q WHERE f.tsv @@ q.anything",
             [*clauses, anything],
         )
         total = int(rows[0][0] or 0)
