@@ -649,7 +649,8 @@ class PostgresIndex:
         )
         params: list[Any] = [*clauses, text, *idf]
         statement = (
-            f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS everything),"
+            f"WITH q AS MATERIALIZED (SELECT {parsed},"
+            f" to_tsquery('{TS_CONFIG}', %s) AS everything),"
             f" matches AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f, q"
             " WHERE f.tsv @@ q.everything)"
             f" SELECT {_META_COLUMNS}, content.doc, m.rank"
