@@ -80,7 +80,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              numword, numhword, hword_numpart WITH {TS_CONFIG}_stem""",
         """CREATE TABLE documents_fts (
              id BIGINT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
-             tsv TSVECTOR NOT NULL)""",
+             tsv TSVECTOR NOT NULL,
+             len INTEGER NOT NULL DEFAULT 0)""",
         "CREATE INDEX idx_documents_fts ON documents_fts USING GIN (tsv)",
     ),
 )

@@ -39,11 +39,13 @@ LLM_CACHE_KEEP = 1000
 # FTS weights, in ts_rank's {D, C, B, A} order: body (D) 1, file path (C) 1.5, title (B) 4,
 # FTS5's bm25(documents_fts, 1.5, 4.0, 1.0) weights scaled into ts_rank's (0, 1] range.
 FTS_WEIGHTS = "{0.25, 0.375, 1.0, 1.0}"
-# ts_rank's values are small (about 0.01 to 1); scaled so that |score| falls in the range of
-# FTS5 bm25 magnitudes and `|x| / (1 + |x|)` spreads it the same way (docs/decisions/0042).
-RANK_SCALE = 5.0
-# ts_rank normalisation 1: divide by 1 + log(document length), BM25's length penalty in spirit.
-RANK_NORMALIZATION = 1
+# The BM25 sum is reported as is (negated, as FTS5's bm25): it spreads over the same range.
+RANK_SCALE = 1.0
+# BM25's parameters (FTS5's values); ts_rank without normalisation of one body occurrence is
+# 0.25 / 1.6449 (PostgreSQL divides by pi^2/6): the unit of term frequency.
+BM25_K1 = 1.2
+BM25_B = 0.75
+ONE_BODY_OCCURRENCE = 0.25 / 1.64493406685
 
 DEFAULT_EF_SEARCH = 100
 COLUMN_SEPARATOR = "qmdcolumnseparator"
@@ -121,11 +123,11 @@ def fts_row_sql() -> str:
     (FTS5 keeps columns apart the same way)."""
     sep = f" {COLUMN_SEPARATOR}"
     return (
-        "INSERT INTO documents_fts (id, tsv) VALUES (%s, ts_delete("
+        "INSERT INTO documents_fts (id, tsv, len) SELECT %s, t, length(t) FROM (SELECT ts_delete("
         f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'C') || "
         f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'B') || "
-        f"setweight(to_tsvector('{TS_CONFIG}', %s), 'D'), '{COLUMN_SEPARATOR}'::text)) "
-        "ON CONFLICT (id) DO UPDATE SET tsv = excluded.tsv"
+        f"setweight(to_tsvector('{TS_CONFIG}', %s), 'D'), '{COLUMN_SEPARATOR}'::text) AS t) s "
+        "ON CONFLICT (id) DO UPDATE SET tsv = excluded.tsv, len = excluded.len"
     )
 
 
@@ -625,12 +627,12 @@ class PostgresIndex:
     # ------------------------------------------------------------------ lexical search
 
     def search_lex(self, query: LexQuery, limit: int, collection: str | None) -> list[LexHit]:
-        """Full-text search with a BM25-like ranking; never raises on user input.
+        """Full-text search ranked by BM25; never raises on user input.
 
-        The score sums, over the query's positive clauses, the clause's inverse document
-        frequency (BM25's idf) times its weighted, length-normalised term frequency
-        (`ts_rank`, which saturates like BM25's tf part); docs/decisions/0042 compares it with
-        plain `ts_rank` and `ts_rank_cd` on SciFact."""
+        The score is Okapi BM25 summed over the query's positive clauses: the clause's idf, and
+        its weighted frequency in the document (title 4, path 1.5, body 1, as FTS5's weights)
+        saturated by k1 and normalised by the document's length against the average.
+        docs/decisions/0042 compares it with `ts_rank` and `ts_rank_cd` on SciFact."""
         if limit <= 0 or not query.is_searchable:
             return []
         text = render_tsquery(query)
@@ -638,20 +640,31 @@ class PostgresIndex:
         if text is None or not clauses:
             return []
         try:
-            idf = self._idf(clauses)
+            idf, average = self._idf(clauses)
         except psycopg.Error:
             return []
         # the queries are parsed once (a MATERIALIZED CTE), not once per matching row
         parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
+        # BM25 per clause: tf = the clause's weighted frequency (ts_rank without normalisation,
+        # in units of one body occurrence), saturated by k1 and normalised by the document's
+        # length against the average: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg))
+        k1, b = BM25_K1, BM25_B
         terms = " + ".join(
-            f"%s * ts_rank('{FTS_WEIGHTS}', f.tsv, q.q{i}, {RANK_NORMALIZATION})"
+            f"%s * (tf.t{i} * {k1 + 1} / (tf.t{i} + {k1} * (1 - {b} + {b} * f.len / %s)))"
             for i in range(len(clauses))
         )
-        params: list[Any] = [*clauses, text, *idf]
+        frequencies = ", ".join(
+            f"ts_rank('{FTS_WEIGHTS}', f.tsv, q.q{i}, 0) / {ONE_BODY_OCCURRENCE} AS t{i}"
+            for i in range(len(clauses))
+        )
+        params: list[Any] = [*clauses, text]
+        for weight in idf:
+            params += [weight, average]
         statement = (
             f"WITH q AS MATERIALIZED (SELECT {parsed},"
             f" to_tsquery('{TS_CONFIG}', %s) AS everything),"
-            f" matches AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f, q"
+            f" matches AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f, q,"
+            f" LATERAL (SELECT {frequencies}) tf"
             " WHERE f.tsv @@ q.everything)"
             f" SELECT {_META_COLUMNS}, content.doc, m.rank"
             " FROM matches m JOIN documents d ON d.id = m.id"
@@ -674,22 +687,25 @@ class PostgresIndex:
             for r in rows
         ]
 
-    def _idf(self, clauses: Sequence[str]) -> list[float]:
+    def _idf(self, clauses: Sequence[str]) -> tuple[list[float], float]:
         """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, counted in one
-        pass over the documents matching any of them."""
+        pass over the documents matching any of them; and the average document length."""
         parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
         counts = ", ".join(f"COUNT(*) FILTER (WHERE f.tsv @@ q.q{i})" for i in range(len(clauses)))
         anything = " | ".join(f"({clause})" for clause in clauses)
         rows = self._query(
             f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS anything)"
-            f" SELECT (SELECT COUNT(*) FROM documents_fts), {counts}"
+            f" SELECT (SELECT COUNT(*) FROM documents_fts),"
+            f" (SELECT AVG(len) FROM documents_fts), {counts}"
             " FROM documents_fts f, q WHERE f.tsv @@ q.anything",
             [*clauses, anything],
         )
         total = int(rows[0][0] or 0)
-        return [
-            math.log(1 + (total - int(df or 0) + 0.5) / (int(df or 0) + 0.5)) for df in rows[0][1:]
+        average = max(1.0, float(rows[0][1] or 1.0))
+        idf = [
+            math.log(1 + (total - int(df or 0) + 0.5) / (int(df or 0) + 0.5)) for df in rows[0][2:]
         ]
+        return idf, average
 
     # ------------------------------------------------------------------ vectors
 
