@@ -608,12 +608,28 @@ class PostgresIndex:
             orphaned = conn.execute(
                 "DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)"
             ).rowcount
+        self._vacuum()
         return {
             "cache_entries": int(cache),
             "orphaned_vectors": vectors,
             "inactive_documents": int(inactive),
             "orphaned_content": int(orphaned),
         }
+
+    def _vacuum(self) -> None:
+        """`qmd cleanup`'s compaction: VACUUM (ANALYZE) the index's tables (outside any
+        transaction; skipped inside one, and when the role may not vacuum them)."""
+        if getattr(self._local, "conn", None) is not None:
+            return
+        with self._pool.connection() as conn:
+            conn.autocommit = True
+            try:
+                for table in ("documents", "documents_fts", "content", "content_vectors"):
+                    conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+            except psycopg.Error:
+                pass
+            finally:
+                conn.autocommit = False
 
     def size_bytes(self) -> int:
         """Tables, indexes and TOAST of this index's schema."""
