@@ -241,55 +241,70 @@ def pg_url(args: argparse.Namespace) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+def load_postgres(
+    index: PostgresIndex, corpus: Corpus, vectors: np.ndarray[Any, Any], args: argparse.Namespace
+) -> tuple[float, float, float]:
+    """Index the documents, COPY the vectors, build HNSW; the three durations."""
+    doc_s, hashes = index_documents(index, corpus)
+    log(f"postgres: {len(hashes)} documents in {doc_s:.1f}s; loading vectors (COPY)")
+    started = time.perf_counter()
+    with index.transaction(), index.connection() as conn:
+        index.ensure_vector_table(conn, corpus.dims)
+        conn.execute("DROP INDEX IF EXISTS idx_vectors_vec_hnsw")
+        copy_rows(
+            conn,
+            "content_vectors",
+            [
+                ("hash", "text"),
+                ("seq", "int4"),
+                ("pos", "int4"),
+                ("model", "text"),
+                ("embed_fingerprint", "text"),
+                ("total_chunks", "int4"),
+                ("embedded_at", "text"),
+            ],
+            content_vector_rows(hashes, corpus.chunks),
+        )
+        copy_rows(
+            conn,
+            "vectors_vec",
+            [("hash", "text"), ("seq", "int4"), ("embedding", "vector")],
+            (
+                (hashes[i // corpus.chunks], i % corpus.chunks, vectors[i].tobytes())
+                for i in range(len(vectors))
+            ),
+        )
+    copy_s = time.perf_counter() - started
+    log(f"postgres: {len(vectors)} vectors copied in {copy_s:.1f}s; building HNSW")
+    started = time.perf_counter()
+    with index.transaction(), index.connection() as conn:
+        conn.execute(f"SET LOCAL maintenance_work_mem = '{args.maintenance_work_mem}'")
+        conn.execute("SET LOCAL max_parallel_maintenance_workers = 1")
+        index.rebuild_vector_index()
+        conn.execute("ANALYZE")
+    hnsw_s = time.perf_counter() - started
+    return doc_s, copy_s, hnsw_s
+
+
 def run_postgres(
     corpus: Corpus, vectors: np.ndarray[Any, Any], args: argparse.Namespace
 ) -> dict[str, Any]:
     import psycopg
 
     base = pg_url(args)
-    schema = "bench_scale"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    schema = (
+        f"bench_scale_{args.docs}_{len(vectors)}"  # one per size: a smoke run keeps the big one
+    )
+    if not args.reuse:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     index = PostgresIndex.open(f"{base}?schema={schema}")
     try:
-        doc_s, hashes = index_documents(index, corpus)
-        log(f"postgres: {len(hashes)} documents in {doc_s:.1f}s; loading vectors (COPY)")
-        started = time.perf_counter()
-        with index.transaction(), index.connection() as conn:
-            index.ensure_vector_table(conn, corpus.dims)
-            conn.execute("DROP INDEX IF EXISTS idx_vectors_vec_hnsw")
-            copy_rows(
-                conn,
-                "content_vectors",
-                [
-                    ("hash", "text"),
-                    ("seq", "int4"),
-                    ("pos", "int4"),
-                    ("model", "text"),
-                    ("embed_fingerprint", "text"),
-                    ("total_chunks", "int4"),
-                    ("embedded_at", "text"),
-                ],
-                content_vector_rows(hashes, corpus.chunks),
-            )
-            copy_rows(
-                conn,
-                "vectors_vec",
-                [("hash", "text"), ("seq", "int4"), ("embedding", "vector")],
-                (
-                    (hashes[i // corpus.chunks], i % corpus.chunks, vectors[i].tobytes())
-                    for i in range(len(vectors))
-                ),
-            )
-        copy_s = time.perf_counter() - started
-        log(f"postgres: {len(vectors)} vectors copied in {copy_s:.1f}s; building HNSW")
-        started = time.perf_counter()
-        with index.transaction(), index.connection() as conn:
-            conn.execute(f"SET LOCAL maintenance_work_mem = '{args.maintenance_work_mem}'")
-            conn.execute("SET LOCAL max_parallel_maintenance_workers = 1")
-            index.rebuild_vector_index()
-            conn.execute("ANALYZE")
-        hnsw_s = time.perf_counter() - started
+        doc_s = copy_s = hnsw_s = 0.0
+        if args.reuse:
+            log("postgres: measuring the index a previous run left (--reuse)")
+        else:
+            doc_s, copy_s, hnsw_s = load_postgres(index, corpus, vectors, args)
         log(f"postgres: HNSW built in {hnsw_s:.1f}s; querying")
         sweep: dict[str, Any] = {}
         for ef in args.ef_search:
@@ -351,6 +366,11 @@ def main(argv: list[str] | None = None) -> int:
         help="HNSW ef_search values to measure (comma-separated)",
     )
     parser.add_argument("--maintenance-work-mem", default="3GB")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="postgres: measure the index a previous run of the same size left",
+    )
     parser.add_argument("--workdir")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
