@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.config.trust import TrustDecision, decide, is_local_config_path, untrusted_view
 from adapters.config.yaml_config import (
@@ -27,7 +27,7 @@ from adapters.fs.root_scope import (
     RootScopedVectorIndex,
 )
 from adapters.models.bundle import Models
-from adapters.postgres.store import PostgresIndex, is_postgres_url, redact
+from adapters.postgres.url import is_postgres_url, redact
 from adapters.sqlite.store import SqliteIndex
 from domain.ports import (
     Clock,
@@ -44,6 +44,9 @@ from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher, SearchModels
 from domain.usecases.services import Services
 from domain.usecases.status import StatusReader
+
+if TYPE_CHECKING:
+    from adapters.postgres.store import PostgresIndex
 
 
 @dataclass
@@ -81,8 +84,9 @@ class App:
 
     def index_size(self) -> int:
         """Bytes the index takes: the SQLite file, or the PostgreSQL schema's tables."""
-        if isinstance(self.maintenance, PostgresIndex):
-            return self.maintenance.size_bytes()
+        size_bytes = getattr(self.maintenance, "size_bytes", None)
+        if callable(size_bytes):  # the PostgreSQL index: its schema's tables
+            return int(size_bytes())
         return os.path.getsize(self.db_path) if os.path.exists(self.db_path) else 0
 
     def services(self) -> Services:
@@ -178,9 +182,6 @@ def build_app(
     return app
 
 
-IndexAdapter = SqliteIndex | PostgresIndex
-
-
 def index_location(
     index_name: str | None, env: Mapping[str, str], index_url: str | None = None
 ) -> tuple[str, str]:
@@ -199,14 +200,16 @@ def index_location(
     return db_path, config_path
 
 
-def open_index(location: str, env: Mapping[str, str]) -> IndexAdapter:
+def open_index(location: str, env: Mapping[str, str]) -> SqliteIndex | PostgresIndex:
     if is_postgres_url(location):
+        from adapters.postgres.store import PostgresIndex  # the driver only when needed
+
         return PostgresIndex.open(location, env)
     return SqliteIndex.open(location, env)
 
 
 def _wire(
-    index: IndexAdapter,
+    index: SqliteIndex | PostgresIndex,
     config_path: str,
     models: Models,
     home: str | None,
@@ -235,7 +238,7 @@ def _wire(
     )
     app.force_root = force_root
     app.closers.append(index.close)
-    if isinstance(index, PostgresIndex):
+    if not isinstance(index, SqliteIndex):
         app.backend = "postgresql"
         app.index_lock = _advisory_lock(index)
     return app
@@ -266,7 +269,7 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
     environ = os.environ if env is None else env
     index = open_index(app.db_path, environ)
     reader = _wire(index, app.config_path, app.models, app.home, app.force_root)
-    if isinstance(index, PostgresIndex):
+    if not isinstance(index, SqliteIndex):
         return IndexReader(reader.services(), index.interrupt, reader.close)
     raw = index.connection.raw
     return IndexReader(reader.services(), raw.interrupt, reader.close)

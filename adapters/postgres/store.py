@@ -20,7 +20,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -28,12 +27,12 @@ from psycopg_pool import ConnectionPool
 
 from adapters.postgres.schema import TS_CONFIG, VECTORS_HNSW_DDL, migrate, vectors_ddl
 from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold, positive_clauses, render_tsquery
+from adapters.postgres.url import is_postgres_url, redact, split_schema
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
 from domain.lexquery import LexQuery
 from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
 from domain.ports import CollectionCount, UpsertOutcome
 
-URL_SCHEMES = ("postgresql://", "postgres://")
 LLM_CACHE_KEEP = 1000
 
 # FTS weights, in ts_rank's {D, C, B, A} order: body (D) 1, file path (C) 1.5, title (B) 4,
@@ -64,29 +63,6 @@ _ORPHAN_VECTOR_COUNT = (
     "SELECT COUNT(*) FROM content_vectors cv WHERE NOT EXISTS ("
     "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
 )
-
-
-def is_postgres_url(text: str | None) -> bool:
-    return bool(text) and str(text).startswith(URL_SCHEMES)
-
-
-def redact(url: str) -> str:
-    """The URL without its password (for status lines and errors)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = (parts.username or "") + ":***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
-
-
-def split_schema(url: str) -> tuple[str, str | None]:
-    """(libpq URL, schema): `?schema=NAME` is ours, not libpq's, so it is taken out."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = next((value for key, value in query if key == "schema"), None)
-    rest = [(key, value) for key, value in query if key != "schema"]
-    return urlunsplit(parts._replace(query=urlencode(rest))), schema or None
 
 
 def _now_iso() -> str:
@@ -916,6 +892,9 @@ _ASCII_LOWER = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrs
 
 def _ascii_lower(text: str) -> str:
     return "".join(ch.lower() if ch.isascii() else ch for ch in text)
+
+
+__all__ = ["PostgresIndex", "is_postgres_url", "redact", "split_schema"]
 
 
 if TYPE_CHECKING:  # structural conformance, checked by mypy
