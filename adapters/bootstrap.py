@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapters.config.trust import TrustDecision, decide, untrusted_view
+from adapters.config.trust import TrustDecision, decide, is_local_config_path, untrusted_view
 from adapters.config.yaml_config import (
     YamlConfigRepository,
     load_config,
@@ -29,6 +30,7 @@ from adapters.fs.root_scope import (
     RootScopedVectorIndex,
 )
 from adapters.models.bundle import Models
+from adapters.postgres.url import is_postgres_url, redact
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import MarkdownMemoryStore
 from adapters.sqlite.store import SqliteIndex
@@ -56,6 +58,9 @@ from domain.usecases.search import Searcher, SearchModels
 from domain.usecases.services import Services
 from domain.usecases.status import StatusReader
 
+if TYPE_CHECKING:
+    from adapters.postgres.store import PostgresIndex
+
 
 @dataclass
 class App:
@@ -82,6 +87,23 @@ class App:
     force_root: str | None = None
     closers: list[Any] = field(default_factory=list)
     metadata: MetadataService | None = None  # None: the index keeps no metadata
+    # "sqlite" or "postgresql": which storage adapter holds the index (status, doctor)
+    backend: str = "sqlite"
+    # (lock name, wait) -> held?: a lock every process writing this index shares (advisory
+    # locks on PostgreSQL); None: the CLI's lock files beside the SQLite file
+    index_lock: Callable[[str, bool], AbstractContextManager[bool]] | None = None
+
+    @property
+    def index_display(self) -> str:
+        """Where the index is, for people: the file, or the URL without its password."""
+        return redact(self.db_path) if is_postgres_url(self.db_path) else self.db_path
+
+    def index_size(self) -> int:
+        """Bytes the index takes: the SQLite file, or the PostgreSQL schema's tables."""
+        size_bytes = getattr(self.maintenance, "size_bytes", None)
+        if callable(size_bytes):  # the PostgreSQL index: its schema's tables
+            return int(size_bytes())
+        return os.path.getsize(self.db_path) if os.path.exists(self.db_path) else 0
 
     def services(self) -> Services:
         return Services(
@@ -158,16 +180,18 @@ def build_app(
     force_cpu: bool = False,
     force_root: str | None = None,
     compat: bool = False,
+    index_url: str | None = None,
 ) -> App:
-    """The production graph: SQLite index + YAML config + file system (+ GGUF models).
+    """The production graph: the index (SQLite file or PostgreSQL URL) + YAML config + file
+    system (+ GGUF models).
 
     With `force_root`, every read the use cases make goes through the root scope
     (`adapters.fs.root_scope`): the app sees only collections whose folders lie inside it.
     `compat`: the models follow the original 2.8.3's rules (the `--compat` MCP server).
     """
     environ = os.environ if env is None else env
-    db_path, config_path = resolve_paths(index_name, environ)
-    index = SqliteIndex.open(db_path, environ)
+    db_path, config_path = index_location(index_name, environ, index_url)
+    index = open_index(db_path, environ)
     config = load_config(config_path)
     trust = decide(config, config_path, environ, builtin_models())
     if os.path.exists(config_path):
@@ -195,8 +219,34 @@ def build_app(
     return app
 
 
+def index_location(
+    index_name: str | None, env: Mapping[str, str], index_url: str | None = None
+) -> tuple[str, str]:
+    """(index location, config path): a SQLite file or a PostgreSQL URL, chosen by
+    `--index-url`, then `INDEX_PATH`, then `index_url:` in the (global) index.yml, then the
+    default SQLite file. A project-local `.qmd/index.yml` cannot point the index at a database:
+    a checked-out folder must not send your documents to a server it names."""
+    db_path, config_path = resolve_paths(index_name, env)
+    if index_url:
+        return index_url, config_path
+    if env.get("INDEX_PATH") or is_local_config_path(config_path):
+        return db_path, config_path
+    configured = load_config(config_path).extra.get("index_url")
+    if isinstance(configured, str) and is_postgres_url(configured.strip()):
+        return configured.strip(), config_path
+    return db_path, config_path
+
+
+def open_index(location: str, env: Mapping[str, str]) -> SqliteIndex | PostgresIndex:
+    if is_postgres_url(location):
+        from adapters.postgres.store import PostgresIndex  # the driver only when needed
+
+        return PostgresIndex.open(location, env)
+    return SqliteIndex.open(location, env)
+
+
 def _wire(
-    index: SqliteIndex,
+    index: SqliteIndex | PostgresIndex,
     config_path: str,
     models: Models,
     home: str | None,
@@ -205,6 +255,7 @@ def _wire(
     store: DocumentStore = index
     lexical: LexicalIndex = index
     vectors: VectorIndex = index
+    sqlite_index = index if isinstance(index, SqliteIndex) else None
     if force_root is not None:
         scope = RootScope(force_root, index)
         scoped_store = RootScopedStore(index, scope)
@@ -222,14 +273,29 @@ def _wire(
         models=models,
         home=home,
         maintenance=index,
-        # the parsers run in a worker process, started on the first extracted file
-        extractor=WorkerExtractor(timeout_s=timeout_from_env(os.environ)),
-        ledger=SqliteExtractionLedger(index.connection),
-        metadata=index,
+        # the parsers run in a worker process, started on the first extracted file; the
+        # extraction ledger and document metadata are kept in SQLite indexes only so far
+        extractor=(
+            WorkerExtractor(timeout_s=timeout_from_env(os.environ)) if sqlite_index else None
+        ),
+        ledger=SqliteExtractionLedger(sqlite_index.connection) if sqlite_index else None,
+        metadata=sqlite_index,
     )
     app.force_root = force_root
     app.closers.append(index.close)
+    if not isinstance(index, SqliteIndex):
+        app.backend = "postgresql"
+        app.index_lock = _advisory_lock(index)
     return app
+
+
+def _advisory_lock(index: PostgresIndex) -> Callable[[str, bool], AbstractContextManager[bool]]:
+    @contextmanager
+    def lock(name: str, wait: bool) -> Iterator[bool]:
+        with index.index_lock(name, wait) as held:
+            yield held
+
+    return lock
 
 
 @dataclass
@@ -246,8 +312,10 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
     """Open another connection to `app`'s index (WAL: readers run beside each other and
     beside a writer such as `qmd update`), wired like `app` itself."""
     environ = os.environ if env is None else env
-    index = SqliteIndex.open(app.db_path, environ)
+    index = open_index(app.db_path, environ)
     reader = _wire(index, app.config_path, app.models, app.home, app.force_root)
+    if not isinstance(index, SqliteIndex):
+        return IndexReader(reader.services(), index.interrupt, reader.close)
     raw = index.connection.raw
     return IndexReader(reader.services(), raw.interrupt, reader.close)
 

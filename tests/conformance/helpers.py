@@ -10,7 +10,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
 
-def run_cli(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, timeout: float = 1500, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """The real command line, in a child process, exactly as a user or CI would run it."""
     return subprocess.run(
         [sys.executable, "-m", "conformance", *args],
@@ -18,4 +20,5 @@ def run_cli(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[st
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )

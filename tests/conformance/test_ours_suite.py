@@ -14,12 +14,16 @@ memorize surface's cases (seed 004) with that GGUF as its embedding model.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from conformance.cases import load_cases
 from tests.conformance.helpers import run_cli
+from tests.postgres_server import server_url
 
 
 @pytest.mark.parametrize(
@@ -69,6 +73,38 @@ def test_full_suite_passes_against_our_server(
         "skipped": 0,
     }
     assert "<testsuite" in junit.read_text()
+
+
+def test_spec_suite_passes_with_the_index_in_postgresql(tmp_path: Path) -> None:
+    """`ours-spec-postgres`: the default surface's cases with the index in PostgreSQL (a fresh
+    schema of the session's local server per fixture copy)."""
+    report = tmp_path / "report.json"
+    env = {**os.environ, "QMD_CONFORMANCE_PG_URL": server_url()}
+    proc = run_cli(
+        "run",
+        "--impl",
+        "ours-spec-postgres",
+        "--timeout",
+        "120",
+        "--jobs",
+        "2",
+        "--report-json",
+        str(report),
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    cases = [
+        c
+        for c in load_cases()
+        if "spec" in c.surfaces and c.fixture == "default" and "stdio" in c.transports
+    ]
+    summary = json.loads(report.read_text())["summary"]
+    assert summary == {"passed": sum(len(c.eras) for c in cases), "failed": 0, "skipped": 0}
+    with psycopg.connect(server_url(), autocommit=True) as conn:
+        for (schema,) in conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'conf_qmd_conformance_%'"
+        ).fetchall():
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 @pytest.mark.parametrize("impl", ["ours-compat"])

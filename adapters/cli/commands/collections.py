@@ -83,7 +83,7 @@ def collection_add(args: argparse.Namespace) -> int:
             raise CommandError(
                 f"Collection '{name}' already exists.\nUse a different name with --name <name>"
             )
-        with index_writer_lock(app.db_path), ProgressBar(name) as progress:
+        with index_writer_lock(app), ProgressBar(name) as progress:
             collection, counts = app.collections.add(root, name, pattern, progress.update)
         trust_own_edit(app)
         out(f"Creating collection '{collection.name}'...\n")

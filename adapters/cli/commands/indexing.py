@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -52,7 +51,7 @@ def update(args: argparse.Namespace) -> int:
                 _run_update_command(collection)
             out(f"Collection: {collection.path} ({collection.pattern})\n")
             sys.stdout.flush()
-            with index_writer_lock(app.db_path), ProgressBar(collection.name) as progress:
+            with index_writer_lock(app), ProgressBar(collection.name) as progress:
                 counts = app.collections.update([collection.name], progress.update)
             result = counts[collection.name]
             line = fmt.format_update_counts(
@@ -175,14 +174,24 @@ def _ls_target(app: App, target: str) -> tuple[str, str]:
     return name, rest
 
 
+BACKEND_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL (pgvector)"}
+
+
 def status(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         report = app.status.status()
         collections = {c.name: c for c in app.collections.list()}
         global_context = app.store.get_global_context()
         vectors = maintenance(app).vector_count()
-        size = os.path.getsize(app.db_path) if os.path.exists(app.db_path) else 0
-        lines = ["QMD Status", "", f"Index: {app.db_path}", f"Size:  {fmt.format_bytes(size)}"]
+        size = app.index_size()
+        lines = [
+            "QMD Status",
+            "",
+            f"Index: {app.index_display}",
+            f"Size:  {fmt.format_bytes(size)}",
+        ]
+        if app.backend != "sqlite":
+            lines.append(f"Backend: {BACKEND_NAMES.get(app.backend, app.backend)}")
         lines += [f"Config: {app.config_path}", "", "Documents"]
         lines.append(f"  Total:    {report.total_documents} files indexed")
         lines.append(f"  Vectors:  {vectors} embedded")

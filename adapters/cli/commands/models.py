@@ -19,7 +19,7 @@ from adapters.cli.runtime import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from adapters.bootstrap import App
 
 
 def embed_progress_line(done: int, total: int, chunks: int, elapsed: float, width: int = 20) -> str:
@@ -35,11 +35,16 @@ def embed_progress_line(done: int, total: int, chunks: int, elapsed: float, widt
 
 
 @contextmanager
-def _embed_lock(db_path: str) -> Iterator[bool]:
-    """An exclusive lock beside the index, so two `qmd embed` runs cannot interleave writes."""
+def _embed_lock(app: App) -> Iterator[bool]:
+    """An exclusive lock beside the index (an advisory lock in PostgreSQL), so two `qmd embed`
+    runs cannot interleave writes."""
     import fcntl
 
-    lock_path = os.path.join(os.path.dirname(os.path.abspath(db_path)), ".qmd-embed.lock")
+    if app.index_lock is not None:
+        with app.index_lock("embed", False) as held:
+            yield held
+        return
+    lock_path = os.path.join(os.path.dirname(os.path.abspath(app.db_path)), ".qmd-embed.lock")
     with open(lock_path, "a+", encoding="utf-8") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -72,7 +77,7 @@ def embed(args: argparse.Namespace) -> int:
                 "qmd embed: llama-cpp-python is not installed, so no embedding model can run. "
                 "Install it with scripts/install_llama.sh."
             )
-        with _embed_lock(app.db_path) as locked:
+        with _embed_lock(app) as locked:
             if not locked:
                 # Nothing was embedded by this run: say so and fail (tobi/qmd #724, #935).
                 err(
@@ -185,14 +190,20 @@ def doctor(args: argparse.Namespace) -> int:
     lines = ["QMD Doctor", ""]
     healthy = True
     with open_app(args) as app:
-        lines.append(f"  Index:      {app.db_path}")
+        lines.append(f"  Index:      {app.index_display}")
+        from adapters.cli.commands.indexing import BACKEND_NAMES
+
+        lines.append(f"  Backend:    {BACKEND_NAMES.get(app.backend, app.backend)}")
         config_state = "present" if os.path.exists(app.config_path) else "missing"
         lines.append(f"  Config:     {app.config_path} ({config_state})")
         upkeep = maintenance(app)
         lines.append(f"  Documents:  {upkeep.total_documents()}")
         vec = upkeep.vec_available
         healthy &= vec
-        lines.append(f"  sqlite-vec: {'loaded' if vec else 'not available'}")
+        if app.backend == "postgresql":
+            lines.append(f"  pgvector:   {'installed' if vec else 'not available'}")
+        else:
+            lines.append(f"  sqlite-vec: {'loaded' if vec else 'not available'}")
         refs = active_model_refs(app)
         checks = environment_overrides(os.environ)
         freshness, next_steps = embedding_freshness(app, app.status.status())

@@ -1,0 +1,277 @@
+"""`qmd index copy SRC DEST`: move a whole index between a SQLite file and a PostgreSQL URL.
+
+Rows are copied table by table, as stored (ids, hashes, timestamps and vectors unchanged); the
+full-text rows are rebuilt on the destination by its own adapter (FTS5 there, tsvector here),
+and on PostgreSQL the HNSW index is built once after the vectors are loaded. The destination
+must be empty; everything is written in one transaction, so a failed copy leaves it empty.
+Afterwards every table's row count is compared with the source's.
+
+A table added to both schemas later is one more entry in `TABLES`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.postgres.bulk import copy_rows
+from adapters.postgres.schema import VECTORS_HNSW_DDL
+from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql, is_postgres_url
+from adapters.sqlite.schema import ensure_vec_table, vec_table_sql
+from adapters.sqlite.store import SqliteIndex
+from domain.errors import CONFLICT, QmdError
+
+Index = SqliteIndex | PostgresIndex
+BATCH = 2000
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[tuple[str, str], ...]  # (name, COPY kind: text | int4 | int8)
+    order: str
+
+
+TABLES: tuple[Table, ...] = (
+    Table("content", (("hash", "text"), ("doc", "text"), ("created_at", "text")), "hash"),
+    Table(
+        "documents",
+        (
+            ("id", "int8"),
+            ("collection", "text"),
+            ("path", "text"),
+            ("title", "text"),
+            ("hash", "text"),
+            ("created_at", "text"),
+            ("modified_at", "text"),
+            ("active", "int4"),
+        ),
+        "id",
+    ),
+    Table(
+        "store_collections",
+        (
+            ("name", "text"),
+            ("path", "text"),
+            ("pattern", "text"),
+            ("ignore_patterns", "text"),
+            ("include_by_default", "int4"),
+            ("update_command", "text"),
+            ("context", "text"),
+        ),
+        "{order}",
+    ),
+    Table("store_config", (("key", "text"), ("value", "text")), "key"),
+    Table("llm_cache", (("hash", "text"), ("result", "text"), ("created_at", "text")), "hash"),
+    Table(
+        "content_vectors",
+        (
+            ("hash", "text"),
+            ("seq", "int4"),
+            ("pos", "int4"),
+            ("model", "text"),
+            ("embed_fingerprint", "text"),
+            ("total_chunks", "int4"),
+            ("embedded_at", "text"),
+        ),
+        "hash, seq",
+    ),
+)
+
+# Written by each adapter for itself when it creates an index: never copied over.
+_LOCAL_CONFIG_KEYS = ("fts_cjk_normalized_version",)
+
+
+def open_any(location: str) -> Index:
+    if is_postgres_url(location):
+        return PostgresIndex.open(location)
+    return SqliteIndex.open(location)
+
+
+# ------------------------------------------------------------------------------------ reading
+
+
+def _order(table: Table, index: Index) -> str:
+    if table.order == "{order}":
+        return "ord" if isinstance(index, PostgresIndex) else "rowid"
+    return table.order
+
+
+def _rows(index: Index, statement: str) -> Iterator[tuple[Any, ...]]:
+    if isinstance(index, SqliteIndex):
+        yield from index.connection.raw.execute(statement)
+        return
+    with index.connection() as conn, conn.cursor(name="qmd_copy") as cur:
+        cur.itersize = BATCH
+        cur.execute(statement)
+        yield from cur
+
+
+def _count(index: Index, table: str) -> int:
+    if table == "vectors":
+        if not has_vectors(index):
+            return 0
+        table = "vectors_vec"
+    statement = f"SELECT COUNT(*) FROM {table}"
+    return int(next(iter(_rows(index, statement)))[0])
+
+
+def has_vectors(index: Index) -> bool:
+    if isinstance(index, SqliteIndex):
+        return vec_table_sql(index.connection) is not None
+    return index.has_vector_index()
+
+
+def read_table(index: Index, table: Table) -> Iterator[tuple[Any, ...]]:
+    columns = ", ".join(name for name, _ in table.columns)
+    rows = _rows(index, f"SELECT {columns} FROM {table.name} ORDER BY {_order(table, index)}")
+    if table.name == "store_config":
+        return (row for row in rows if row[0] not in _LOCAL_CONFIG_KEYS)
+    return rows
+
+
+def read_vectors(index: Index) -> Iterator[tuple[str, int, bytes]]:
+    """(hash, seq, little-endian float32 bytes) of every stored vector."""
+    if not has_vectors(index):
+        return
+    if isinstance(index, SqliteIndex):
+        for key, blob in _rows(index, "SELECT hash_seq, embedding FROM vectors_vec"):
+            digest, _, seq = str(key).rpartition("_")
+            yield digest, int(seq), bytes(blob)
+        return
+    for digest, seq, values in _rows(
+        index, "SELECT hash, seq, embedding::real[] FROM vectors_vec ORDER BY hash, seq"
+    ):
+        yield str(digest), int(seq), struct.pack(f"<{len(values)}f", *values)
+
+
+# ------------------------------------------------------------------------------------ writing
+
+
+def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None]) -> None:
+    conn = dest.connection
+    with conn.transaction():
+        for table in TABLES:
+            names = [name for name, _ in table.columns]
+            insert = (
+                f"INSERT OR REPLACE INTO {table.name} ({', '.join(names)}) "
+                f"VALUES ({', '.join('?' * len(names))})"
+            )
+            batch: list[tuple[Any, ...]] = []
+            for row in read_table(source, table):
+                batch.append(tuple(row))
+                if len(batch) >= BATCH:
+                    conn.executemany(insert, batch)
+                    tick(len(batch))
+                    batch.clear()
+            conn.executemany(insert, batch)
+            tick(len(batch))
+        for (doc_id,) in conn.query("SELECT id FROM documents WHERE active = 1 ORDER BY id"):
+            dest._write_fts(int(doc_id))
+        made = False
+        batch_vec: list[tuple[str, bytes]] = []
+        for digest, seq, blob in read_vectors(source):
+            if not made:
+                ensure_vec_table(conn, len(blob) // 4)
+                made = True
+            batch_vec.append((f"{digest}_{seq}", blob))
+            if len(batch_vec) >= BATCH:
+                conn.executemany(
+                    "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", batch_vec
+                )
+                tick(len(batch_vec))
+                batch_vec.clear()
+        conn.executemany("INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", batch_vec)
+        tick(len(batch_vec))
+
+
+def _counting(rows: Iterator[Any], tick: Callable[[int], None]) -> Iterator[Any]:
+    done = 0
+    for row in rows:
+        yield row
+        done += 1
+        if done == BATCH:
+            tick(done)
+            done = 0
+    tick(done)
+
+
+def _write_postgres(dest: PostgresIndex, source: Index, tick: Callable[[int], None]) -> None:
+    with dest.transaction(), dest.connection() as conn:
+        for table in TABLES:
+            copy_rows(conn, table.name, table.columns, _counting(read_table(source, table), tick))
+        conn.execute(
+            "SELECT setval(pg_get_serial_sequence('documents', 'id'), "
+            "GREATEST((SELECT MAX(id) FROM documents), 1))"
+        )
+        active = conn.execute(
+            "SELECT d.id, d.collection, d.path, d.title, content.doc FROM documents d "
+            "JOIN content ON content.hash = d.hash WHERE d.active = 1 ORDER BY d.id"
+        ).fetchall()
+        with conn.cursor() as cur:
+            cur.executemany(fts_row_sql(), [fts_params(int(r[0]), *r[1:]) for r in active])
+        vectors = read_vectors(source)
+        first = next(vectors, None)
+        if first is None:
+            return
+        dest.ensure_vector_table(conn, len(first[2]) // 4)
+        conn.execute("DROP INDEX IF EXISTS idx_vectors_vec_hnsw")
+
+        def chained() -> Iterator[tuple[str, int, bytes]]:
+            yield first
+            yield from vectors
+
+        copy_rows(
+            conn,
+            "vectors_vec",
+            (("hash", "text"), ("seq", "int4"), ("embedding", "vector")),
+            _counting(chained(), tick),
+        )
+        conn.execute(VECTORS_HNSW_DDL)
+
+
+# ------------------------------------------------------------------------------------ the copy
+
+
+COUNTED = ("documents", "content", "content_vectors", "vectors", "store_collections")
+
+
+def counts(index: Index) -> dict[str, int]:
+    return {name: _count(index, name) for name in COUNTED}
+
+
+def copy_index(
+    source: Index, dest: Index, progress: Callable[[int, int], None] | None = None
+) -> dict[str, int]:
+    """Copy every row of `source` into the empty `dest`; returns the verified counts."""
+    if _count(dest, "documents") or _count(dest, "content"):
+        raise QmdError(
+            CONFLICT,
+            "the destination index is not empty; copy into a new file or an empty schema",
+        )
+    expected = counts(source)
+    total = sum(_count(source, t.name) for t in TABLES) + expected["vectors"]
+    done = 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, total)
+
+    if isinstance(dest, SqliteIndex):
+        _write_sqlite(dest, source, tick)
+    else:
+        _write_postgres(dest, source, tick)
+    found = counts(dest)
+    if found != expected:
+        raise QmdError(
+            CONFLICT, f"verification failed: source has {expected}, destination has {found}"
+        )
+    return found
+
+
+def describe(found: Sequence[tuple[str, int]]) -> str:
+    return ", ".join(f"{count} {name}" for name, count in found)

@@ -1,0 +1,146 @@
+"""The PostgreSQL index schema as an ordered list of versioned migrations.
+
+Each migration is a tuple of statements applied in one transaction, under an advisory lock
+(so two processes opening a new index do not both create it), and recorded in
+`qmd_schema_version`. A new table (a later feature's) is one more entry at the end of
+`MIGRATIONS`; an applied migration is never edited.
+
+Tables mirror the SQLite index (docs/decisions/0042): the same names and columns, so that
+`qmd index copy` moves rows across unchanged, plus two PostgreSQL-only pieces:
+
+* `documents_fts` holds one `tsvector` per active document (title, file path and body with
+  their own weights) behind a GIN index; the adapter rewrites it with each document, as the
+  SQLite adapter rewrites its FTS5 row.
+* `vectors_vec` is created on the first stored embedding, with the model's dimension, and
+  carries an HNSW index on cosine distance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from psycopg import Connection
+
+# The text search configuration both documents and queries use: PostgreSQL's English snowball
+# stemmer (Porter's successor) with NO stop words. FTS5's `porter unicode61` drops no word
+# either, so `"hello to the"` must stay a three-word phrase.
+TS_CONFIG = "qmd_text"
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: the index of QMD 2.8.3, on PostgreSQL
+    (
+        """CREATE TABLE content (
+             hash TEXT PRIMARY KEY,
+             doc TEXT NOT NULL,
+             created_at TEXT NOT NULL)""",
+        """CREATE TABLE documents (
+             id BIGSERIAL PRIMARY KEY,
+             collection TEXT NOT NULL,
+             path TEXT NOT NULL,
+             title TEXT NOT NULL,
+             hash TEXT NOT NULL REFERENCES content(hash) ON DELETE CASCADE,
+             created_at TEXT NOT NULL,
+             modified_at TEXT NOT NULL,
+             active INTEGER NOT NULL DEFAULT 1,
+             UNIQUE (collection, path))""",
+        "CREATE INDEX idx_documents_collection ON documents(collection, active)",
+        "CREATE INDEX idx_documents_hash ON documents(hash)",
+        "CREATE INDEX idx_documents_path ON documents(path, active)",
+        """CREATE TABLE llm_cache (
+             hash TEXT PRIMARY KEY,
+             result TEXT NOT NULL,
+             created_at TEXT NOT NULL)""",
+        """CREATE TABLE content_vectors (
+             hash TEXT NOT NULL,
+             seq INTEGER NOT NULL DEFAULT 0,
+             pos INTEGER NOT NULL DEFAULT 0,
+             model TEXT NOT NULL,
+             embed_fingerprint TEXT NOT NULL DEFAULT '',
+             total_chunks INTEGER NOT NULL DEFAULT 1,
+             embedded_at TEXT NOT NULL,
+             PRIMARY KEY (hash, seq))""",
+        """CREATE INDEX idx_content_vectors_model_fingerprint
+             ON content_vectors(model, embed_fingerprint, hash, total_chunks)""",
+        """CREATE TABLE store_collections (
+             ord BIGSERIAL,
+             name TEXT PRIMARY KEY,
+             path TEXT NOT NULL,
+             pattern TEXT NOT NULL DEFAULT '**/*.md',
+             ignore_patterns TEXT,
+             include_by_default INTEGER DEFAULT 1,
+             update_command TEXT,
+             context TEXT)""",
+        """CREATE TABLE store_config (
+             key TEXT PRIMARY KEY,
+             value TEXT)""",
+        f"CREATE TEXT SEARCH DICTIONARY {TS_CONFIG}_stem (TEMPLATE = snowball, Language = english)",
+        f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = pg_catalog.english)",
+        f"""ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR
+             asciiword, asciihword, hword_asciipart, word, hword, hword_part,
+             numword, numhword, hword_numpart WITH {TS_CONFIG}_stem""",
+        """CREATE TABLE documents_fts (
+             id BIGINT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+             tsv TSVECTOR NOT NULL,
+             len INTEGER NOT NULL DEFAULT 0)""",
+        "CREATE INDEX idx_documents_fts ON documents_fts USING GIN (tsv)",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# HNSW build parameters (docs/decisions/0042): pgvector's defaults are m=16,
+# ef_construction=64): measured at 1M vectors in benchmarks/bench_scale.py.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+
+
+def vectors_ddl(dimensions: int) -> tuple[str, ...]:
+    return (
+        f"""CREATE TABLE vectors_vec (
+             hash TEXT NOT NULL,
+             seq INTEGER NOT NULL,
+             embedding vector({int(dimensions)}) NOT NULL,
+             PRIMARY KEY (hash, seq))""",
+        VECTORS_HNSW_DDL,
+    )
+
+
+VECTORS_HNSW_DDL = (
+    "CREATE INDEX IF NOT EXISTS idx_vectors_vec_hnsw ON vectors_vec "
+    f"USING hnsw (embedding vector_cosine_ops) WITH (m = {HNSW_M}, "
+    f"ef_construction = {HNSW_EF_CONSTRUCTION})"
+)
+
+_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtext('qmd-schema:' || current_schema()))"
+
+
+def current_version(conn: Connection[tuple[object, ...]]) -> int:
+    exists = conn.execute(
+        "SELECT to_regclass(quote_ident(current_schema()) || '.qmd_schema_version')"
+    ).fetchone()
+    if exists is None or exists[0] is None:
+        return 0
+    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM qmd_schema_version").fetchone()
+    return int(row[0]) if row else 0  # type: ignore[call-overload]
+
+
+def migrate(
+    conn: Connection[tuple[object, ...]], migrations: Sequence[tuple[str, ...]] = MIGRATIONS
+) -> int:
+    """Apply every migration newer than the index; returns the resulting version."""
+    with conn.transaction():
+        conn.execute(_LOCK_SQL)
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS qmd_schema_version ("
+            " version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        version = current_version(conn)
+        for number, statements in enumerate(migrations, start=1):
+            if number <= version:
+                continue
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("INSERT INTO qmd_schema_version (version) VALUES (%s)", (number,))
+            version = number
+    return version

@@ -1,0 +1,934 @@
+"""`PostgresIndex`: the index in a PostgreSQL database (pgvector for embeddings) behind the
+DocumentStore, IndexMaintenance, LexicalIndex, VectorIndex and LlmCache ports.
+
+Every public method is one unit of work on a pooled connection (one transaction, committed
+when the method returns), so any number of threads, and of processes, share one index: readers
+see the last committed state (READ COMMITTED), writers serialise on row locks. `transaction()`
+pins one connection to the calling thread and groups everything the thread does until it ends
+into a single commit, as `SqliteIndex.transaction` does. Two indexers are kept apart by the
+advisory locks of `index_lock` (docs/decisions/0043).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from adapters.postgres.schema import TS_CONFIG, VECTORS_HNSW_DDL, migrate, vectors_ddl
+from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold, positive_clauses, render_tsquery
+from adapters.postgres.url import is_postgres_url, redact, split_schema
+from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
+from domain.lexquery import LexQuery
+from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
+from domain.ports import CollectionCount, UpsertOutcome
+
+LLM_CACHE_KEEP = 1000
+
+# FTS weights, in ts_rank's {D, C, B, A} order: body (D) 1, file path (C) 1.5, title (B) 4,
+# FTS5's bm25(documents_fts, 1.5, 4.0, 1.0) weights scaled into ts_rank's (0, 1] range.
+FTS_WEIGHTS = "{0.25, 0.375, 1.0, 1.0}"
+# The BM25 sum is reported as is (negated, as FTS5's bm25): it spreads over the same range.
+RANK_SCALE = 1.0
+# BM25's parameters (FTS5's values); ts_rank without normalisation of one body occurrence is
+# 0.25 / 1.6449 (PostgreSQL divides by pi^2/6): the unit of term frequency.
+BM25_K1 = 1.2
+BM25_B = 0.75
+ONE_BODY_OCCURRENCE = 0.25 / 1.64493406685
+
+DEFAULT_EF_SEARCH = 100
+COLUMN_SEPARATOR = "qmdcolumnseparator"
+
+DIMENSION_MISMATCH = (
+    "Embedding dimension mismatch: existing vectors are {existing}d but the current model "
+    "produces {current}d. Run 'qmd embed -f' to re-embed with the new model."
+)
+
+_META_COLUMNS = (
+    "d.id, d.collection, d.path, d.title, d.hash, d.created_at, d.modified_at, LENGTH(content.doc)"
+)
+_META_FROM = "FROM documents d JOIN content ON content.hash = d.hash"
+
+_ORPHAN_VECTOR_COUNT = (
+    "SELECT COUNT(*) FROM content_vectors cv WHERE NOT EXISTS ("
+    "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
+)
+
+
+def _now_iso() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def _meta(row: Sequence[Any]) -> DocumentMeta:
+    return DocumentMeta(
+        id=int(row[0]),
+        collection=str(row[1]),
+        path=str(row[2]),
+        title=str(row[3]),
+        hash=str(row[4]),
+        created_at=str(row[5]),
+        modified_at=str(row[6]),
+        body_length=int(row[7] or 0),
+    )
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def escape_like(value: str) -> str:
+    return value.replace("#", "##").replace("%", "#%").replace("_", "#_")
+
+
+def fts_row_sql() -> str:
+    """Parameters: id, folded path, folded title, folded body.
+
+    The three columns share one tsvector; a separator word ends the first two and is deleted
+    afterwards, leaving a gap in the positions so that no phrase can match across columns
+    (FTS5 keeps columns apart the same way)."""
+    sep = f" {COLUMN_SEPARATOR}"
+    return (
+        "INSERT INTO documents_fts (id, tsv, len) SELECT %s, t, length(t) FROM (SELECT ts_delete("
+        f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'C') || "
+        f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'B') || "
+        f"setweight(to_tsvector('{TS_CONFIG}', %s), 'D'), '{COLUMN_SEPARATOR}'::text) AS t) s "
+        "ON CONFLICT (id) DO UPDATE SET tsv = excluded.tsv, len = excluded.len"
+    )
+
+
+def fts_params(doc_id: int, collection: str, path: str, title: str, body: str) -> tuple[Any, ...]:
+    return (doc_id, fold(f"{collection}/{path}"), fold(title), fold(body[:MAX_INDEXED_CHARS]))
+
+
+class PostgresError(QmdError):
+    pass
+
+
+class PostgresIndex:
+    """One index in one PostgreSQL schema (`?schema=` in the URL, else the user's default)."""
+
+    def __init__(self, url: str, env: Mapping[str, str] | None = None) -> None:
+        environ = os.environ if env is None else env
+        self.url = url
+        conninfo, schema = split_schema(url)
+        self.schema = schema
+        kwargs: dict[str, Any] = {}
+        if schema:
+            kwargs["options"] = f"-c search_path={schema},public"
+        self._ef_search = int(environ.get("QMD_PG_EF_SEARCH") or DEFAULT_EF_SEARCH)
+        max_size = int(environ.get("QMD_PG_POOL_SIZE") or 8)
+        self._local = threading.local()
+        self._busy: set[psycopg.Connection[tuple[Any, ...]]] = set()
+        try:
+            if schema:
+                with psycopg.connect(conninfo, autocommit=True) as conn:
+                    conn.execute(
+                        sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
+                    )
+            self._pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] = ConnectionPool(
+                conninfo, min_size=1, max_size=max_size, kwargs=kwargs, open=False
+            )
+            self._pool.open(wait=True, timeout=30)
+            with self._pool.connection() as conn:
+                conn.autocommit = True
+                try:
+                    migrate(conn)
+                finally:
+                    conn.autocommit = False
+        except psycopg.Error as exc:
+            raise QmdError(
+                UNAVAILABLE, f"cannot open the PostgreSQL index {redact(url)}: {exc}"
+            ) from exc
+
+    @classmethod
+    def open(cls, url: str, env: Mapping[str, str] | None = None) -> PostgresIndex:
+        return cls(url, env)
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def path(self) -> str:
+        return redact(self.url)
+
+    @property
+    def vec_available(self) -> bool:
+        return True  # the schema migration created (or found) the vector extension
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        pinned = getattr(self._local, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self._pool.connection() as conn:
+            self._busy.add(conn)
+            try:
+                yield conn
+            finally:
+                self._busy.discard(conn)
+
+    def interrupt(self) -> None:
+        """Cancel the statements running on this index's connections (a timed-out request)."""
+        for conn in list(self._busy):
+            with suppress(psycopg.Error):
+                conn.cancel_safe(timeout=2)
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """The calling thread's connection (pinned by `transaction()`, else one from the pool,
+        committed when the block ends): for bulk work such as COPY."""
+        with self._conn() as conn:
+            yield conn
+
+    def _query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._conn() as conn:
+            return conn.execute(statement, params).fetchall()
+
+    def _scalar(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        rows = self._query(statement, params)
+        return rows[0][0] if rows else None
+
+    def _execute(self, statement: str, params: Sequence[Any] = ()) -> int:
+        with self._conn() as conn:
+            return conn.execute(statement, params).rowcount
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group many writes (a whole `update`) into one commit; calls nest."""
+        if getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self._pool.connection() as conn:
+            self._local.conn = conn
+            self._busy.add(conn)
+            try:
+                yield
+            finally:
+                self._local.conn = None
+                self._busy.discard(conn)
+
+    @contextmanager
+    def index_lock(self, name: str, wait: bool = True) -> Iterator[bool]:
+        """A session advisory lock named `name` in this index's schema, held on a connection
+        of its own until the block ends (released by the server if the process dies).
+        Yields False at once when `wait` is False and another process holds it."""
+        key = f"qmd-{name}:{self.schema or ''}"
+        with self._pool.connection() as conn:
+            conn.autocommit = True
+            try:
+                got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
+                held = bool(got and got[0])
+                if not held and wait:
+                    conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
+                    held = True
+                try:
+                    yield held
+                finally:
+                    if held:
+                        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+            finally:
+                conn.autocommit = False
+
+    def lock_is_free(self, name: str) -> bool:
+        key = f"qmd-{name}:{self.schema or ''}"
+        with self._conn() as conn:
+            row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
+            if row and row[0]:
+                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+                return True
+        return False
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> PostgresIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write_fts(self, conn: psycopg.Connection[tuple[Any, ...]], doc_id: int) -> None:
+        row = conn.execute(
+            "SELECT d.collection, d.path, d.title, content.doc FROM documents d "
+            "JOIN content ON content.hash = d.hash WHERE d.id = %s AND d.active = 1",
+            (doc_id,),
+        ).fetchone()
+        if row is None:
+            conn.execute("DELETE FROM documents_fts WHERE id = %s", (doc_id,))
+            return
+        conn.execute(fts_row_sql(), fts_params(doc_id, *row))
+
+    # ------------------------------------------------------------------ collections
+
+    @staticmethod
+    def _collection(row: Sequence[Any]) -> Collection:
+        name, path, pattern, ignore_json, include, update_command, context_json = row
+        ignore: tuple[str, ...] = ()
+        if ignore_json:
+            parsed = json.loads(ignore_json)
+            if isinstance(parsed, list):
+                ignore = tuple(str(item) for item in parsed)
+        contexts: dict[str, str] = {}
+        if context_json:
+            parsed_ctx = json.loads(context_json)
+            if isinstance(parsed_ctx, dict):
+                contexts = {str(k): str(v) for k, v in parsed_ctx.items()}
+        return Collection(
+            name=str(name),
+            path=str(path),
+            pattern=str(pattern or DEFAULT_PATTERN),
+            ignore=ignore,
+            include_by_default=include != 0,
+            update_command=str(update_command) if update_command else None,
+            contexts=contexts,
+        )
+
+    _COLLECTION_COLUMNS = (
+        "name, path, pattern, ignore_patterns, include_by_default, update_command, context"
+    )
+
+    def list_collections(self) -> list[Collection]:
+        rows = self._query(f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections ORDER BY ord")
+        return [self._collection(r) for r in rows]
+
+    def get_collection(self, name: str) -> Collection | None:
+        rows = self._query(
+            f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections WHERE name = %s", (name,)
+        )
+        return self._collection(rows[0]) if rows else None
+
+    def put_collection(self, collection: Collection) -> None:
+        self._execute(
+            "INSERT INTO store_collections (name, path, pattern, ignore_patterns, "
+            "include_by_default, update_command, context) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (name) DO UPDATE SET path = excluded.path, pattern = excluded.pattern, "
+            "ignore_patterns = excluded.ignore_patterns, "
+            "include_by_default = excluded.include_by_default, "
+            "update_command = excluded.update_command, context = excluded.context",
+            (
+                collection.name,
+                collection.path,
+                collection.pattern or DEFAULT_PATTERN,
+                json.dumps(list(collection.ignore), ensure_ascii=False)
+                if collection.ignore
+                else None,
+                1 if collection.include_by_default else 0,
+                collection.update_command or None,
+                json.dumps(dict(collection.contexts), ensure_ascii=False, separators=(",", ":"))
+                if collection.contexts
+                else None,
+            ),
+        )
+
+    def delete_collection(self, name: str) -> int:
+        with self.transaction(), self._conn() as conn:
+            deleted = conn.execute("DELETE FROM documents WHERE collection = %s", (name,)).rowcount
+            conn.execute(
+                "DELETE FROM content WHERE hash NOT IN "
+                "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
+            )
+            conn.execute("DELETE FROM store_collections WHERE name = %s", (name,))
+        return int(deleted)
+
+    def forget_collection(self, name: str) -> None:
+        self._execute("DELETE FROM store_collections WHERE name = %s", (name,))
+
+    def rename_collection(self, old: str, new: str) -> None:
+        with self.transaction(), self._conn() as conn:
+            if (
+                old != new
+                and conn.execute(
+                    "SELECT 1 FROM store_collections WHERE name = %s", (new,)
+                ).fetchone()
+            ):
+                raise QmdError(CONFLICT, f"Collection '{new}' already exists")
+            conn.execute("UPDATE documents SET collection = %s WHERE collection = %s", (new, old))
+            conn.execute("UPDATE store_collections SET name = %s WHERE name = %s", (new, old))
+            ids = conn.execute(
+                "SELECT id FROM documents WHERE collection = %s AND active = 1", (new,)
+            ).fetchall()
+            for (doc_id,) in ids:
+                self._write_fts(conn, int(doc_id))
+
+    def get_global_context(self) -> str | None:
+        value = self._scalar("SELECT value FROM store_config WHERE key = 'global_context'")
+        return str(value) if value else None
+
+    def set_global_context(self, text: str | None) -> None:
+        self.set_config_value("global_context", text)
+
+    def get_config_value(self, key: str) -> str | None:
+        value = self._scalar("SELECT value FROM store_config WHERE key = %s", (key,))
+        return None if value is None else str(value)
+
+    def set_config_value(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._execute("DELETE FROM store_config WHERE key = %s", (key,))
+            return
+        self._execute(
+            "INSERT INTO store_config (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # ------------------------------------------------------------------ indexing
+
+    def active_documents(self, collection: str) -> dict[str, DocumentMeta]:
+        rows = self._query(
+            f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.collection = %s AND d.active = 1 "
+            "ORDER BY d.id",
+            (collection,),
+        )
+        return {str(r[2]): _meta(r) for r in rows}
+
+    def upsert_document(
+        self,
+        collection: str,
+        path: str,
+        title: str,
+        content_hash: str,
+        body: str,
+        created_at: str,
+        modified_at: str,
+    ) -> UpsertOutcome:
+        with self.transaction(), self._conn() as conn:
+            existing = conn.execute(
+                "SELECT id, hash, title FROM documents "
+                "WHERE collection = %s AND path = %s AND active = 1",
+                (collection, path),
+            ).fetchone()
+            if existing is not None:
+                doc_id, old_hash, old_title = int(existing[0]), existing[1], existing[2]
+                if old_hash == content_hash:
+                    if old_title == title:
+                        return UpsertOutcome("unchanged")
+                    conn.execute(
+                        "UPDATE documents SET title = %s, modified_at = %s WHERE id = %s",
+                        (title, modified_at, doc_id),
+                    )
+                else:
+                    self._insert_content(conn, content_hash, body, modified_at)
+                    conn.execute(
+                        "UPDATE documents SET title = %s, hash = %s, modified_at = %s "
+                        "WHERE id = %s",
+                        (title, content_hash, modified_at, doc_id),
+                    )
+                self._write_fts(conn, doc_id)
+                return UpsertOutcome("updated")
+            self._insert_content(conn, content_hash, body, modified_at)
+            row = conn.execute(
+                "INSERT INTO documents (collection, path, title, hash, created_at, modified_at, "
+                "active) VALUES (%s, %s, %s, %s, %s, %s, 1) ON CONFLICT (collection, path) "
+                "DO UPDATE SET title = excluded.title, hash = excluded.hash, "
+                "modified_at = excluded.modified_at, active = 1 RETURNING id",
+                (collection, path, title, content_hash, created_at, modified_at),
+            ).fetchone()
+            assert row is not None
+            self._write_fts(conn, int(row[0]))
+            return UpsertOutcome("indexed")
+
+    @staticmethod
+    def _insert_content(
+        conn: psycopg.Connection[tuple[Any, ...]], content_hash: str, body: str, created_at: str
+    ) -> None:
+        conn.execute(
+            "INSERT INTO content (hash, doc, created_at) VALUES (%s, %s, %s) "
+            "ON CONFLICT (hash) DO NOTHING",
+            (content_hash, body, created_at),
+        )
+
+    def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
+        changed = 0
+        with self.transaction(), self._conn() as conn:
+            for path in paths:
+                row = conn.execute(
+                    "UPDATE documents SET active = 0 "
+                    "WHERE collection = %s AND path = %s AND active = 1 RETURNING id",
+                    (collection, path),
+                ).fetchone()
+                if row is not None:
+                    changed += 1
+                    conn.execute("DELETE FROM documents_fts WHERE id = %s", (int(row[0]),))
+        return changed
+
+    def delete_orphan_content(self) -> int:
+        return self._execute(
+            "DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)"
+        )
+
+    # ------------------------------------------------------------------ lookups
+
+    def _one(self, where: str, params: Sequence[Any]) -> DocumentMeta | None:
+        rows = self._query(
+            f"SELECT {_META_COLUMNS} {_META_FROM} WHERE {where} AND d.active = 1 "
+            "ORDER BY d.id LIMIT 1",
+            tuple(params),
+        )
+        return _meta(rows[0]) if rows else None
+
+    def document_by_docid(self, prefix: str) -> DocumentMeta | None:
+        if not prefix:
+            return None
+        return self._one(
+            f"{_ASCII_LOWER.format('d.hash')} LIKE %s ESCAPE '#'",
+            (escape_like(_ascii_lower(prefix)) + "%",),
+        )
+
+    def document_by_path(self, collection: str, path: str) -> DocumentMeta | None:
+        return self._one("d.collection = %s AND d.path = %s", (collection, path))
+
+    def document_by_suffix(self, suffix: str) -> DocumentMeta | None:
+        """`qmd://c/p` ending with `suffix`, ASCII-case-insensitively (SQLite's LIKE)."""
+        return self._one(
+            _ASCII_LOWER.format("'qmd://' || d.collection || '/' || d.path")
+            + " LIKE %s ESCAPE '#'",
+            ("%" + escape_like(_ascii_lower(suffix)),),
+        )
+
+    def documents(self, collection: str | None = None) -> list[DocumentMeta]:
+        if collection is None:
+            rows = self._query(
+                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 ORDER BY d.id"
+            )
+        else:
+            rows = self._query(
+                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 AND d.collection = %s "
+                "ORDER BY d.id",
+                (collection,),
+            )
+        return [_meta(r) for r in rows]
+
+    def document_paths(self) -> list[tuple[str, str]]:
+        rows = self._query("SELECT collection, path FROM documents WHERE active = 1 ORDER BY id")
+        return [(str(collection), str(path)) for collection, path in rows]
+
+    def body(self, content_hash: str) -> str:
+        value = self._scalar("SELECT doc FROM content WHERE hash = %s", (content_hash,))
+        if value is None:
+            raise QmdError(NOT_FOUND, f"Content not found: {content_hash}")
+        return str(value)
+
+    # ------------------------------------------------------------------ status and upkeep
+
+    def collection_counts(self) -> list[CollectionCount]:
+        rows = self._query(
+            "SELECT collection, COUNT(*), MAX(modified_at) FROM documents WHERE active = 1 "
+            'GROUP BY collection ORDER BY collection COLLATE "C"'
+        )
+        return [CollectionCount(str(r[0]), int(r[1]), str(r[2] or "")) for r in rows]
+
+    def total_documents(self) -> int:
+        return int(self._scalar("SELECT COUNT(*) FROM documents WHERE active = 1") or 0)
+
+    def vector_count(self) -> int:
+        return int(
+            self._scalar(
+                "SELECT COUNT(*) FROM content_vectors cv WHERE EXISTS ("
+                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
+            )
+            or 0
+        )
+
+    def orphaned_vector_count(self) -> int:
+        return int(self._scalar(_ORPHAN_VECTOR_COUNT) or 0)
+
+    def embedded_by_model(self) -> dict[str, int]:
+        rows = self._query(
+            "SELECT v.model, COUNT(DISTINCT v.hash) FROM content_vectors v"
+            " WHERE v.hash IN (SELECT hash FROM documents WHERE active = 1)"
+            " GROUP BY v.model ORDER BY v.model"
+        )
+        return {str(model): int(count) for model, count in rows}
+
+    def preview_cleanup(self) -> dict[str, int]:
+        return {
+            "cache_entries": int(self._scalar("SELECT COUNT(*) FROM llm_cache") or 0),
+            "orphaned_vectors": int(self._scalar(_ORPHAN_VECTOR_COUNT) or 0),
+            "inactive_documents": int(
+                self._scalar("SELECT COUNT(*) FROM documents WHERE active = 0") or 0
+            ),
+            "orphaned_content": int(
+                self._scalar(
+                    "SELECT COUNT(*) FROM content WHERE hash NOT IN "
+                    "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
+                )
+                or 0
+            ),
+        }
+
+    def cleanup(self) -> dict[str, int]:
+        with self.transaction(), self._conn() as conn:
+            cache = conn.execute("DELETE FROM llm_cache").rowcount
+            vectors = int(conn.execute(_ORPHAN_VECTOR_COUNT).fetchone()[0])  # type: ignore[index]
+            if vectors and self.has_vector_index():
+                conn.execute(
+                    "DELETE FROM vectors_vec v WHERE NOT EXISTS ("
+                    "SELECT 1 FROM documents d WHERE d.hash = v.hash AND d.active = 1)"
+                )
+            conn.execute(
+                "DELETE FROM content_vectors WHERE hash NOT IN "
+                "(SELECT hash FROM documents WHERE active = 1)"
+            )
+            inactive = conn.execute("DELETE FROM documents WHERE active = 0").rowcount
+            orphaned = conn.execute(
+                "DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)"
+            ).rowcount
+        self._vacuum()
+        return {
+            "cache_entries": int(cache),
+            "orphaned_vectors": vectors,
+            "inactive_documents": int(inactive),
+            "orphaned_content": int(orphaned),
+        }
+
+    def _vacuum(self) -> None:
+        """`qmd cleanup`'s compaction: VACUUM (ANALYZE) the index's tables (outside any
+        transaction; skipped inside one, and when the role may not vacuum them)."""
+        if getattr(self._local, "conn", None) is not None:
+            return
+        with self._pool.connection() as conn:
+            conn.autocommit = True
+            try:
+                for table in ("documents", "documents_fts", "content", "content_vectors"):
+                    conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+            except psycopg.Error:
+                pass
+            finally:
+                conn.autocommit = False
+
+    def size_bytes(self) -> int:
+        """Tables, indexes and TOAST of this index's schema."""
+        value = self._scalar(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+        )
+        return int(value or 0)
+
+    # ------------------------------------------------------------------ lexical search
+
+    def search_lex(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[LexHit]:
+        """Full-text search ranked by BM25; never raises on user input. `within`: only these
+        document ids (a metadata filter), applied before the limit.
+
+        The score is Okapi BM25 summed over the query's positive clauses: the clause's idf, and
+        its weighted frequency in the document (title 4, path 1.5, body 1, as FTS5's weights)
+        saturated by k1 and normalised by the document's length against the average.
+        docs/decisions/0042 compares it with `ts_rank` and `ts_rank_cd` on SciFact."""
+        if limit <= 0 or not query.is_searchable:
+            return []
+        text = render_tsquery(query)
+        clauses = positive_clauses(query)
+        if text is None or not clauses:
+            return []
+        try:
+            idf, average = self._idf(clauses)
+        except psycopg.Error:
+            return []
+        # the queries are parsed once (a MATERIALIZED CTE), not once per matching row
+        parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
+        # BM25 per clause: tf = the clause's weighted frequency (ts_rank without normalisation,
+        # in units of one body occurrence), saturated by k1 and normalised by the document's
+        # length against the average: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg))
+        k1, b = BM25_K1, BM25_B
+        terms = " + ".join(
+            f"%s * (tf.t{i} * {k1 + 1} / (tf.t{i} + {k1} * (1 - {b} + {b} * f.len / %s)))"
+            for i in range(len(clauses))
+        )
+        frequencies = ", ".join(
+            f"ts_rank('{FTS_WEIGHTS}', f.tsv, q.q{i}, 0) / {ONE_BODY_OCCURRENCE} AS t{i}"
+            for i in range(len(clauses))
+        )
+        params: list[Any] = [*clauses, text]
+        for weight in idf:
+            params += [weight, average]
+        statement = (
+            f"WITH q AS MATERIALIZED (SELECT {parsed},"
+            f" to_tsquery('{TS_CONFIG}', %s) AS everything),"
+            f" matches AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f, q,"
+            f" LATERAL (SELECT {frequencies}) tf"
+            " WHERE f.tsv @@ q.everything)"
+            f" SELECT {_META_COLUMNS}, content.doc, m.rank"
+            " FROM matches m JOIN documents d ON d.id = m.id"
+            " JOIN content ON content.hash = d.hash WHERE d.active = 1"
+        )
+        if collection:
+            statement += " AND d.collection = %s"
+            params.append(collection)
+        if within is not None:
+            statement += " AND d.id = ANY(%s)"
+            params.append(sorted(within))
+        statement += " ORDER BY m.rank DESC, d.id LIMIT %s"
+        params.append(int(limit))
+        try:
+            rows = self._query(statement, params)
+        except psycopg.Error:
+            return []
+        return [
+            LexHit(
+                document=Document(meta=_meta(r), body=str(r[8])),
+                bm25=-float(r[9]) * RANK_SCALE,
+            )
+            for r in rows
+        ]
+
+    def _idf(self, clauses: Sequence[str]) -> tuple[list[float], float]:
+        """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, counted in one
+        pass over the documents matching any of them; and the average document length."""
+        parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
+        counts = ", ".join(f"COUNT(*) FILTER (WHERE f.tsv @@ q.q{i})" for i in range(len(clauses)))
+        anything = " | ".join(f"({clause})" for clause in clauses)
+        rows = self._query(
+            f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS anything)"
+            f" SELECT (SELECT COUNT(*) FROM documents_fts),"
+            f" (SELECT AVG(len) FROM documents_fts), {counts}"
+            " FROM documents_fts f, q WHERE f.tsv @@ q.anything",
+            [*clauses, anything],
+        )
+        total = int(rows[0][0] or 0)
+        average = max(1.0, float(rows[0][1] or 1.0))
+        idf = [
+            math.log(1 + (total - int(df or 0) + 0.5) / (int(df or 0) + 0.5)) for df in rows[0][2:]
+        ]
+        return idf, average
+
+    # ------------------------------------------------------------------ vectors
+
+    def has_vector_index(self) -> bool:
+        return self._scalar("SELECT to_regclass('vectors_vec')") is not None
+
+    def vector_dimensions(self) -> int | None:
+        value = self._scalar(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass('vectors_vec') "
+            "AND attname = 'embedding'"
+        )
+        return None if value is None or int(value) <= 0 else int(value)
+
+    def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
+        rows = self._query(
+            "SELECT d.hash FROM documents d LEFT JOIN ("
+            " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
+            " FROM content_vectors WHERE model = %s AND embed_fingerprint = %s"
+            " GROUP BY hash) v ON d.hash = v.hash"
+            " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)"
+            ' GROUP BY d.hash ORDER BY MIN(d.path COLLATE "C"), d.hash',
+            (model, fingerprint),
+        )
+        return [str(r[0]) for r in rows]
+
+    def pending_count(self, model: str, fingerprint: str) -> int:
+        return int(
+            self._scalar(
+                "SELECT COUNT(DISTINCT d.hash) FROM documents d LEFT JOIN ("
+                " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
+                " FROM content_vectors WHERE model = %s AND embed_fingerprint = %s"
+                " GROUP BY hash) v ON d.hash = v.hash"
+                " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)",
+                (model, fingerprint),
+            )
+            or 0
+        )
+
+    def ensure_vector_table(self, conn: psycopg.Connection[tuple[Any, ...]], dims: int) -> None:
+        if self.has_vector_index():
+            existing = self.vector_dimensions()
+            if existing is not None and existing != dims:
+                raise QmdError(
+                    INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=existing, current=dims)
+                )
+            return
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('qmd-vectors:' || current_schema()))")
+        if conn.execute("SELECT to_regclass('vectors_vec')").fetchone() not in (None, (None,)):
+            return
+        for statement in vectors_ddl(dims):
+            conn.execute(statement)
+
+    def store_chunk_vectors(
+        self,
+        content_hash: str,
+        chunks: Sequence[tuple[int, int, Sequence[float]]],
+        model: str,
+        fingerprint: str,
+        embedded_at: str,
+    ) -> None:
+        if not chunks:
+            return
+        dims = len(chunks[0][2])
+        for _, _, vector in chunks:
+            if len(vector) != dims:
+                raise QmdError(
+                    INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
+                )
+        with self.transaction(), self._conn() as conn:
+            self.ensure_vector_table(conn, dims)
+            conn.execute("DELETE FROM vectors_vec WHERE hash = %s", (content_hash,))
+            conn.execute("DELETE FROM content_vectors WHERE hash = %s", (content_hash,))
+            total = len(chunks)
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO content_vectors (hash, seq, pos, model, embed_fingerprint, "
+                    "total_chunks, embedded_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (hash, seq) DO UPDATE SET pos = excluded.pos, "
+                    "model = excluded.model, embed_fingerprint = excluded.embed_fingerprint, "
+                    "total_chunks = excluded.total_chunks, embedded_at = excluded.embedded_at",
+                    [
+                        (content_hash, int(seq), int(pos), model, fingerprint, total, embedded_at)
+                        for seq, pos, _ in chunks
+                    ],
+                )
+                cur.executemany(
+                    "INSERT INTO vectors_vec (hash, seq, embedding) VALUES (%s, %s, %s::vector) "
+                    "ON CONFLICT (hash, seq) DO UPDATE SET embedding = excluded.embedding",
+                    [(content_hash, int(seq), vector_literal(vec)) for seq, _, vec in chunks],
+                )
+
+    def clear_vectors(self) -> None:
+        with self.transaction(), self._conn() as conn:
+            conn.execute("DELETE FROM content_vectors")
+            conn.execute("DROP TABLE IF EXISTS vectors_vec")
+
+    def search_vectors(
+        self,
+        vector: Sequence[float],
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> list[VectorHit]:
+        """Best chunk per document by cosine distance, ascending, from the HNSW index.
+        `within`: only these document ids (a metadata filter), applied inside the scan.
+
+        With a collection, pgvector's iterative scan keeps walking the graph until enough of
+        the collection's own chunks are found, so a small collection is not starved by a
+        crowded one (the SQLite adapter's exact-scan fallback, done by the index)."""
+        if limit <= 0 or not self.has_vector_index():
+            return []
+        dims = self.vector_dimensions()
+        if dims is not None and dims != len(vector):
+            raise QmdError(
+                INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
+            )
+        literal = vector_literal(vector)
+        wanted = max(limit * 3, limit)
+        member = ""
+        params: list[Any] = [literal]
+        if collection or within is not None:
+            member = (
+                " WHERE EXISTS (SELECT 1 FROM documents d0 WHERE d0.hash = v.hash AND d0.active = 1"
+            )
+            if collection:
+                member += " AND d0.collection = %s"
+                params.append(collection)
+            if within is not None:
+                member += " AND d0.id = ANY(%s)"
+                params.append(sorted(within))
+            member += ")"
+        params += [literal, wanted]
+        statement = (
+            "WITH knn AS (SELECT v.hash, v.seq, v.embedding <=> %s::vector AS distance"
+            f" FROM vectors_vec v{member} ORDER BY v.embedding <=> %s::vector LIMIT %s)"
+            f" SELECT knn.distance, cv.pos, {_META_COLUMNS}, content.doc FROM knn"
+            " JOIN content_vectors cv ON cv.hash = knn.hash AND cv.seq = knn.seq"
+            " JOIN documents d ON d.hash = knn.hash AND d.active = 1"
+            " JOIN content ON content.hash = d.hash"
+        )
+        where = []
+        if collection:
+            where.append("d.collection = %s")
+            params.append(collection)
+        if within is not None:
+            where.append("d.id = ANY(%s)")
+            params.append(sorted(within))
+        if where:
+            statement += " WHERE " + " AND ".join(where)
+        statement += " ORDER BY knn.distance, d.id"
+        with self.transaction(), self._conn() as conn:
+            ef = max(self._ef_search, wanted)
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            if collection or within is not None:
+                conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+            rows = conn.execute(statement, params).fetchall()
+        best: dict[tuple[str, str], VectorHit] = {}
+        for row in rows:
+            meta = _meta(row[2:10])
+            key = (meta.collection, meta.path)
+            if key in best:
+                continue  # rows come nearest first: the first chunk seen is the best one
+            best[key] = VectorHit(
+                document=Document(meta=meta, body=str(row[10])),
+                distance=float(row[0]),
+                chunk_pos=int(row[1]),
+            )
+        return list(best.values())[:limit]
+
+    def rebuild_vector_index(self) -> None:
+        """Drop and rebuild the HNSW index (after a bulk load: one build beats many inserts)."""
+        with self.transaction(), self._conn() as conn:
+            conn.execute("DROP INDEX IF EXISTS idx_vectors_vec_hnsw")
+            conn.execute(VECTORS_HNSW_DDL)
+
+    # ------------------------------------------------------------------ llm cache
+
+    def get(self, key: str) -> str | None:
+        value = self._scalar("SELECT result FROM llm_cache WHERE hash = %s", (key,))
+        return None if value is None else str(value)
+
+    def put(self, key: str, value: str) -> None:
+        """Best effort, as on SQLite: a cache entry that cannot be written is not cached."""
+        try:
+            with self._conn() as conn:
+                conn.execute(
+                    "INSERT INTO llm_cache (hash, result, created_at) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (hash) DO UPDATE SET result = excluded.result, "
+                    "created_at = excluded.created_at",
+                    (key, value, _now_iso()),
+                )
+                if random.random() < 0.01:
+                    conn.execute(
+                        "DELETE FROM llm_cache WHERE hash NOT IN (SELECT hash FROM llm_cache "
+                        f"ORDER BY created_at DESC LIMIT {LLM_CACHE_KEEP})"
+                    )
+        except psycopg.OperationalError:
+            if getattr(self._local, "conn", None) is not None:
+                raise
+
+    def clear(self) -> None:
+        self._execute("DELETE FROM llm_cache")
+
+
+# SQLite's LIKE folds ASCII letters only; PostgreSQL's lower() would fold every script.
+_ASCII_LOWER = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+
+
+def _ascii_lower(text: str) -> str:
+    return "".join(ch.lower() if ch.isascii() else ch for ch in text)
+
+
+__all__ = ["PostgresIndex", "is_postgres_url", "redact", "split_schema"]
+
+
+if TYPE_CHECKING:  # structural conformance, checked by mypy
+    from domain.ports import DocumentStore, IndexMaintenance, LexicalIndex, LlmCache, VectorIndex
+
+    def _conforms(index: PostgresIndex) -> None:
+        _store: DocumentStore = index
+        _lex: LexicalIndex = index
+        _vec: VectorIndex = index
+        _cache: LlmCache = index
+        _upkeep: IndexMaintenance = index

@@ -1,0 +1,54 @@
+"""Which index a run uses: `--index-url`, then INDEX_PATH, then `index_url:` in the global
+index.yml, then the default SQLite file; a project-local index.yml cannot name a database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.bootstrap import index_location
+from adapters.postgres.store import is_postgres_url, redact, split_schema
+
+URL = "postgresql://qmd:secret@db.example:5432/kb?schema=team"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    return {"HOME": str(tmp_path), "QMD_CONFIG_DIR": str(config), **extra}
+
+
+def test_precedence(tmp_path: Path) -> None:
+    env = _env(tmp_path, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    default, config = index_location("work", env)
+    assert default == str(tmp_path / "cache" / "qmd" / "work.sqlite")
+    Path(config).write_text(f"index_url: {URL}\ncollections: {{}}\n", encoding="utf-8")
+    assert index_location("work", env) == (URL, config)
+    assert index_location("work", {**env, "INDEX_PATH": "/x/i.sqlite"})[0] == "/x/i.sqlite"
+    other = "postgresql://localhost/other"
+    assert index_location("work", {**env, "INDEX_PATH": "/x/i.sqlite"}, other)[0] == other
+
+
+def test_a_project_local_config_cannot_name_a_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project" / ".qmd"
+    project.mkdir(parents=True)
+    (project / "index.yml").write_text(f"index_url: {URL}\n", encoding="utf-8")
+    monkeypatch.chdir(project.parent)
+    location, config = index_location(None, _env(tmp_path))
+    assert config == str(project / "index.yml")
+    assert location == str(project / "index.sqlite")
+
+
+def test_url_helpers() -> None:
+    assert is_postgres_url(URL) and is_postgres_url("postgres://h/db")
+    assert not is_postgres_url("/tmp/postgresql://x") and not is_postgres_url(None)
+    assert redact(URL) == "postgresql://qmd:***@db.example:5432/kb?schema=team"
+    assert redact("postgresql://h/db") == "postgresql://h/db"
+    assert split_schema(URL) == ("postgresql://qmd:secret@db.example:5432/kb", "team")
+    assert split_schema("postgresql://h/db?sslmode=require") == (
+        "postgresql://h/db?sslmode=require",
+        None,
+    )
