@@ -31,7 +31,7 @@ from adapters.http.exchange import (
 )
 from adapters.http.guard import OriginPolicy, token_matches
 from adapters.http.rest import internal_error, parse_body, rest_query
-from adapters.http.workers import (
+from adapters.mcp.workers import (
     BusyError,
     CancelledJobError,
     Job,

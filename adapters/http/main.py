@@ -13,10 +13,10 @@ from adapters.http.app import DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_S, HttpSet
 from adapters.http.daemon import DaemonFiles, remove_own_pid_file
 from adapters.http.guard import OriginPolicy, bind_refusal
 from adapters.http.serve import bind_socket, serve
-from adapters.http.workers import Worker, WorkerPools
 from adapters.mcp.protocol import Session
 from adapters.mcp.registry import SurfaceContext, canonical_surface, create_surface
 from adapters.mcp.stdio import serve_stdio
+from adapters.mcp.workers import Worker, WorkerPools
 from domain.profiles import ORIGINAL_2_8_3, SEED_000
 
 log = logging.getLogger("qmd.http")
@@ -41,6 +41,20 @@ class HttpOptions:
     daemon_files: DaemonFiles | None = None
 
 
+def worker_pools(
+    app: App, surface: str, context: SurfaceContext, options: HttpOptions
+) -> WorkerPools:
+    """Worker threads, each with a session over its own connection to `app`'s index (HTTP,
+    and the concurrent stdio transport: docs/decisions/0033)."""
+
+    def open_worker() -> Worker:
+        reader = open_reader(app, options.env)
+        session = Session(create_surface(surface, reader.services, context), stateless=True)
+        return Worker(session, reader.services, reader.interrupt, reader.close)
+
+    return WorkerPools(open_worker, options.threads, options.model_threads)
+
+
 def build_http_app(
     app: App, surface: str, context: SurfaceContext, options: HttpOptions
 ) -> QmdHttpApp:
@@ -51,13 +65,7 @@ def build_http_app(
     if refusal is not None:
         raise HttpStartError(refusal)
     compat = canonical_surface(surface).startswith("compat-")
-
-    def open_worker() -> Worker:
-        reader = open_reader(app, options.env)
-        session = Session(create_surface(surface, reader.services, context), stateless=True)
-        return Worker(session, reader.services, reader.interrupt, reader.close)
-
-    pools = WorkerPools(open_worker, options.threads, options.model_threads)
+    pools = worker_pools(app, surface, context, options)
     settings = HttpSettings(
         policy=policy,
         profile=ORIGINAL_2_8_3 if compat else SEED_000,
@@ -90,7 +98,7 @@ def run_http_server(
         session = Session(create_surface(surface, app.services(), context))
 
         def beside(stop: Callable[[], None]) -> None:
-            serve_stdio(session)
+            serve_stdio(session, pools=http_app.pools, timeout_s=options.timeout_s)
             stop()  # the client that started us has gone: stop serving HTTP too
 
     try:

@@ -9,6 +9,7 @@ What the tools do is the business of a `Surface`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -81,6 +82,42 @@ class _Request:
     params: Any
 
 
+@dataclass(frozen=True)
+class Admitted:
+    """A request that passed the session's checks, bound for its handler."""
+
+    id: Any
+    method: str
+    params: Any
+    modern: bool  # answered in the 2026-07-28 era's decorated form
+
+
+@dataclass(frozen=True)
+class CancelNotice:
+    """`notifications/cancelled` naming a request: the transport stops that request's work."""
+
+    request_id: Any
+    reason: str | None = None
+
+
+# What `Session.admit` hands back: a reply (or None: nothing to write), a request to run, or
+# a request to cancel.
+Admission = dict[str, Any] | Admitted | CancelNotice | None
+
+CANCELLED = "notifications/cancelled"
+
+
+def cancel_notice(method: str, params: Any) -> CancelNotice | None:
+    """The notice a `notifications/cancelled` carries, if it names a request id."""
+    if method != CANCELLED or not isinstance(params, dict):
+        return None
+    request_id = params.get("requestId")
+    if not _valid_id(request_id):
+        return None
+    reason = params.get("reason")
+    return CancelNotice(request_id, reason if isinstance(reason, str) else None)
+
+
 class Session:
     """One MCP connection: feed it decoded messages, get back the replies to write."""
 
@@ -114,6 +151,27 @@ class Session:
 
     def handle_text(self, text: bytes | str) -> dict[str, Any] | None:
         """One frame, decoded by the wire policy (adapters/mcp/wire.py, REQ-WIRE-*)."""
+        return self.finish(self.admit_text(text))
+
+    def handle_message(self, message: Any) -> dict[str, Any] | None:
+        return self.finish(self.admit(message))
+
+    def finish(self, admitted: Admission) -> dict[str, Any] | None:
+        """Run what `admit` let through here and now; a reply passes unchanged."""
+        if isinstance(admitted, Admitted):
+            return self.run(admitted)
+        if isinstance(admitted, CancelNotice):
+            return None
+        return admitted
+
+    # -- two steps: admit (in arrival order), run (anywhere) ---------------------------------
+    #
+    # A transport that runs requests concurrently (adapters/mcp/dispatch.py, the HTTP
+    # service) calls `admit` for each message in arrival order: the checks, the connection's
+    # era and the choice of handler happen there. `run` then executes an admitted request,
+    # on this session or on another one over the same surface (a worker thread's).
+
+    def admit_text(self, text: bytes | str) -> Admission:
         if not text.strip():
             return None
         try:
@@ -127,9 +185,10 @@ class Session:
                 f"Invalid Request: nested deeper than {MAX_DEPTH} levels",
                 request_id if _valid_id(request_id) else None,
             )
-        return self.handle_message(message)
+        return self.admit(message)
 
-    def handle_message(self, message: Any) -> dict[str, Any] | None:
+    def admit(self, message: Any) -> Admission:
+        """A reply to write now (or None), a request to `run`, or a cancellation notice."""
         if self._stateless:
             self._era = ConnectionEra()
         if not isinstance(message, dict):
@@ -150,7 +209,7 @@ class Session:
         if not has_id:
             # notifications need no reply (unknown ones are ignored), but may decide the era
             self._era.judge(method, message.get("params"), is_request=False)
-            return None
+            return cancel_notice(method, message.get("params"))
         if not _valid_id(request_id):
             return self.malformed(INVALID_REQUEST, "Invalid Request")
         params = message.get("params")
@@ -160,23 +219,31 @@ class Session:
                 return self.error(request_id, INVALID_PARAMS, f"Invalid params: {problem}")
         else:  # read leniently, as the original does (REQ-WIRE-COMPAT-001)
             params = replace_lone_surrogates(params)
-        request = _Request(request_id, method, params)
         try:
-            return self._dispatch(request)
+            return self._route(_Request(request_id, method, params))
         except JsonRpcError as failure:
             return self.error(request_id, failure.code, failure.message, failure.data)
         except Exception:  # one bad request must not take the server down (seed 001)
-            log.exception("internal error while handling %s", method)
+            log.exception("internal error while admitting %s", method)
             return self.error(request_id, INTERNAL_ERROR, "Internal error")
+
+    def run(self, request: Admitted) -> dict[str, Any]:
+        """The reply to an admitted request, computed over this session's surface."""
+        try:
+            result = self._handlers()[request.method](request.params)
+            if request.modern:
+                result = self._decorate_modern(request.method, result)
+            return self.result(request.id, result)
+        except JsonRpcError as failure:
+            return self.error(request.id, failure.code, failure.message, failure.data)
+        except Exception:  # one bad request must not take the server down (seed 001)
+            log.exception("internal error while handling %s", request.method)
+            return self.error(request.id, INTERNAL_ERROR, "Internal error")
 
     # -- dispatch -------------------------------------------------------------------------
 
-    def _dispatch(self, request: _Request) -> dict[str, Any]:
-        verdict = self._era.judge(request.method, request.params, is_request=True)
-        if verdict.error is not None:
-            raise JsonRpcError(verdict.error.code, verdict.error.message, verdict.error.data)
-        era = "modern" if verdict.era == MODERN_ERA else "legacy"
-        handler = {
+    def _handlers(self) -> dict[str, Callable[[Any], dict[str, Any]]]:
+        return {
             "initialize": self._initialize,
             "ping": self._ping,
             "server/discover": self._discover,
@@ -187,18 +254,21 @@ class Session:
             "resources/read": self._resources_read,
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
-        }.get(request.method)
-        only_elsewhere = _LEGACY_ONLY if era == "modern" else _MODERN_ONLY
-        if handler is None or request.method in only_elsewhere:
+        }
+
+    def _route(self, request: _Request) -> Admitted:
+        verdict = self._era.judge(request.method, request.params, is_request=True)
+        if verdict.error is not None:
+            raise JsonRpcError(verdict.error.code, verdict.error.message, verdict.error.data)
+        modern = verdict.era == MODERN_ERA
+        only_elsewhere = _LEGACY_ONLY if modern else _MODERN_ONLY
+        if request.method not in self._handlers() or request.method in only_elsewhere:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
-        if era == "modern" and verdict.pinned:  # the opening request was checked already
+        if modern and verdict.pinned:  # the opening request was checked already
             problem = pinned_envelope_problem(request.params)
             if problem is not None:
                 raise JsonRpcError(problem.code, problem.message, problem.data)
-        result = handler(request.params)
-        if era == "modern":
-            result = self._decorate_modern(request.method, result)
-        return self.result(request.id, result)
+        return Admitted(request.id, request.method, request.params, modern)
 
     def _decorate_modern(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         decorated = dict(result)

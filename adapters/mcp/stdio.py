@@ -12,11 +12,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
-from adapters.mcp.protocol import INVALID_REQUEST, Session
+from adapters.mcp.dispatch import Dispatcher
+from adapters.mcp.protocol import INVALID_REQUEST, Admission, Session
 from adapters.mcp.wire import encode_frame
+from adapters.mcp.workers import WorkerPools
 
 __all__ = ["MAX_LINE_BYTES", "OVERSIZED", "encode_frame", "read_lines", "serve_stdio"]
 
@@ -65,11 +68,36 @@ def read_lines(
 
 
 def reply_for_line(session: Session, line: bytes | OversizedLine) -> dict[str, Any] | None:
+    return session.finish(admit_line(session, line))
+
+
+def admit_line(session: Session, line: bytes | OversizedLine) -> Admission:
     if isinstance(line, OversizedLine):
         return session.malformed(
             INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE_BYTES} bytes"
         )
-    return session.handle_text(line)
+    return session.admit_text(line)
+
+
+class _FrameWriter:
+    """The one writer of a connection: whole frames, one at a time; a closed pipe is noted
+    (the client went away) instead of raised into whichever thread wrote last."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def __call__(self, reply: dict[str, Any]) -> None:
+        frame = encode_frame(reply)
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self._stream.write(frame)
+                self._stream.flush()
+            except (BrokenPipeError, ValueError):
+                self.closed = True
 
 
 def serve_stdio(
@@ -77,21 +105,26 @@ def serve_stdio(
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
     on_close: Callable[[], None] | None = None,
+    *,
+    pools: WorkerPools | None = None,
+    timeout_s: float | None = None,
 ) -> int:
-    """Serve until stdin closes; returns the process exit code."""
+    """Serve until stdin closes; returns the process exit code. With `pools`, requests that
+    read the index or run a model run concurrently (adapters/mcp/dispatch.py); without, one
+    at a time in arrival order."""
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     source = stdin if stdin is not None else sys.stdin.buffer
+    writer = _FrameWriter(stdout)
+    dispatcher = Dispatcher(session, writer, pools, timeout_s)
     for line in read_lines(source):
-        reply = reply_for_line(session, line)
-        if reply is not None:
-            try:
-                stdout.write(encode_frame(reply))
-                stdout.flush()
-            except BrokenPipeError:  # the client went away: nothing left to answer
-                break
+        dispatcher.feed(admit_line(session, line))
+        if writer.closed:  # the client went away: nothing left to answer
+            break
+    if not writer.closed:
+        dispatcher.wait_idle()
     log.info("Shutting down (stdin closed)...")
     if on_close is not None:
         on_close()
