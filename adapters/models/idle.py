@@ -86,6 +86,8 @@ class IdleUnloader:
 
     def sweep(self) -> int:
         """One pass; how many models it closed. A model whose lock is held is in use: left."""
+        if self.idle_s <= 0:  # 0: models stay loaded
+            return 0
         closed = 0
         for resident in self.residents:
             lock = resident.lock
