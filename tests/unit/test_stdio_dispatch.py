@@ -1,6 +1,7 @@
 """The concurrent stdio transport (docs/decisions/0033), driven over pipes with the spec
-surface on fakes: a slow model request in flight does not hold up `status` and `get`;
-`notifications/cancelled` cancels in-flight work and leaves it unanswered; time limits."""
+surface on fakes: a slow model request in flight does not hold up `status` and `get`
+(REQ-MCP-STDIO-003); `notifications/cancelled` cancels in-flight work and leaves it
+unanswered, and the time limit (REQ-MCP-STDIO-004)."""
 
 from __future__ import annotations
 
