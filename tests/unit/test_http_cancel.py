@@ -6,10 +6,18 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Iterator
 
-from tests.unit.test_http_app import ACCEPT, _app, _call, _events, _request, gate  # noqa: F401
+import pytest
 
-MODERN = "2026-07-28"
+from tests.unit.test_http_app import ACCEPT, _app, _call, _events, _request
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()
 
 
 def _cancel(request_id: int) -> bytes:
