@@ -148,14 +148,19 @@ class WorkerPools:
 
 
 MODEL_NICENESS = 10
+MAX_NICENESS = 19
 
 
 def _lower_priority() -> None:
     """Model-lane threads run at a lower CPU priority (Linux niceness is per thread, and the
     compute threads llama.cpp starts from them inherit it), so that on a busy machine the
-    cores go to fast requests first and a model call takes whatever is left."""
+    cores go to fast requests first and a model call takes whatever is left. The step is
+    relative to the process's own niceness: a server started under `nice -n 10` must still
+    put its model calls below its fast requests (an absolute 10 would put them level)."""
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), MODEL_NICENESS)
+        tid = threading.get_native_id()
+        target = min(MAX_NICENESS, os.getpriority(os.PRIO_PROCESS, tid) + MODEL_NICENESS)
+        os.setpriority(os.PRIO_PROCESS, tid, target)
     except (AttributeError, OSError):  # not Linux, or not permitted: run at normal priority
         log.debug("could not lower the model lane's priority")
 

@@ -7,13 +7,15 @@ import threading
 import time
 from collections.abc import Sequence
 
+import pytest
+
 from adapters.bootstrap import keep_models_warm
 from adapters.models.bundle import Models
 from adapters.models.idle import IdleUnloader, UseLock
 from domain.model import Collection
 from domain.usecases.search import SearchRequest
 from tests.fakes import InMemoryStore, app_over
-from tests.model_fakes import FakeEmbedder
+from tests.model_fakes import FakeEmbedder, prepared_model
 
 
 class FakeResident:
@@ -149,3 +151,22 @@ def test_sweep_skips_a_model_whose_lock_is_held() -> None:
     assert unloader.sweep() == 0  # the release was a use: idle starts again from it
     now[0] += 11
     assert unloader.sweep() == 1 and not resident.loaded
+
+
+@pytest.mark.models
+def test_a_real_model_unloads_and_answers_the_same_after_reloading() -> None:
+    from adapters.models.llama import LlamaEmbedder
+
+    path = prepared_model("all-MiniLM-L6-v2-f16.gguf")
+    embedder = LlamaEmbedder(str(path), force_cpu=True)
+    unloader = keep_models_warm(Models(embedder=embedder), idle_s=0.3)
+    try:
+        first = embedder.embed_queries(["warm service"])[0]
+        assert embedder.resident.loaded
+        assert _wait_for(lambda: not embedder.resident.loaded), "not unloaded when idle"
+        again = embedder.embed_queries(["warm service"])[0]
+        assert embedder.resident.loaded
+        assert max(abs(a - b) for a, b in zip(first, again, strict=True)) < 1e-5
+    finally:
+        unloader.stop()
+        embedder.close()
