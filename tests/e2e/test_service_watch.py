@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.http_harness import HttpServer
 from tests.mcp_harness import StdioServer, build_fixture_index
 
@@ -37,10 +39,17 @@ def _http_search(server: HttpServer, word: str) -> list[str]:
     return [item["file"] for item in result.get("structuredContent", {}).get("results", [])]
 
 
-def test_http_watch_indexes_new_changed_and_removed_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [["mcp", "--http", "--watch"], ["server", "--transport", "http", "--watch"]],
+    ids=["mcp-http", "server"],
+)
+def test_http_watch_indexes_new_changed_and_removed_files(
+    tmp_path: Path, command: list[str]
+) -> None:
     corpora, env = build_fixture_index(tmp_path)
     notes = corpora / "handbook" / "notes"
-    server = HttpServer(["mcp", "--http", "--port", "0", "--watch"], env).start()
+    server = HttpServer([*command, "--port", "0"], env).start()
     try:
         fresh = notes / "watched-arrival.md"
         fresh.write_text("# Arrival\n\nThe quokkaberry lands while the server runs.\n")
