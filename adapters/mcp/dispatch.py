@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from adapters.mcp.protocol import Admission, Admitted, CancelNotice, Session
@@ -52,9 +54,25 @@ def may_run_model(request: Admitted) -> bool:
     return _may_run_model(str(params.get("name")), params.get("arguments"))
 
 
+def log_request(request: Admitted, reply: Reply, began: float) -> None:
+    """One line per request on stderr, as the HTTP service writes: time, method (and tool),
+    outcome, milliseconds; e.g. `12:00:01.234 stdio tools/call search ok (3ms)`."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    label = request.method
+    params = request.params
+    if request.method == "tools/call" and isinstance(params, dict):
+        label += f" {params.get('name')}"
+    outcome = f"error {reply['error'].get('code')}" if "error" in reply else "ok"
+    elapsed = round((time.perf_counter() - began) * 1000)
+    stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
+    log.info("%s stdio %s %s (%dms)", stamp, label, outcome, elapsed)
+
+
 @dataclass
 class _InFlight:
     request: Admitted
+    began: float = field(default_factory=time.perf_counter)
     job: Job = field(default_factory=Job)
     done: bool = False  # answered, cancelled or timed out: nothing more is written for it
     timer: threading.Timer | None = None
@@ -93,7 +111,10 @@ class Dispatcher:
             if self._pools is not None and admission.method in POOLED:
                 self._submit(admission, self._pools)
             else:
-                self._write(self.session.run(admission))
+                began = time.perf_counter()
+                reply = self.session.run(admission)
+                self._write(reply)
+                log_request(admission, reply, began)
         elif admission is not None:
             self._write(admission)
 
@@ -172,6 +193,7 @@ class Dispatcher:
         if write:
             assert reply is not None
             self._write(reply)
+            log_request(entry.request, reply, entry.began)
         if final:
             return
         with self._lock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -175,3 +176,18 @@ def test_a_request_past_the_time_limit_is_answered_with_a_timeout(
     gate.set()
     pipes.close()
     assert pipes.replies.empty()  # the late answer is dropped
+
+
+def test_one_log_line_per_request(caplog: pytest.LogCaptureFixture) -> None:
+    pipes = Pipes(_app(FakeEmbedder()))
+    with caplog.at_level("INFO", logger="qmd.mcp"):
+        _handshake(pipes)
+        pipes.call(1, "status", {})
+        assert pipes.reply()["id"] == 1
+        pipes.call(2, "nosuchtool", {})
+        assert pipes.reply()["id"] == 2
+        pipes.close()
+    lines = [r.getMessage() for r in caplog.records if " stdio " in r.getMessage()]
+    assert any(re.search(r" stdio initialize ok \(\d+ms\)$", line) for line in lines), lines
+    assert any(re.search(r" stdio tools/call status ok \(\d+ms\)$", line) for line in lines)
+    assert any(re.search(r" stdio tools/call nosuchtool error -32602 \(\d+ms\)$", x) for x in lines)
