@@ -29,7 +29,9 @@ from adapters.fs.root_scope import (
     RootScopedStore,
     RootScopedVectorIndex,
 )
+from adapters.fs.watch import IndexWatcher
 from adapters.models.bundle import Models
+from adapters.models.idle import IdleUnloader
 from adapters.postgres.url import is_postgres_url, redact
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import MarkdownMemoryStore
@@ -318,6 +320,39 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
         return IndexReader(reader.services(), index.interrupt, reader.close)
     raw = index.connection.raw
     return IndexReader(reader.services(), raw.interrupt, reader.close)
+
+
+def keep_models_warm(models: Models, idle_s: float) -> IdleUnloader:
+    """Models stay loaded between requests; with `idle_s` > 0 a model unused that long is
+    unloaded (never one in use) and loads again on its next call (adapters/models/idle.py)."""
+    return IdleUnloader(models.residents(), idle_s).start()
+
+
+def watch_collections(app: App, env: Mapping[str, str] | None = None) -> IndexWatcher:
+    """Re-index a collection of `app`'s index soon after its files change, on a thread and
+    connection of its own (adapters/fs/watch.py). `app.close()` stops it."""
+    environ = os.environ if env is None else env
+    opened: list[App] = []
+
+    def writer() -> App:
+        if not opened:  # opened on the watcher's thread, which alone uses it
+            index = SqliteIndex.open(app.db_path, environ)
+            opened.append(_wire(index, app.config_path, Models(), app.home, None))
+        return opened[0]
+
+    def reindex(name: str) -> None:
+        manager = writer().collections
+        manager.index(manager.get(name))
+
+    watcher = IndexWatcher(lambda: writer().store.list_collections(), reindex).start()
+
+    def stop() -> None:
+        watcher.stop()
+        for own in opened:
+            own.close()
+
+    app.closers.insert(0, stop)
+    return watcher
 
 
 def build_models(

@@ -21,13 +21,15 @@ from domain.usecases.services import Services
 @dataclass(frozen=True)
 class SurfaceContext:
     """What a surface may need besides the application: the server's version, the
-    `--force-root` folder (the services are already scoped to it) and the user's home."""
+    `--force-root` folder (the services are already scoped to it), the user's home and the
+    operator's limits."""
 
     version: str
     force_root: str | None = None
     home: str | None = None
     # seed 004's memory, opened once per process on first use (the memorize surface)
     memory: Callable[[], Memorizer] | None = None
+    max_results: int | None = None  # the operator's hard limit on search results, if any
 
 
 SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
@@ -72,7 +74,9 @@ def create_surface(name: str, services: Services, context: SurfaceContext) -> Su
 
 register_surface(
     "spec",
-    lambda services, ctx: SpecSurface(services, ctx.version, RootGuard(ctx.force_root, ctx.home)),
+    lambda services, ctx: SpecSurface(
+        services, ctx.version, RootGuard(ctx.force_root, ctx.home), ctx.max_results
+    ),
     aliases=("default",),
 )
 register_surface(
