@@ -6,6 +6,7 @@ Entry points (CLI, MCP stdio, HTTP) call `build_app`; tests call `assemble` with
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ from adapters.config.yaml_config import (
     resolve_paths,
     sync_config_to_store,
 )
+from adapters.fs.claude_sessions import ClaudeCodeSessions, VaultFolder
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
 from adapters.fs.root_scope import (
@@ -26,8 +28,10 @@ from adapters.fs.root_scope import (
     RootScopedVectorIndex,
 )
 from adapters.models.bundle import Models
+from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.store import SqliteIndex
 from domain.ports import (
+    ChunkIndex,
     Clock,
     ConfigRepository,
     ContentSource,
@@ -35,13 +39,31 @@ from domain.ports import (
     IndexMaintenance,
     LexicalIndex,
     LlmCache,
+    NoteWriter,
+    SessionSource,
+    SummaryStore,
     VectorIndex,
 )
+from domain.usecases.chunks import ChunkedCollections, ChunkKeeper
 from domain.usecases.collections import CollectionManager
+from domain.usecases.projmem import ChunkSearch, IndexFigures
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher, SearchModels
 from domain.usecases.services import Services
+from domain.usecases.sessions import SessionMemory
 from domain.usecases.status import StatusReader
+
+
+@dataclass(frozen=True)
+class ProjmemAdapters:
+    """What the projmem surface and `qmd session` need besides the core ports."""
+
+    chunks: ChunkIndex
+    figures: IndexFigures
+    sessions: SessionSource
+    summaries: SummaryStore
+    notes: NoteWriter
+    timer: Callable[[], float] = time.perf_counter
 
 
 @dataclass
@@ -66,9 +88,14 @@ class App:
     trust: TrustDecision | None = None
     force_root: str | None = None
     closers: list[Any] = field(default_factory=list)
+    chunks: ChunkSearch | None = None
+    sessions: SessionMemory | None = None
+    chunk_keeper: ChunkKeeper | None = None
 
     def services(self) -> Services:
-        return Services(self.store, self.searcher, self.retrieval, self.status)
+        return Services(
+            self.store, self.searcher, self.retrieval, self.status, self.chunks, self.sessions
+        )
 
     def close(self) -> None:
         for closer in self.closers:
@@ -87,10 +114,11 @@ def assemble(
     models: Models | None = None,
     home: str | None = None,
     maintenance: IndexMaintenance | None = None,
+    projmem: ProjmemAdapters | None = None,
 ) -> App:
     """Wire the use cases over whatever adapters (real or fake) are given."""
     chosen = models or Models()
-    return App(
+    app = App(
         home=home,
         store=store,
         lexical=lexical,
@@ -110,6 +138,22 @@ def assemble(
         ),
         status=StatusReader(store, vectors, chosen.identity),
         maintenance=maintenance,
+    )
+    if projmem is not None:
+        _wire_projmem(app, projmem)
+    return app
+
+
+def _wire_projmem(app: App, adapters: ProjmemAdapters) -> None:
+    """Chunk rows kept by every indexing pass, chunk search and session memory."""
+    keeper = ChunkKeeper(app.store, adapters.chunks)
+    app.chunk_keeper = keeper
+    app.collections = ChunkedCollections(keeper, app.config, app.source, app.clock, app.cache)
+    app.chunks = ChunkSearch(
+        app.store, app.searcher, adapters.chunks, adapters.figures, adapters.timer
+    )
+    app.sessions = SessionMemory(
+        adapters.sessions, adapters.summaries, adapters.notes, app.collections, app.clock
     )
 
 
@@ -152,10 +196,35 @@ def build_app(
         # Nothing loads either way; this keeps the adapters out of commands that need no
         # model while `status` still counts pending embeddings for the configured model.
         models = Models(identity=models.identity)
-    app = _wire(index, config_path, models, environ.get("HOME"), force_root)
+    app = _wire(
+        index,
+        config_path,
+        models,
+        environ.get("HOME"),
+        force_root,
+        _projmem_adapters(index, environ),
+    )
     app.db_path, app.config_path = db_path, config_path
     app.trust = trust
     return app
+
+
+def _projmem_adapters(index: SqliteIndex, environ: Mapping[str, str]) -> ProjmemAdapters:
+    """Chunk tables in the index file; sessions from `QMD_SESSIONS_DIR` (default
+    `~/.claude/projects`); summary notes into `QMD_SESSIONS_VAULT` (default
+    `$XDG_DATA_HOME/qmd/sessions`, else `~/.local/share/qmd/sessions`)."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    sessions_dir = environ.get("QMD_SESSIONS_DIR") or os.path.join(home, ".claude", "projects")
+    data_home = environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    vault = environ.get("QMD_SESSIONS_VAULT") or os.path.join(data_home, "qmd", "sessions")
+    tables = SqliteChunkIndex(index.connection)
+    return ProjmemAdapters(
+        chunks=tables,
+        figures=tables,
+        sessions=ClaudeCodeSessions(sessions_dir),
+        summaries=tables,
+        notes=VaultFolder(vault),
+    )
 
 
 def _wire(
@@ -164,6 +233,7 @@ def _wire(
     models: Models,
     home: str | None,
     force_root: str | None,
+    projmem: ProjmemAdapters,
 ) -> App:
     store: DocumentStore = index
     lexical: LexicalIndex = index
@@ -185,6 +255,7 @@ def _wire(
         models=models,
         home=home,
         maintenance=index,
+        projmem=projmem,
     )
     app.force_root = force_root
     app.closers.append(index.close)
@@ -206,7 +277,8 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
     beside a writer such as `qmd update`), wired like `app` itself."""
     environ = os.environ if env is None else env
     index = SqliteIndex.open(app.db_path, environ)
-    reader = _wire(index, app.config_path, app.models, app.home, app.force_root)
+    projmem = _projmem_adapters(index, environ)
+    reader = _wire(index, app.config_path, app.models, app.home, app.force_root, projmem)
     raw = index.connection.raw
     return IndexReader(reader.services(), raw.interrupt, reader.close)
 

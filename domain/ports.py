@@ -22,6 +22,8 @@ from domain.model import (
     Unreadable,
     VectorHit,
 )
+from domain.sections import Section
+from domain.sessions import SessionRef, Transcript
 
 
 @dataclass(frozen=True)
@@ -196,3 +198,86 @@ class ConfigRepository(Protocol):
     def rename_collection(self, old: str, new: str) -> None: ...
     def load_global_context(self) -> str | None: ...
     def save_global_context(self, text: str | None) -> None: ...
+
+
+# ---------------------------------------------------------------- chunks, namespaces, sessions
+# (docs/spec/projmem.md; the projmem surface and `qmd session`)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A stored chunk of an active document, located: its stable id, where it lies and its text."""
+
+    id: int
+    collection: str
+    path: str
+    seq: int
+    heading_path: str
+    start_line: int
+    end_line: int
+    text: str
+
+
+class ChunkIndex(Protocol):
+    """Chunk rows per document, cut from one version of its content (`domain.sections`).
+
+    Reads return only *live* rows: those of an active document, cut from the content the
+    document has now. Ids are never reused, so an id names the same text until its document
+    changes. Storage-neutral: documents are named by `DocumentMeta.id`.
+    """
+
+    def chunk_versions(self) -> dict[int, str]:
+        """Every document id with rows (live or not) -> the content hash they were cut from."""
+        ...
+
+    def replace_chunks(self, doc_id: int, content_hash: str, sections: Sequence[Section]) -> None:
+        """Drop the document's rows and store `sections` (new ids) cut from `content_hash`."""
+        ...
+
+    def delete_chunks(self, doc_ids: Sequence[int]) -> int:
+        """Drop every row of these documents; returns how many rows went."""
+        ...
+
+    def get_chunks(self, chunk_ids: Sequence[int]) -> list[ChunkRow]:
+        """The live rows among `chunk_ids`, in the order asked (unknown ids left out)."""
+        ...
+
+    def document_chunks(self, collection: str, path: str) -> list[ChunkRow]:
+        """The live rows of one document, in sequence order (none: not indexed or not chunked)."""
+        ...
+
+    def live_chunk_count(self) -> int: ...
+
+
+class NamespaceRegistry(Protocol):
+    """Stable numeric ids for collection names (a name keeps its id while it exists)."""
+
+    def namespace_ids(self, names: Sequence[str]) -> dict[str, int]:
+        """The id of every name, assigning new ids to names not seen before."""
+        ...
+
+
+class SessionSource(Protocol):
+    """Agent session transcripts, read-only (e.g. Claude Code's JSONL files)."""
+
+    def list_sessions(self) -> list[SessionRef]:
+        """Every session, most recently written first."""
+        ...
+
+    def read_session(self, session_id: str) -> Transcript | None: ...
+
+
+class SummaryStore(Protocol):
+    """Structured session summaries (JSON text) by session id."""
+
+    def get_summary(self, session_id: str) -> str | None: ...
+    def put_summary(self, session_id: str, summary_json: str, updated_at: str) -> None: ...
+    def summarized_ids(self) -> set[str]: ...
+
+
+class NoteWriter(Protocol):
+    """Writes a markdown note into the session vault folder; returns its path in the vault."""
+
+    @property
+    def folder(self) -> str: ...
+    def write_note(self, name: str, text: str) -> str: ...

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
+from adapters.mcp.projmem import ProjmemSurface
 from adapters.mcp.protocol import Surface
 from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.spec import SpecSurface
@@ -62,3 +63,5 @@ register_surface(
 register_surface(
     f"compat-{COMPAT_VERSION}", lambda services, _ctx: CompatSurface(services), (COMPAT_VERSION,)
 )
+
+register_surface("projmem", lambda services, _ctx: ProjmemSurface(services))

@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from domain.ports import DocumentStore
+from domain.usecases.projmem import ChunkSearch
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher
+from domain.usecases.sessions import SessionMemory
 from domain.usecases.status import StatusReader
 
 
@@ -19,3 +21,6 @@ class Services:
     searcher: Searcher
     retrieval: Retrieval
     status: StatusReader
+    # the projmem surface (chunk rows and session memory); None where not wired
+    chunks: ChunkSearch | None = None
+    sessions: SessionMemory | None = None

@@ -1,0 +1,102 @@
+"""Chunk rows kept in step with the index (docs/spec/projmem.md, REQ-PROJMEM-CHUNK-*).
+
+`ChunkKeeper.sync` cuts every active document whose rows are missing or were cut from other
+content, and drops the rows of documents that are gone. `ChunkedCollections` runs it after
+every indexing pass and collection removal, so `qmd update` fills the table for every document
+whether or not anything is embedded. An index written by another program (the original QMD,
+which knows nothing of the table) is repaired by the next sync; reads never see stale rows.
+"""
+
+from __future__ import annotations
+
+from domain.model import Collection, UpdateCounts
+from domain.ports import (
+    ChunkIndex,
+    Clock,
+    ConfigRepository,
+    ContentSource,
+    DocumentStore,
+    LlmCache,
+)
+from domain.sections import split_sections
+from domain.usecases.collections import CollectionManager, ProgressCallback
+
+
+class ChunkKeeper:
+    def __init__(self, store: DocumentStore, chunks: ChunkIndex) -> None:
+        self._store = store
+        self._chunks = chunks
+
+    @property
+    def store(self) -> DocumentStore:
+        return self._store
+
+    def sync(self) -> tuple[int, int]:
+        """(documents re-chunked, documents whose rows were dropped)."""
+        active = {meta.id: meta for meta in self._store.documents()}
+        versions = self._chunks.chunk_versions()
+        stale = [meta for doc_id, meta in active.items() if versions.get(doc_id) != meta.hash]
+        with self._store.transaction():
+            bodies: dict[str, str] = {}
+            for meta in stale:
+                body = bodies.get(meta.hash)
+                if body is None:
+                    body = bodies[meta.hash] = self._store.body(meta.hash)
+                self._chunks.replace_chunks(meta.id, meta.hash, split_sections(body))
+            gone = [doc_id for doc_id in versions if doc_id not in active]
+            if gone:
+                self._chunks.delete_chunks(gone)
+        return len(stale), len(gone)
+
+
+class ChunkedCollections(CollectionManager):
+    """The collection manager, with the chunk rows synced after each change to documents."""
+
+    def __init__(
+        self,
+        keeper: ChunkKeeper,
+        config: ConfigRepository,
+        source: ContentSource,
+        clock: Clock,
+        cache: LlmCache | None = None,
+    ) -> None:
+        super().__init__(keeper.store, config, source, clock, cache)
+        self._keeper = keeper
+
+    @property
+    def keeper(self) -> ChunkKeeper:
+        return self._keeper
+
+    def index(
+        self, collection: Collection, progress: ProgressCallback | None = None
+    ) -> UpdateCounts:
+        counts = super().index(collection, progress)
+        self._keeper.sync()
+        return counts
+
+    def remove(self, name: str) -> int:
+        removed = super().remove(name)
+        self._keeper.sync()
+        return removed
+
+
+def like_to_regex(pattern: str) -> str:
+    """SQL LIKE (`%` any run, `_` one character, case-sensitive here) as a regular expression."""
+    out: list[str] = []
+    for char in pattern:
+        if char == "%":
+            out.append(".*")
+        elif char == "_":
+            out.append(".")
+        else:
+            out.append("\\" + char if not char.isalnum() else char)
+    return "".join(out)
+
+
+def chunk_id_of(reference: str) -> int | None:
+    """`#123` or `123` -> 123; anything else is not a chunk reference."""
+    text = reference.strip()
+    digits = text[1:] if text.startswith("#") else text
+    if digits.isascii() and digits.isdigit() and len(digits) <= 18:
+        return int(digits)
+    return None
