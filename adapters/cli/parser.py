@@ -17,6 +17,7 @@ from adapters.cli.commands import (
     pull,
     search,
     servers,
+    sessions,
     skills,
 )
 from adapters.cli.grammar import CommandTable, Parser, add_globals
@@ -32,6 +33,7 @@ COMMAND_MODULES = (
     pull,
     search,
     documents,
+    sessions,
     bench,
     skills,
     servers,
