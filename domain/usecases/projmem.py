@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from domain.errors import INVALID_ARGUMENT, NOT_FOUND, QmdError
@@ -230,6 +230,8 @@ class ChunkSearch:
         report.expanded = list(trace.expansions)
         report.strong_signal = trace.strong_signal
         report.reranked = any(name == "reranking" for name, _ in trace.stages)
+        if not report.reranked:  # no reranker score exists: say so rather than 0
+            report.hits = [replace(hit, reranker_score=None) for hit in report.hits]
         report.stages = _stages(trace, options, report.elapsed_ms)
         return report
 
