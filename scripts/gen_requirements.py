@@ -5,7 +5,7 @@
     python scripts/gen_requirements.py --check  # exit 1 if the JSON is out of date
 
 A requirement is a bullet `- **REQ-…** [tags] text`, continued by lines indented two spaces.
-Tags: `compat`, `spec`, `deferred: reason` (see docs/spec/README.md).
+Tags: `compat`, `spec`, `projmem`, `deferred: reason` (see docs/spec/README.md).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ OUTPUT = ROOT / "conformance" / "requirements.json"
 
 BULLET = re.compile(r"^- \*\*(REQ-[A-Z0-9]+(?:-[A-Z0-9]+)*-[0-9]{3})\*\* \[([^\]]+)\] (.*)$")
 ID_ANYWHERE = re.compile(r"\*\*(REQ-[^*]+)\*\*")
-SURFACE_TAGS = {"compat": "compat-2.8.3", "spec": "spec"}
+SURFACE_TAGS = {"compat": "compat-2.8.3", "spec": "spec", "projmem": "projmem"}
 
 
 class SpecError(ValueError):
@@ -46,7 +46,7 @@ def _parse_tags(raw: str, where: str) -> tuple[list[str], str | None]:
             raise SpecError(f"{where}: unknown tag {tag!r}")
         surfaces.append(SURFACE_TAGS[tag])
     if not surfaces:
-        raise SpecError(f"{where}: name at least one surface (compat/spec)")
+        raise SpecError(f"{where}: name at least one surface (compat/spec/projmem)")
     return surfaces, deferred
 
 

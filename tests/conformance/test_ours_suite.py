@@ -4,7 +4,8 @@
 reasoned baseline entry); `ours-spec` must satisfy every case written from seeds 000/001;
 `ours-spec-models` runs the spec cases that need vectors, on a fixture embedded with the
 real MiniLM GGUF (`scripts/prepare_models.py`); `ours-spec-rooted` serves the default fixture
-with `--force-root` on its handbook folder; `ours-spec-remote` runs the embedded cases with that
+with `--force-root` on its handbook folder; `ours-projmem` serves the projmem surface (seed 002)
+over the default fixture; `ours-spec-remote` runs the embedded cases with that
 GGUF served over HTTP by llama_cpp.server (scripts/model_server.py), so remote vectors must
 rank as in-process ones do (about 30 s on the two-core machine).
 """
@@ -27,6 +28,8 @@ from tests.conformance.helpers import run_cli
         ("ours-spec", "spec", "default"),
         pytest.param("ours-spec-models", "spec", "embedded", marks=pytest.mark.models),
         ("ours-spec-rooted", "spec", "rooted"),
+        # seed 002's projmem surface over the default fixture and the fixture transcripts
+        ("ours-projmem", "projmem", "default"),
         pytest.param("ours-spec-remote", "spec", "embedded", marks=pytest.mark.models),
         # the model-backed goldens recorded from the original with the same GGUF files
         pytest.param(
