@@ -68,4 +68,4 @@ def test_an_unknown_surface_is_a_usage_error(tmp_path: Path) -> None:
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2
-    assert "Unknown MCP surface 'nonesuch'; available: compat-2.8.3, spec" in done.stderr
+    assert "Unknown MCP surface 'nonesuch'; available: compat-2.8.3, projmem, spec" in done.stderr
