@@ -235,7 +235,17 @@ class ChunkSearch:
         report.stages = _stages(trace, options, report.elapsed_ms)
         return report
 
-    # -- retrieval ----------------------------------------------------------------------------
+    # -- retrieval ---------------------------------------------------------------------------
+
+    def _visible(self, rows: list[ChunkRow]) -> list[ChunkRow]:
+        """The rows of documents the store shows (a `--force-root` scope hides the others:
+        a chunk id must not reach a document a path could not, seed 001 INV-1)."""
+        if not rows:
+            return rows
+        shown = set(self._store.document_paths())
+        return [row for row in rows if (row.collection, row.path) in shown]
+
+    # -- retrieval (by reference) ---------------------------------------------------------
 
     def _document(self, reference: str) -> tuple[str, str]:
         text = reference.strip()
@@ -250,7 +260,7 @@ class ChunkSearch:
         """One chunk (`#123` / `123`) or every chunk of a document (`collection/path`)."""
         chunk_id = chunk_id_of(identifier)
         if chunk_id is not None:
-            found = self._chunks.get_chunks([chunk_id])
+            found = self._visible(self._chunks.get_chunks([chunk_id]))
             if not found:
                 raise QmdError(NOT_FOUND, f"Chunk not found: #{chunk_id}")
             return found
@@ -273,7 +283,7 @@ class ChunkSearch:
         if len(chunk_ids) > MAX_IDS or len(doc_paths) > MAX_IDS:
             raise QmdError(INVALID_ARGUMENT, f"At most {MAX_IDS} chunkIds and docPaths each")
         notes: list[str] = []
-        rows = self._chunks.get_chunks(list(chunk_ids))
+        rows = self._visible(self._chunks.get_chunks(list(chunk_ids)))
         found_ids = {row.id for row in rows}
         notes += [f"Chunk not found: #{i}" for i in chunk_ids if i not in found_ids]
         documents: list[tuple[str, str]] = []

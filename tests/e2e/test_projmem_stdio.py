@@ -60,6 +60,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     root = tmp_path_factory.mktemp("projmem")
     env = projmem_env(root)
     proc = StdioServer(env, "--surface", "projmem")
+    proc.env = env
     hello = proc.initialize()
     proc.hello = hello
     proc.root = root
@@ -279,3 +280,20 @@ def test_summary_is_validated_stored_exported_and_searchable(server: Any) -> Non
     }.items()
     assert transcript_file.read_bytes() == before  # transcripts are read-only
     assert json.loads(json.dumps(saved))  # a plain JSON answer
+
+
+def test_force_root_hides_chunks_outside_the_root_by_id_too(server: Any) -> None:
+    """A chunk id must not reach a document that no path can reach (seed 001 INV-1)."""
+    env = server.env
+    outside = server.call("projmem_search", {"query": "Redis sliding expiry"})
+    chunk_id = outside["structuredContent"]["results"][0]["chunkId"]
+    rooted = StdioServer(env, "--surface", "projmem", "--force-root", str(server.root / "claude"))
+    try:
+        rooted.initialize()
+        got = rooted.call("projmem_get", {"identifier": f"#{chunk_id}"})
+        assert got["structuredContent"]["error"]["code"] == "not-found"
+        many = rooted.call("projmem_multi_get", {"chunkIds": [chunk_id]})
+        assert many["structuredContent"]["chunks"] == []
+        assert rooted.call("projmem_search", {"query": "Redis"})["structuredContent"]["count"] == 0
+    finally:
+        rooted.kill()
