@@ -35,6 +35,7 @@ from domain.model import (
 from domain.paths import scan_order_key
 from domain.ports import ChunkRow, CollectionCount, UpsertOutcome
 from domain.sections import Section
+from domain.sessions import SessionRef, Transcript
 
 DIMENSION_MISMATCH = (
     "Embedding dimension mismatch: existing vectors are {existing}d but the current model "
@@ -671,6 +672,20 @@ class InMemoryChunkIndex:
 
     def summarized_ids(self) -> set[str]:
         return set(self._summaries)
+
+
+class InMemorySessions:
+    """A SessionSource over transcripts held in memory (most recently written first)."""
+
+    def __init__(self, transcripts: Sequence[Transcript] = ()) -> None:
+        self._transcripts = {t.ref.session_id: t for t in transcripts}
+
+    def list_sessions(self) -> list[SessionRef]:
+        refs = [t.ref for t in self._transcripts.values()]
+        return sorted(refs, key=lambda r: (r.modified_at, r.session_id), reverse=True)
+
+    def read_session(self, session_id: str) -> Transcript | None:
+        return self._transcripts.get(session_id)
 
 
 def app_over(store: InMemoryStore, models: Models | None = None) -> App:
