@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from domain.lexquery import LexQuery
 from domain.model import (
@@ -218,6 +218,14 @@ class ChunkRow:
     text: str
 
 
+class DocumentCut(NamedTuple):
+    """The sections of one document, cut from the content `content_hash` names."""
+
+    doc_id: int
+    content_hash: str
+    sections: Sequence[Section]
+
+
 class ChunkIndex(Protocol):
     """Chunk rows per document, cut from one version of its content (`domain.sections`).
 
@@ -230,8 +238,9 @@ class ChunkIndex(Protocol):
         """Every document id with rows (live or not) -> the content hash they were cut from."""
         ...
 
-    def replace_chunks(self, doc_id: int, content_hash: str, sections: Sequence[Section]) -> None:
-        """Drop the document's rows and store `sections` (new ids) cut from `content_hash`."""
+    def replace_chunks(self, cuts: Sequence[DocumentCut]) -> None:
+        """For each cut, drop the document's rows and store its sections (new ids); one call
+        takes many documents, so an update writes them in bulk."""
         ...
 
     def delete_chunks(self, doc_ids: Sequence[int]) -> int:

@@ -33,7 +33,7 @@ from domain.model import (
     VectorHit,
 )
 from domain.paths import scan_order_key
-from domain.ports import ChunkRow, CollectionCount, UpsertOutcome
+from domain.ports import ChunkRow, CollectionCount, DocumentCut, UpsertOutcome
 from domain.sections import Section
 from domain.sessions import SessionRef, Transcript
 
@@ -606,11 +606,12 @@ class InMemoryChunkIndex:
     def chunk_versions(self) -> dict[int, str]:
         return {doc: hash_ for doc, hash_, _ in self._rows.values()}
 
-    def replace_chunks(self, doc_id: int, content_hash: str, sections: Sequence[Section]) -> None:
-        self.delete_chunks([doc_id])
-        for section in sections:
-            self._rows[self._next] = (doc_id, content_hash, section)
-            self._next += 1
+    def replace_chunks(self, cuts: Sequence[DocumentCut]) -> None:
+        self.delete_chunks([cut.doc_id for cut in cuts])
+        for cut in cuts:
+            for section in cut.sections:
+                self._rows[self._next] = (cut.doc_id, cut.content_hash, section)
+                self._next += 1
 
     def delete_chunks(self, doc_ids: Sequence[int]) -> int:
         gone = [cid for cid, (doc, _, _) in self._rows.items() if doc in set(doc_ids)]

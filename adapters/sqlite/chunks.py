@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.sqlite.driver import Connection
 from adapters.sqlite.schema import vec_table_dimensions
-from domain.ports import ChunkRow
-from domain.sections import Section
+from domain.ports import ChunkRow, DocumentCut
 
 CHUNKS_DDL = """
     CREATE TABLE IF NOT EXISTS pyqmd_chunks (
@@ -85,15 +84,16 @@ class SqliteChunkIndex:
         rows = self._conn.query("SELECT doc_id, MIN(hash) FROM pyqmd_chunks GROUP BY doc_id")
         return {int(doc_id): str(hash_) for doc_id, hash_ in rows}
 
-    def replace_chunks(self, doc_id: int, content_hash: str, sections: Sequence[Section]) -> None:
+    def replace_chunks(self, cuts: Sequence[DocumentCut]) -> None:
         with self._conn.transaction():
-            self._conn.execute("DELETE FROM pyqmd_chunks WHERE doc_id = ?", (doc_id,))
+            self.delete_chunks([cut.doc_id for cut in cuts])
             self._conn.executemany(
                 "INSERT INTO pyqmd_chunks (doc_id, hash, seq, heading_path, start_line, "
                 "end_line, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (doc_id, content_hash, s.seq, s.heading_path, s.start_line, s.end_line, s.text)
-                    for s in sections
+                    (cut.doc_id, cut.content_hash, *section)
+                    for cut in cuts
+                    for section in cut.sections
                 ],
             )
 

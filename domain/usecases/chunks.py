@@ -15,11 +15,14 @@ from domain.ports import (
     Clock,
     ConfigRepository,
     ContentSource,
+    DocumentCut,
     DocumentStore,
     LlmCache,
 )
 from domain.sections import split_sections
 from domain.usecases.collections import CollectionManager, ProgressCallback
+
+CUT_BATCH = 500  # documents cut and written per call (bounds the memory of a large update)
 
 
 class ChunkKeeper:
@@ -37,12 +40,12 @@ class ChunkKeeper:
         versions = self._chunks.chunk_versions()
         stale = [meta for doc_id, meta in active.items() if versions.get(doc_id) != meta.hash]
         with self._store.transaction():
-            bodies: dict[str, str] = {}
-            for meta in stale:
-                body = bodies.get(meta.hash)
-                if body is None:
-                    body = bodies[meta.hash] = self._store.body(meta.hash)
-                self._chunks.replace_chunks(meta.id, meta.hash, split_sections(body))
+            for start in range(0, len(stale), CUT_BATCH):
+                cuts: list[DocumentCut] = []
+                for meta in stale[start : start + CUT_BATCH]:
+                    body = self._store.body(meta.hash)
+                    cuts.append(DocumentCut(meta.id, meta.hash, split_sections(body)))
+                self._chunks.replace_chunks(cuts)
             gone = [doc_id for doc_id in versions if doc_id not in active]
             if gone:
                 self._chunks.delete_chunks(gone)

@@ -12,6 +12,7 @@ import pytest
 
 from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.store import SqliteIndex
+from domain.ports import DocumentCut
 from domain.sections import split_sections
 from domain.text import content_hash
 from tests.fakes import InMemoryChunkIndex, InMemoryStore
@@ -49,7 +50,7 @@ def _add(pair: Pair, path: str, body: str) -> int:
 
 def test_rows_round_trip_in_sequence_order(pair: Pair) -> None:
     doc = _add(pair, "a.md", BODY)
-    pair.chunks.replace_chunks(doc, content_hash(BODY), split_sections(BODY))
+    pair.chunks.replace_chunks([DocumentCut(doc, content_hash(BODY), split_sections(BODY))])
     rows = pair.chunks.document_chunks("notes", "a.md")
     assert [r.heading_path for r in rows] == ["Auth", "Auth > Tokens", "Auth > Tokens > Refresh"]
     assert [(r.start_line, r.end_line) for r in rows] == [(1, 2), (3, 4), (5, 6)]
@@ -60,14 +61,14 @@ def test_rows_round_trip_in_sequence_order(pair: Pair) -> None:
 
 def test_replaced_rows_get_new_ids_and_old_ids_are_never_served(pair: Pair) -> None:
     doc = _add(pair, "a.md", BODY)
-    pair.chunks.replace_chunks(doc, content_hash(BODY), split_sections(BODY))
+    pair.chunks.replace_chunks([DocumentCut(doc, content_hash(BODY), split_sections(BODY))])
     old = [r.id for r in pair.chunks.document_chunks("notes", "a.md")]
     _add(pair, "a.md", EDITED)
     # rows cut from the previous content are stale: never served
     assert pair.chunks.document_chunks("notes", "a.md") == []
     assert pair.chunks.get_chunks(old) == []
     assert pair.chunks.live_chunk_count() == 0
-    pair.chunks.replace_chunks(doc, content_hash(EDITED), split_sections(EDITED))
+    pair.chunks.replace_chunks([DocumentCut(doc, content_hash(EDITED), split_sections(EDITED))])
     new = pair.chunks.document_chunks("notes", "a.md")
     assert {r.id for r in new}.isdisjoint(old)
     assert new[-1].text == "## Tokens\nshort lived, now signed"
@@ -75,7 +76,7 @@ def test_replaced_rows_get_new_ids_and_old_ids_are_never_served(pair: Pair) -> N
 
 def test_rows_of_inactive_documents_are_not_served_and_can_be_deleted(pair: Pair) -> None:
     doc = _add(pair, "a.md", BODY)
-    pair.chunks.replace_chunks(doc, content_hash(BODY), split_sections(BODY))
+    pair.chunks.replace_chunks([DocumentCut(doc, content_hash(BODY), split_sections(BODY))])
     pair.store.deactivate_documents("notes", ["a.md"])
     assert pair.chunks.document_chunks("notes", "a.md") == []
     assert pair.chunks.live_chunk_count() == 0
