@@ -234,8 +234,8 @@ class ChunkIndex(Protocol):
     changes. Storage-neutral: documents are named by `DocumentMeta.id`.
     """
 
-    def chunk_versions(self) -> dict[int, str]:
-        """Every document id with rows (live or not) -> the content hash they were cut from."""
+    def unchunked_documents(self) -> list[tuple[int, str]]:
+        """(id, content hash) of every active document with no rows cut from that content."""
         ...
 
     def replace_chunks(self, cuts: Sequence[DocumentCut]) -> None:
@@ -243,8 +243,8 @@ class ChunkIndex(Protocol):
         takes many documents, so an update writes them in bulk."""
         ...
 
-    def delete_chunks(self, doc_ids: Sequence[int]) -> int:
-        """Drop every row of these documents; returns how many rows went."""
+    def prune(self) -> int:
+        """Drop the rows of documents that are gone, inactive or changed; returns how many."""
         ...
 
     def get_chunks(self, chunk_ids: Sequence[int]) -> list[ChunkRow]:

@@ -603,17 +603,25 @@ class InMemoryChunkIndex:
         self._namespaces: dict[str, int] = {}
         self._summaries: dict[str, str] = {}
 
-    def chunk_versions(self) -> dict[int, str]:
-        return {doc: hash_ for doc, hash_, _ in self._rows.values()}
+    def unchunked_documents(self) -> list[tuple[int, str]]:
+        cut = {(doc, hash_) for doc, hash_, _ in self._rows.values()}
+        return [(m.id, m.hash) for m in self._store.documents() if (m.id, m.hash) not in cut]
+
+    def prune(self) -> int:
+        live = self._live()
+        stale = [i for i in self._rows if self._located(i, live) is None]
+        for chunk_id in stale:
+            del self._rows[chunk_id]
+        return len(stale)
 
     def replace_chunks(self, cuts: Sequence[DocumentCut]) -> None:
-        self.delete_chunks([cut.doc_id for cut in cuts])
+        self._delete_documents([cut.doc_id for cut in cuts])
         for cut in cuts:
             for section in cut.sections:
                 self._rows[self._next] = (cut.doc_id, cut.content_hash, section)
                 self._next += 1
 
-    def delete_chunks(self, doc_ids: Sequence[int]) -> int:
+    def _delete_documents(self, doc_ids: Sequence[int]) -> int:
         gone = [cid for cid, (doc, _, _) in self._rows.items() if doc in set(doc_ids)]
         for cid in gone:
             del self._rows[cid]

@@ -80,13 +80,26 @@ class SqliteChunkIndex:
 
     # ---------------------------------------------------------------- chunks
 
-    def chunk_versions(self) -> dict[int, str]:
-        rows = self._conn.query("SELECT doc_id, MIN(hash) FROM pyqmd_chunks GROUP BY doc_id")
-        return {int(doc_id): str(hash_) for doc_id, hash_ in rows}
+    def unchunked_documents(self) -> list[tuple[int, str]]:
+        rows = self._conn.query(
+            "SELECT d.id, d.hash FROM documents d WHERE d.active = 1 AND NOT EXISTS ("
+            "SELECT 1 FROM pyqmd_chunks c WHERE c.doc_id = d.id AND c.hash = d.hash) "
+            "ORDER BY d.id"
+        )
+        return [(int(doc_id), str(hash_)) for doc_id, hash_ in rows]
+
+    def prune(self) -> int:
+        return int(
+            self._conn.execute(
+                "DELETE FROM pyqmd_chunks WHERE NOT EXISTS (SELECT 1 FROM documents d "
+                "WHERE d.id = pyqmd_chunks.doc_id AND d.hash = pyqmd_chunks.hash "
+                "AND d.active = 1)"
+            ).rowcount
+        )
 
     def replace_chunks(self, cuts: Sequence[DocumentCut]) -> None:
         with self._conn.transaction():
-            self.delete_chunks([cut.doc_id for cut in cuts])
+            self._delete_documents([cut.doc_id for cut in cuts])
             self._conn.executemany(
                 "INSERT INTO pyqmd_chunks (doc_id, hash, seq, heading_path, start_line, "
                 "end_line, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -97,7 +110,7 @@ class SqliteChunkIndex:
                 ],
             )
 
-    def delete_chunks(self, doc_ids: Sequence[int]) -> int:
+    def _delete_documents(self, doc_ids: Sequence[int]) -> int:
         removed = 0
         with self._conn.transaction():
             for start in range(0, len(doc_ids), _ID_BATCH):

@@ -35,21 +35,17 @@ class ChunkKeeper:
         return self._store
 
     def sync(self) -> tuple[int, int]:
-        """(documents re-chunked, documents whose rows were dropped)."""
-        active = {meta.id: meta for meta in self._store.documents()}
-        versions = self._chunks.chunk_versions()
-        stale = [meta for doc_id, meta in active.items() if versions.get(doc_id) != meta.hash]
+        """(documents cut, stale rows dropped)."""
         with self._store.transaction():
+            stale = self._chunks.unchunked_documents()
             for start in range(0, len(stale), CUT_BATCH):
                 cuts: list[DocumentCut] = []
-                for meta in stale[start : start + CUT_BATCH]:
-                    body = self._store.body(meta.hash)
-                    cuts.append(DocumentCut(meta.id, meta.hash, split_sections(body)))
+                for doc_id, content_hash in stale[start : start + CUT_BATCH]:
+                    body = self._store.body(content_hash)
+                    cuts.append(DocumentCut(doc_id, content_hash, split_sections(body)))
                 self._chunks.replace_chunks(cuts)
-            gone = [doc_id for doc_id in versions if doc_id not in active]
-            if gone:
-                self._chunks.delete_chunks(gone)
-        return len(stale), len(gone)
+            dropped = self._chunks.prune()
+        return len(stale), dropped
 
 
 class ChunkedCollections(CollectionManager):

@@ -55,8 +55,25 @@ def test_rows_round_trip_in_sequence_order(pair: Pair) -> None:
     assert [r.heading_path for r in rows] == ["Auth", "Auth > Tokens", "Auth > Tokens > Refresh"]
     assert [(r.start_line, r.end_line) for r in rows] == [(1, 2), (3, 4), (5, 6)]
     assert pair.chunks.get_chunks([rows[2].id, 10**9, rows[0].id]) == [rows[2], rows[0]]
-    assert pair.chunks.chunk_versions() == {doc: content_hash(BODY)}
+    assert pair.chunks.unchunked_documents() == []
     assert pair.chunks.live_chunk_count() == 3
+
+
+def test_unchunked_documents_are_those_without_rows_for_their_content(pair: Pair) -> None:
+    first = _add(pair, "a.md", BODY)
+    second = _add(pair, "b.md", EDITED)
+    assert pair.chunks.unchunked_documents() == [
+        (first, content_hash(BODY)),
+        (second, content_hash(EDITED)),
+    ]
+    pair.chunks.replace_chunks([DocumentCut(first, content_hash(BODY), split_sections(BODY))])
+    assert pair.chunks.unchunked_documents() == [(second, content_hash(EDITED))]
+    _add(pair, "a.md", EDITED)  # new content: its rows are stale, the document unchunked
+    assert pair.chunks.unchunked_documents() == [
+        (first, content_hash(EDITED)),
+        (second, content_hash(EDITED)),
+    ]
+    assert pair.chunks.prune() == 3 and pair.chunks.prune() == 0
 
 
 def test_replaced_rows_get_new_ids_and_old_ids_are_never_served(pair: Pair) -> None:
@@ -80,9 +97,9 @@ def test_rows_of_inactive_documents_are_not_served_and_can_be_deleted(pair: Pair
     pair.store.deactivate_documents("notes", ["a.md"])
     assert pair.chunks.document_chunks("notes", "a.md") == []
     assert pair.chunks.live_chunk_count() == 0
-    assert pair.chunks.delete_chunks([doc]) == 3
-    assert pair.chunks.chunk_versions() == {}
-    assert pair.chunks.delete_chunks([doc]) == 0
+    assert pair.chunks.unchunked_documents() == []  # inactive documents need no rows
+    assert pair.chunks.prune() == 3
+    assert pair.chunks.prune() == 0
 
 
 def test_namespace_ids_are_stable_and_distinct(pair: Pair) -> None:
