@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
 from adapters.mcp.ldims import LdimsSurface
 from adapters.mcp.memorize import MemorizeSurface
+from adapters.mcp.projmem import ProjmemSurface
 from adapters.mcp.protocol import Surface
 from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.spec import SpecSurface
@@ -94,3 +95,5 @@ def _memorize(_services: Services, context: SurfaceContext) -> MemorizeSurface:
 
 
 register_surface("memorize", _memorize, talks_back=True)
+
+register_surface("projmem", lambda services, _ctx: ProjmemSurface(services))
