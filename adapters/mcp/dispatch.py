@@ -57,8 +57,10 @@ def may_run_model(request: Admitted) -> bool:
 
 def log_request(request: Admitted, reply: Reply, began: float) -> None:
     """One line per request on stderr, as the HTTP service writes: time, method (and tool),
-    outcome, milliseconds; e.g. `12:00:01.234 stdio tools/call search ok (3ms)`."""
-    if not log.isEnabledFor(logging.INFO):
+    outcome, milliseconds; e.g. `12:00:01.234 stdio tools/call search ok (3ms)`. At DEBUG
+    level (`--log-level debug`): MCP lets a stdio client ignore stderr, and one that never
+    drains it would stall the server once the pipe's buffer is full of request lines."""
+    if not log.isEnabledFor(logging.DEBUG):
         return
     label = request.method
     params = request.params
@@ -67,7 +69,7 @@ def log_request(request: Admitted, reply: Reply, began: float) -> None:
     outcome = f"error {reply['error'].get('code')}" if "error" in reply else "ok"
     elapsed = round((time.perf_counter() - began) * 1000)
     stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
-    log.info("%s stdio %s %s (%dms)", stamp, label, outcome, elapsed)
+    log.debug("%s stdio %s %s (%dms)", stamp, label, outcome, elapsed)
 
 
 @dataclass

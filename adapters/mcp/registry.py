@@ -38,22 +38,41 @@ SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
 _FACTORIES: dict[str, SurfaceFactory] = {}
 _ALIASES: dict[str, str] = {}
 _TALKS_BACK: set[str] = set()
+_TIMES_ITSELF: set[str] = set()
+# How much longer the transport waits for a surface that answers its own timeouts (LDIMS's
+# SEARCH_TIMEOUT) before it answers with its generic timeout error instead.
+OWN_TIMEOUT_GRACE_S = 5.0
 
 
 def register_surface(
-    name: str, factory: SurfaceFactory, aliases: tuple[str, ...] = (), talks_back: bool = False
+    name: str,
+    factory: SurfaceFactory,
+    aliases: tuple[str, ...] = (),
+    talks_back: bool = False,
+    times_itself: bool = False,
 ) -> None:
     """`talks_back`: the surface's tools send the client requests while they run (sampling),
-    so the 2025-era HTTP transport answers its POSTs as a live event stream."""
+    so the 2025-era HTTP transport answers its POSTs as a live event stream. `times_itself`:
+    the surface answers a request past the time limit in its own words, so the transport's
+    own limit comes a little later (`transport_timeout`)."""
     _FACTORIES[name] = factory
     for alias in aliases:
         _ALIASES[alias] = name
     if talks_back:
         _TALKS_BACK.add(name)
+    if times_itself:
+        _TIMES_ITSELF.add(name)
 
 
 def talks_back(name: str) -> bool:
     return canonical_surface(name) in _TALKS_BACK
+
+
+def transport_timeout(name: str, timeout_s: float) -> float:
+    """The transport's time limit for requests to surface `name` under a configured limit."""
+    return (
+        timeout_s + OWN_TIMEOUT_GRACE_S if canonical_surface(name) in _TIMES_ITSELF else timeout_s
+    )
 
 
 def surface_names() -> list[str]:
@@ -83,9 +102,9 @@ register_surface(
 register_surface(
     f"compat-{COMPAT_VERSION}", lambda services, _ctx: CompatSurface(services), (COMPAT_VERSION,)
 )
-register_surface(
-    "ldims", lambda services, _ctx: LdimsSurface(services, services.extraction)
-)  # seed 003
+register_surface(  # seed 003: SEARCH_TIMEOUT is its own answer to a slow search
+    "ldims", lambda services, _ctx: LdimsSurface(services, services.extraction), times_itself=True
+)
 
 
 def _memorize(_services: Services, context: SurfaceContext) -> MemorizeSurface:

@@ -158,7 +158,9 @@ def test_hard_limit_and_timeout_come_from_the_environment(env: dict[str, str]) -
         assert payload["searchMetadata"]["maxResultsCappedAt"] == 2
     finally:
         capped.kill()
-    hurried = StdioServer({**env, "MCP_REQUEST_TIMEOUT_SECONDS": "0"}, "--surface", "ldims")
+    # a limit no search meets; the transport waits a little longer (OWN_TIMEOUT_GRACE_S), so
+    # the answer is LDIMS's own
+    hurried = StdioServer({**env, "MCP_REQUEST_TIMEOUT_SECONDS": "0.000001"}, "--surface", "ldims")
     try:
         hurried.initialize()
         result = hurried.call("searchDocuments", {"query": "sales"})
@@ -167,7 +169,7 @@ def test_hard_limit_and_timeout_come_from_the_environment(env: dict[str, str]) -
             "isError": True,
             "errorCode": "SEARCH_TIMEOUT",
             "errorMessage": "The search operation timed out before results could be retrieved.",
-            "errorDetails": {"timeoutSeconds": 0.0},
+            "errorDetails": {"timeoutSeconds": 1e-06},
         }
     finally:
         hurried.kill()

@@ -180,7 +180,7 @@ def test_a_request_past_the_time_limit_is_answered_with_a_timeout(
 
 def test_one_log_line_per_request(caplog: pytest.LogCaptureFixture) -> None:
     pipes = Pipes(_app(FakeEmbedder()))
-    with caplog.at_level("INFO", logger="qmd.mcp"):
+    with caplog.at_level("DEBUG", logger="qmd.mcp"):
         _handshake(pipes)
         pipes.call(1, "status", {})
         assert pipes.reply()["id"] == 1

@@ -123,7 +123,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
     import logging
 
     from adapters.bootstrap import build_app, keep_models_warm, watch_collections
-    from adapters.mcp.registry import SurfaceContext, canonical_surface
+    from adapters.mcp.registry import SurfaceContext, canonical_surface, transport_timeout
 
     force_root = os.path.realpath(args.force_root) if args.force_root else None
     if force_root is not None and not os.path.isdir(force_root):
@@ -162,6 +162,8 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
         memory=_memory_opener(app),
         max_results=settings.max_results,
     )
+    timeout_s = transport_timeout(surface, settings.request_timeout_s)
+    options = _replace(options, timeout_s=timeout_s)
     if transport == "stdio":
         from adapters.http.main import worker_pools
         from adapters.mcp.server import run_stdio_server
@@ -173,7 +175,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
             context,
             on_close=app.close,
             pools=pools,
-            timeout_s=settings.request_timeout_s,
+            timeout_s=timeout_s,
         )
     return _serve_http(app, surface, context, options, with_stdio=transport == "both")
 
