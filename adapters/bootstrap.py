@@ -274,12 +274,12 @@ def _wire(
         home=home,
         maintenance=index,
         # the parsers run in a worker process, started on the first extracted file; the
-        # extraction ledger and document metadata are kept in SQLite indexes only so far
+        # extraction ledger is kept in SQLite indexes only so far
         extractor=(
             WorkerExtractor(timeout_s=timeout_from_env(os.environ)) if sqlite_index else None
         ),
         ledger=SqliteExtractionLedger(sqlite_index.connection) if sqlite_index else None,
-        metadata=sqlite_index,
+        metadata=index,
     )
     app.force_root = force_root
     app.closers.append(index.close)

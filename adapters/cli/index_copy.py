@@ -19,6 +19,7 @@ from typing import Any
 from adapters.postgres.bulk import copy_rows
 from adapters.postgres.schema import VECTORS_HNSW_DDL
 from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql, is_postgres_url
+from adapters.sqlite.metadata import METADATA_DDL
 from adapters.sqlite.schema import ensure_vec_table, vec_table_sql
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import CONFLICT, QmdError
@@ -32,6 +33,11 @@ class Table:
     name: str
     columns: tuple[tuple[str, str], ...]  # (name, COPY kind: text | int4 | int8)
     order: str
+    # the SQLite adapter creates this table on its first write (an index of the original's
+    # has none): a missing table reads as empty, and the copy creates it on a SQLite dest
+    sqlite_ddl: str | None = None
+    # rows kept: SQLite has no foreign keys, so rows of documents gone are left out
+    where: str = ""
 
 
 TABLES: tuple[Table, ...] = (
@@ -78,6 +84,13 @@ TABLES: tuple[Table, ...] = (
         ),
         "hash, seq",
     ),
+    Table(
+        "py_document_metadata",
+        (("doc_id", "int8"), ("metadata", "text")),
+        "doc_id",
+        sqlite_ddl=METADATA_DDL,
+        where="doc_id IN (SELECT id FROM documents)",
+    ),
 )
 
 # Written by each adapter for itself when it creates an index: never copied over.
@@ -109,12 +122,26 @@ def _rows(index: Index, statement: str) -> Iterator[tuple[Any, ...]]:
         yield from cur
 
 
+def _exists(index: Index, table: str) -> bool:
+    if isinstance(index, SqliteIndex):
+        statement = f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '{table}'"
+    else:
+        statement = (
+            f"SELECT COUNT(*) FROM (SELECT to_regclass('{table}') AS t) r WHERE t IS NOT NULL"
+        )
+    return bool(next(iter(_rows(index, statement)))[0])
+
+
 def _count(index: Index, table: str) -> int:
     if table == "vectors":
         if not has_vectors(index):
             return 0
         table = "vectors_vec"
-    statement = f"SELECT COUNT(*) FROM {table}"
+    known = next((t for t in TABLES if t.name == table), None)
+    if known is not None and known.sqlite_ddl and not _exists(index, table):
+        return 0
+    where = f" WHERE {known.where}" if known is not None and known.where else ""
+    statement = f"SELECT COUNT(*) FROM {table}{where}"
     return int(next(iter(_rows(index, statement)))[0])
 
 
@@ -125,8 +152,13 @@ def has_vectors(index: Index) -> bool:
 
 
 def read_table(index: Index, table: Table) -> Iterator[tuple[Any, ...]]:
+    if table.sqlite_ddl and not _exists(index, table.name):
+        return iter(())
     columns = ", ".join(name for name, _ in table.columns)
-    rows = _rows(index, f"SELECT {columns} FROM {table.name} ORDER BY {_order(table, index)}")
+    where = f" WHERE {table.where}" if table.where else ""
+    rows = _rows(
+        index, f"SELECT {columns} FROM {table.name}{where} ORDER BY {_order(table, index)}"
+    )
     if table.name == "store_config":
         return (row for row in rows if row[0] not in _LOCAL_CONFIG_KEYS)
     return rows
@@ -154,6 +186,8 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
     conn = dest.connection
     with conn.transaction():
         for table in TABLES:
+            if table.sqlite_ddl and _count(source, table.name):
+                conn.execute(table.sqlite_ddl)
             names = [name for name, _ in table.columns]
             insert = (
                 f"INSERT OR REPLACE INTO {table.name} ({', '.join(names)}) "
@@ -235,7 +269,14 @@ def _write_postgres(dest: PostgresIndex, source: Index, tick: Callable[[int], No
 # ------------------------------------------------------------------------------------ the copy
 
 
-COUNTED = ("documents", "content", "content_vectors", "vectors", "store_collections")
+COUNTED = (
+    "documents",
+    "content",
+    "content_vectors",
+    "vectors",
+    "store_collections",
+    "py_document_metadata",
+)
 
 
 def counts(index: Index) -> dict[str, int]:

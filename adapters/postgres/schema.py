@@ -84,6 +84,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              len INTEGER NOT NULL DEFAULT 0)""",
         "CREATE INDEX idx_documents_fts ON documents_fts USING GIN (tsv)",
     ),
+    # 2: document metadata (REQ-META-004), keyed by documents.id as on SQLite; the foreign key
+    # removes a document's row with the document (cleanup, collection removal)
+    (
+        """CREATE TABLE py_document_metadata (
+             doc_id BIGINT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+             metadata TEXT NOT NULL)""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

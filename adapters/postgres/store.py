@@ -29,7 +29,9 @@ from adapters.postgres.schema import TS_CONFIG, VECTORS_HNSW_DDL, migrate, vecto
 from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold, positive_clauses, render_tsquery
 from adapters.postgres.url import is_postgres_url, redact, split_schema
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
+from domain.filters import MetaValue
 from domain.lexquery import LexQuery
+from domain.metadata import as_json, from_json
 from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
 from domain.ports import CollectionCount, UpsertOutcome
 
@@ -616,6 +618,52 @@ class PostgresIndex:
         )
         return int(value or 0)
 
+    # ------------------------------------------------------------------ metadata
+
+    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
+        """Replace the metadata of the active document at (collection, path), if any; an
+        unchanged value is not rewritten (no dead tuple per unchanged document on update)."""
+        encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
+        self._execute(
+            "INSERT INTO py_document_metadata (doc_id, metadata) SELECT d.id, %s "
+            "FROM documents d WHERE d.collection = %s AND d.path = %s AND d.active = 1 "
+            "ON CONFLICT (doc_id) DO UPDATE SET metadata = excluded.metadata "
+            "WHERE py_document_metadata.metadata IS DISTINCT FROM excluded.metadata",
+            (encoded, collection, path),
+        )
+
+    def active_metadata(
+        self, collections: Sequence[str] | None
+    ) -> list[tuple[int, dict[str, MetaValue]]]:
+        """Every active document's metadata, as ONE JSON array built by the server and
+        decoded by one `json.loads` (a filtered search reads them all)."""
+        statement = (
+            "SELECT COALESCE('[' || string_agg('[' || d.id || ',' || "
+            "COALESCE(m.metadata, '{}') || ']', ',' ORDER BY d.id) || ']', '[]') "
+            "FROM documents d LEFT JOIN py_document_metadata m ON m.doc_id = d.id "
+            "WHERE d.active = 1"
+        )
+        params: list[Any] = []
+        if collections is not None:
+            statement += " AND d.collection = ANY(%s)"
+            params.append(list(collections))
+        rows = json.loads(str(self._scalar(statement, params) or "[]"))
+        return [(int(i), from_json(raw) if isinstance(raw, dict) else {}) for i, raw in rows]
+
+    def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
+        rows = self._query(
+            "SELECT doc_id, metadata FROM py_document_metadata WHERE doc_id = ANY(%s)",
+            (sorted({int(i) for i in ids}),),
+        )
+        found: dict[int, dict[str, MetaValue]] = {}
+        for doc_id, text in rows:
+            try:
+                raw = json.loads(str(text))
+            except ValueError:
+                raw = None
+            found[int(doc_id)] = from_json(raw) if isinstance(raw, dict) else {}
+        return found
+
     # ------------------------------------------------------------------ lexical search
 
     def search_lex(
@@ -924,7 +972,14 @@ __all__ = ["PostgresIndex", "is_postgres_url", "redact", "split_schema"]
 
 
 if TYPE_CHECKING:  # structural conformance, checked by mypy
-    from domain.ports import DocumentStore, IndexMaintenance, LexicalIndex, LlmCache, VectorIndex
+    from domain.ports import (
+        DocumentStore,
+        IndexMaintenance,
+        LexicalIndex,
+        LlmCache,
+        MetadataIndex,
+        VectorIndex,
+    )
 
     def _conforms(index: PostgresIndex) -> None:
         _store: DocumentStore = index
@@ -932,3 +987,4 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _vec: VectorIndex = index
         _cache: LlmCache = index
         _upkeep: IndexMaintenance = index
+        _metadata: MetadataIndex = index

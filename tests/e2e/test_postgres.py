@@ -58,6 +58,7 @@ def _snapshot(index: SqliteIndex | PostgresIndex) -> dict[str, Any]:
         "context": index.get_global_context(),
         "vectors": index.vector_count(),
         "nearest": [(h.document.meta.path, round(h.distance, 5)) for h in vector_hits],
+        "metadata": sorted(index.active_metadata(None)),
     }
 
 
@@ -69,10 +70,12 @@ def test_index_copy_sqlite_to_postgres_and_back(tmp_path: Path, pg_url: str) -> 
         for n, meta in enumerate(index.documents()):
             chunks = [(0, 0, [1.0, 0.1 * n, 0.5]), (1, 40, [0.2, 1.0, 0.1 * n])]
             index.store_chunk_vectors(meta.hash, chunks, "m", "fp", T0)
+            index.put_metadata(meta.collection, meta.path, {"n": n, "tags": ("a", f"t{n}")})
         before = _snapshot(index)
     finally:
         index.close()
     assert before["vectors"] > 0 and before["documents"]
+    assert sum(1 for _, fields in before["metadata"] if fields) == len(before["documents"])
 
     done = qmd(env, "index", "copy", str(source), pg_url)
     assert done.returncode == 0, done.stderr
