@@ -255,7 +255,6 @@ def _wire(
     store: DocumentStore = index
     lexical: LexicalIndex = index
     vectors: VectorIndex = index
-    sqlite_index = index if isinstance(index, SqliteIndex) else None
     if force_root is not None:
         scope = RootScope(force_root, index)
         scoped_store = RootScopedStore(index, scope)
@@ -273,12 +272,11 @@ def _wire(
         models=models,
         home=home,
         maintenance=index,
-        # the parsers run in a worker process, started on the first extracted file; the
-        # extraction ledger is kept in SQLite indexes only so far
-        extractor=(
-            WorkerExtractor(timeout_s=timeout_from_env(os.environ)) if sqlite_index else None
+        # the parsers run in a worker process, started on the first extracted file
+        extractor=WorkerExtractor(timeout_s=timeout_from_env(os.environ)),
+        ledger=(
+            SqliteExtractionLedger(index.connection) if isinstance(index, SqliteIndex) else index
         ),
-        ledger=SqliteExtractionLedger(sqlite_index.connection) if sqlite_index else None,
         metadata=index,
     )
     app.force_root = force_root

@@ -19,6 +19,7 @@ from typing import Any
 from adapters.postgres.bulk import copy_rows
 from adapters.postgres.schema import VECTORS_HNSW_DDL
 from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql, is_postgres_url
+from adapters.sqlite.extraction import CACHE_DDL, STATE_DDL
 from adapters.sqlite.metadata import METADATA_DDL
 from adapters.sqlite.schema import ensure_vec_table, vec_table_sql
 from adapters.sqlite.store import SqliteIndex
@@ -35,7 +36,7 @@ class Table:
     order: str
     # the SQLite adapter creates this table on its first write (an index of the original's
     # has none): a missing table reads as empty, and the copy creates it on a SQLite dest
-    sqlite_ddl: str | None = None
+    sqlite_ddl: tuple[str, ...] = ()
     # rows kept: SQLite has no foreign keys, so rows of documents gone are left out
     where: str = ""
 
@@ -88,8 +89,40 @@ TABLES: tuple[Table, ...] = (
         "py_document_metadata",
         (("doc_id", "int8"), ("metadata", "text")),
         "doc_id",
-        sqlite_ddl=METADATA_DDL,
+        sqlite_ddl=(METADATA_DDL,),
         where="doc_id IN (SELECT id FROM documents)",
+    ),
+    Table(
+        "extraction_cache",
+        (
+            ("source_hash", "text"),
+            ("status", "text"),
+            ("text_hash", "text"),
+            ("title", "text"),
+            ("metadata", "text"),
+            ("pages", "int4"),
+            ("empty_pages", "text"),
+            ("reason", "text"),
+            ("detail", "text"),
+        ),
+        "source_hash",
+        sqlite_ddl=(CACHE_DDL, STATE_DDL),  # the SQLite ledger expects both or neither
+    ),
+    Table(
+        "extraction_state",
+        (
+            ("collection", "text"),
+            ("path", "text"),
+            ("status", "text"),
+            ("reason", "text"),
+            ("detail", "text"),
+            ("source_hash", "text"),
+            ("pages", "int4"),
+            ("empty_pages", "text"),
+            ("extracted_at", "text"),
+        ),
+        "collection, path",
+        sqlite_ddl=(CACHE_DDL, STATE_DDL),
     ),
 )
 
@@ -187,7 +220,8 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
     with conn.transaction():
         for table in TABLES:
             if table.sqlite_ddl and _count(source, table.name):
-                conn.execute(table.sqlite_ddl)
+                for statement in table.sqlite_ddl:
+                    conn.execute(statement)
             names = [name for name, _ in table.columns]
             insert = (
                 f"INSERT OR REPLACE INTO {table.name} ({', '.join(names)}) "
@@ -276,6 +310,8 @@ COUNTED = (
     "vectors",
     "store_collections",
     "py_document_metadata",
+    "extraction_cache",
+    "extraction_state",
 )
 
 

@@ -91,6 +91,31 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              doc_id BIGINT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
              metadata TEXT NOT NULL)""",
     ),
+    # 3: the extraction ledger (REQ-EXTRACT-*): outcomes cached by source content hash, and
+    # the state of every extracted document; the same columns as on SQLite
+    (
+        """CREATE TABLE extraction_cache (
+             source_hash TEXT PRIMARY KEY,
+             status TEXT NOT NULL,
+             text_hash TEXT NOT NULL DEFAULT '',
+             title TEXT NOT NULL DEFAULT '',
+             metadata TEXT NOT NULL DEFAULT '{}',
+             pages INTEGER NOT NULL DEFAULT 0,
+             empty_pages TEXT NOT NULL DEFAULT '[]',
+             reason TEXT NOT NULL DEFAULT '',
+             detail TEXT NOT NULL DEFAULT '')""",
+        """CREATE TABLE extraction_state (
+             collection TEXT NOT NULL,
+             path TEXT NOT NULL,
+             status TEXT NOT NULL,
+             reason TEXT NOT NULL DEFAULT '',
+             detail TEXT NOT NULL DEFAULT '',
+             source_hash TEXT NOT NULL DEFAULT '',
+             pages INTEGER NOT NULL DEFAULT 0,
+             empty_pages TEXT NOT NULL DEFAULT '[]',
+             extracted_at TEXT NOT NULL DEFAULT '',
+             PRIMARY KEY (collection, path))""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -29,6 +29,7 @@ from adapters.postgres.schema import TS_CONFIG, VECTORS_HNSW_DDL, migrate, vecto
 from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold, positive_clauses, render_tsquery
 from adapters.postgres.url import is_postgres_url, redact, split_schema
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
+from domain.extraction import CachedExtraction, ExtractionState, MetadataValue
 from domain.filters import MetaValue
 from domain.lexquery import LexQuery
 from domain.metadata import as_json, from_json
@@ -111,6 +112,40 @@ def fts_row_sql() -> str:
 
 def fts_params(doc_id: int, collection: str, path: str, title: str, body: str) -> tuple[Any, ...]:
     return (doc_id, fold(f"{collection}/{path}"), fold(title), fold(body[:MAX_INDEXED_CHARS]))
+
+
+_STATE_COLUMNS = (
+    "collection, path, status, reason, detail, source_hash, pages, empty_pages, extracted_at"
+)
+
+
+def _json_pages(value: Any) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in json.loads(str(value or "[]")))
+    except (ValueError, TypeError):
+        return ()
+
+
+def _json_object(value: Any) -> dict[str, MetadataValue]:
+    try:
+        raw = json.loads(str(value or "{}"))
+    except ValueError:
+        return {}
+    return dict(raw) if isinstance(raw, dict) else {}
+
+
+def _extraction_state(row: Sequence[Any]) -> ExtractionState:
+    return ExtractionState(
+        collection=str(row[0]),
+        path=str(row[1]),
+        status="ok" if str(row[2]) == "ok" else "failed",
+        reason=str(row[3]),
+        detail=str(row[4]),
+        source_hash=str(row[5]),
+        pages=int(row[6] or 0),
+        empty_pages=_json_pages(row[7]),
+        extracted_at=str(row[8]),
+    )
 
 
 class PostgresError(QmdError):
@@ -664,6 +699,102 @@ class PostgresIndex:
             found[int(doc_id)] = from_json(raw) if isinstance(raw, dict) else {}
         return found
 
+    # ------------------------------------------------------------------ extraction ledger
+
+    def cached_extraction(self, source_hash: str) -> CachedExtraction | None:
+        rows = self._query(
+            "SELECT source_hash, status, text_hash, title, metadata, pages, empty_pages, "
+            "reason, detail FROM extraction_cache WHERE source_hash = %s",
+            (source_hash,),
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return CachedExtraction(
+            source_hash=str(row[0]),
+            status="ok" if row[1] == "ok" else "failed",
+            text_hash=str(row[2]),
+            title=str(row[3]),
+            metadata=_json_object(row[4]),
+            pages=int(row[5] or 0),
+            empty_pages=_json_pages(row[6]),
+            reason=str(row[7]),
+            detail=str(row[8]),
+        )
+
+    def remember_extraction(self, outcome: CachedExtraction) -> None:
+        self._execute(
+            "INSERT INTO extraction_cache (source_hash, status, text_hash, title, metadata, "
+            "pages, empty_pages, reason, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (source_hash) DO UPDATE SET status = excluded.status, "
+            "text_hash = excluded.text_hash, title = excluded.title, "
+            "metadata = excluded.metadata, pages = excluded.pages, "
+            "empty_pages = excluded.empty_pages, reason = excluded.reason, "
+            "detail = excluded.detail",
+            (
+                outcome.source_hash,
+                outcome.status,
+                outcome.text_hash,
+                outcome.title,
+                json.dumps(dict(outcome.metadata), ensure_ascii=False, sort_keys=True),
+                outcome.pages,
+                json.dumps(list(outcome.empty_pages)),
+                outcome.reason,
+                outcome.detail,
+            ),
+        )
+
+    def record_states(self, collection: str, states: Sequence[ExtractionState]) -> None:
+        """Replace the collection's states in one transaction (readers see old or new)."""
+        with self.transaction(), self._conn() as conn:
+            conn.execute("DELETE FROM extraction_state WHERE collection = %s", (collection,))
+            if not states:
+                return
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO extraction_state ({_STATE_COLUMNS}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (collection, path) DO UPDATE SET status = excluded.status, "
+                    "reason = excluded.reason, detail = excluded.detail, "
+                    "source_hash = excluded.source_hash, pages = excluded.pages, "
+                    "empty_pages = excluded.empty_pages, extracted_at = excluded.extracted_at",
+                    [
+                        (
+                            s.collection,
+                            s.path,
+                            s.status,
+                            s.reason,
+                            s.detail,
+                            s.source_hash,
+                            s.pages,
+                            json.dumps(list(s.empty_pages)),
+                            s.extracted_at,
+                        )
+                        for s in states
+                    ],
+                )
+
+    def extraction_states(self, collection: str | None = None) -> list[ExtractionState]:
+        if collection is None:
+            rows = self._query(
+                f"SELECT {_STATE_COLUMNS} FROM extraction_state "
+                'ORDER BY collection COLLATE "C", path COLLATE "C"'
+            )
+        else:
+            rows = self._query(
+                f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = %s "
+                'ORDER BY path COLLATE "C"',
+                (collection,),
+            )
+        return [_extraction_state(r) for r in rows]
+
+    def extraction_state(self, collection: str, path: str) -> ExtractionState | None:
+        rows = self._query(
+            f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = %s AND path = %s",
+            (collection, path),
+        )
+        return _extraction_state(rows[0]) if rows else None
+
     # ------------------------------------------------------------------ lexical search
 
     def search_lex(
@@ -974,6 +1105,7 @@ __all__ = ["PostgresIndex", "is_postgres_url", "redact", "split_schema"]
 if TYPE_CHECKING:  # structural conformance, checked by mypy
     from domain.ports import (
         DocumentStore,
+        ExtractionLedger,
         IndexMaintenance,
         LexicalIndex,
         LlmCache,
@@ -988,3 +1120,4 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _cache: LlmCache = index
         _upkeep: IndexMaintenance = index
         _metadata: MetadataIndex = index
+        _ledger: ExtractionLedger = index
