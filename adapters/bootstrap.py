@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from adapters.config.trust import TrustDecision, decide, is_local_config_path, untrusted_view
 from adapters.config.yaml_config import (
     YamlConfigRepository,
+    cache_dir,
     load_config,
     resolve_paths,
     sync_config_to_store,
@@ -23,6 +24,7 @@ from adapters.extract.extractor import WorkerExtractor, timeout_from_env
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
 from adapters.fs.front_matter import YamlFrontMatter
+from adapters.fs.memory import MarkdownMemoryStore
 from adapters.fs.root_scope import (
     RootScope,
     RootScopedLexicalIndex,
@@ -30,9 +32,9 @@ from adapters.fs.root_scope import (
     RootScopedVectorIndex,
 )
 from adapters.models.bundle import Models
-from adapters.postgres.url import is_postgres_url, redact
+from adapters.postgres.url import index_label, is_postgres_url, redact
 from adapters.sqlite.extraction import SqliteExtractionLedger
-from adapters.sqlite.memory import MarkdownMemoryStore
+from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.memory import DEFAULT_FUSION_THRESHOLD, DEFAULT_TOPIC_THRESHOLD, require_threshold
@@ -355,11 +357,14 @@ MEMORY_COLLECTION = "memory"
 
 def memory_folder(app: App, env: Mapping[str, str] | None = None) -> str:
     """Seed 004's memory folder: `QMD_MEMORY_DIR`, else `<index name>-memory` beside the
-    index (so every index has its own memory)."""
+    index (so every index has its own memory); for a PostgreSQL index, in the cache folder,
+    named after the server, database and schema."""
     environ = os.environ if env is None else env
     chosen = environ.get("QMD_MEMORY_DIR")
     if chosen:
         return os.path.realpath(os.path.expanduser(chosen))
+    if is_postgres_url(app.db_path):
+        return os.path.join(cache_dir(environ), f"{index_label(app.db_path)}-memory")
     stem = os.path.splitext(os.path.basename(app.db_path))[0] or "index"
     return os.path.join(os.path.dirname(os.path.abspath(app.db_path)), f"{stem}-memory")
 
@@ -381,11 +386,28 @@ def memory_thresholds(env: Mapping[str, str] | None = None) -> Thresholds:
     return Thresholds(topic=values[0], fusion=values[1])
 
 
+def _memory_store(app: App, folder: str, env: Mapping[str, str]) -> MarkdownMemoryStore:
+    """The memory's files in `folder`, its rows in the index on a connection of their own;
+    on PostgreSQL, writers are serialised by the index's advisory lock (across machines)."""
+    if is_postgres_url(app.db_path):
+        from adapters.postgres.store import PostgresIndex
+
+        index = PostgresIndex.open(app.db_path, env)
+        index_lock = app.index_lock or _advisory_lock(index)
+
+        def lock() -> AbstractContextManager[bool]:
+            return index_lock("memory", True)
+
+        return MarkdownMemoryStore(folder, index, lock=lock, on_close=index.close)
+    rows = SqliteMemoryRows.open(app.db_path, env)
+    return MarkdownMemoryStore(folder, rows, on_close=rows.close)
+
+
 def open_memory(app: App, env: Mapping[str, str] | None = None) -> Memorizer:
     """Seed 004's memory over `app`'s index: the markdown store in the memory folder (made a
     QMD collection named `memory` when no collection covers it yet), the app's embedder."""
     folder = memory_folder(app, env)
-    store = MarkdownMemoryStore.open(folder, app.db_path, env)
+    store = _memory_store(app, folder, os.environ if env is None else env)
     app.closers.insert(0, store.close)
     memorizer = Memorizer(store, app.models.embedder, app.clock, memory_thresholds(env))
     collection = next((c for c in app.store.list_collections() if c.path == folder), None)
@@ -412,7 +434,7 @@ def repair_memory(app: App, env: Mapping[str, str] | None = None) -> int | None:
     embedder = app.models.embedder
     if embedder is None:  # `qmd update` runs without models; the memory may need one
         embedder = build_models(app.config_path, environ, cache=app.cache).embedder
-    store = MarkdownMemoryStore.open(memory_folder(app, environ), app.db_path, environ)
+    store = _memory_store(app, memory_folder(app, environ), environ)
     try:
         return Memorizer(store, embedder, app.clock, memory_thresholds(environ)).repair()
     finally:

@@ -20,6 +20,7 @@ from adapters.postgres.bulk import copy_rows
 from adapters.postgres.schema import VECTORS_HNSW_DDL
 from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql, is_postgres_url
 from adapters.sqlite.extraction import CACHE_DDL, STATE_DDL
+from adapters.sqlite.memory import SCHEMA as MEMORY_SCHEMA
 from adapters.sqlite.metadata import METADATA_DDL
 from adapters.sqlite.schema import ensure_vec_table, vec_table_sql
 from adapters.sqlite.store import SqliteIndex
@@ -124,6 +125,26 @@ TABLES: tuple[Table, ...] = (
         "collection, path",
         sqlite_ddl=(CACHE_DDL, STATE_DDL),
     ),
+    Table(
+        "memory_topics",
+        (("name", "text"), ("vector", "bytea"), ("created_at", "text")),
+        "name",
+        sqlite_ddl=(MEMORY_SCHEMA,),
+    ),
+    Table(
+        "memory_records",
+        (
+            ("id", "text"),
+            ("kind", "text"),
+            ("topic", "text"),
+            ("path", "text"),
+            ("file_hash", "text"),
+            ("record", "text"),
+            ("vector", "bytea"),
+        ),
+        "id",
+        sqlite_ddl=(MEMORY_SCHEMA,),
+    ),
 )
 
 # Written by each adapter for itself when it creates an index: never copied over.
@@ -220,8 +241,9 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
     with conn.transaction():
         for table in TABLES:
             if table.sqlite_ddl and _count(source, table.name):
-                for statement in table.sqlite_ddl:
-                    conn.execute(statement)
+                for script in table.sqlite_ddl:  # not executescript: it would COMMIT
+                    for statement in filter(str.strip, script.split(";")):
+                        conn.execute(statement)
             names = [name for name, _ in table.columns]
             insert = (
                 f"INSERT OR REPLACE INTO {table.name} ({', '.join(names)}) "
@@ -312,6 +334,8 @@ COUNTED = (
     "py_document_metadata",
     "extraction_cache",
     "extraction_state",
+    "memory_topics",
+    "memory_records",
 )
 
 

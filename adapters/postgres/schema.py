@@ -116,6 +116,23 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              extracted_at TEXT NOT NULL DEFAULT '',
              PRIMARY KEY (collection, path))""",
     ),
+    # 4: seed 004's memory (REQ-MEM-STORE-*): topic and record vectors as little-endian
+    # float32 bytes, the SQLite index's blobs unchanged
+    (
+        """CREATE TABLE memory_topics (
+             name TEXT PRIMARY KEY,
+             vector BYTEA NOT NULL,
+             created_at TEXT NOT NULL)""",
+        """CREATE TABLE memory_records (
+             id TEXT PRIMARY KEY,
+             kind TEXT NOT NULL,
+             topic TEXT NOT NULL,
+             path TEXT NOT NULL,
+             file_hash TEXT NOT NULL,
+             record TEXT NOT NULL,
+             vector BYTEA NOT NULL)""",
+        "CREATE INDEX idx_memory_records_topic ON memory_records(topic, kind)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

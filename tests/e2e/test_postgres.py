@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import struct
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ import pytest
 
 from adapters.postgres.store import PostgresIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
+from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
 from domain.extraction import CachedExtraction, ExtractionState
 from domain.ports import ExtractionLedger
@@ -64,7 +66,15 @@ def _snapshot(index: SqliteIndex | PostgresIndex) -> dict[str, Any]:
         "metadata": sorted(index.active_metadata(None)),
         "extraction": _ledger(index).extraction_states(),
         "cached": _ledger(index).cached_extraction("h-src"),
+        "memory": sorted(_memory(index).memory_files()),
+        "topics": _memory(index).memory_topics(),
     }
+
+
+def _memory(index: SqliteIndex | PostgresIndex) -> SqliteMemoryRows | PostgresIndex:
+    if isinstance(index, SqliteIndex):
+        return SqliteMemoryRows(index.connection)
+    return index
 
 
 def _ledger(index: SqliteIndex | PostgresIndex) -> ExtractionLedger:
@@ -85,12 +95,16 @@ def test_index_copy_sqlite_to_postgres_and_back(tmp_path: Path, pg_url: str) -> 
         ledger = _ledger(index)
         ledger.remember_extraction(CachedExtraction("h-src", "ok", text_hash="t", pages=2))
         ledger.record_states("docs", [ExtractionState("docs", "a.pdf", "ok", pages=2)])
+        rows = _memory(index)
+        rows.put_memory_topic("t", struct.pack("<2f", 1.0, 0.5))
+        rows.put_memory_records([("qa-1", "qa", "t", "qa/t/qa-1.md", "fh", "{}", b"\x00" * 8)])
         before = _snapshot(index)
     finally:
         index.close()
     assert before["vectors"] > 0 and before["documents"]
     assert sum(1 for _, fields in before["metadata"] if fields) == len(before["documents"])
     assert before["extraction"] and before["cached"] is not None
+    assert before["memory"] and before["topics"]
 
     done = qmd(env, "index", "copy", str(source), pg_url)
     assert done.returncode == 0, done.stderr
