@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from adapters.config.yaml_config import (
     sync_config_to_store,
 )
 from adapters.extract.extractor import WorkerExtractor, timeout_from_env
+from adapters.fs.claude_sessions import ClaudeCodeSessions, VaultFolder
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
 from adapters.fs.front_matter import YamlFrontMatter
@@ -31,14 +33,18 @@ from adapters.fs.root_scope import (
     RootScopedStore,
     RootScopedVectorIndex,
 )
+from adapters.fs.watch import IndexWatcher
 from adapters.models.bundle import Models
+from adapters.models.idle import IdleUnloader
 from adapters.postgres.url import index_label, is_postgres_url, redact
+from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.memory import DEFAULT_FUSION_THRESHOLD, DEFAULT_TOPIC_THRESHOLD, require_threshold
 from domain.ports import (
+    ChunkIndex,
     Clock,
     ConfigRepository,
     ContentSource,
@@ -49,19 +55,37 @@ from domain.ports import (
     LexicalIndex,
     LlmCache,
     MetadataIndex,
+    NoteWriter,
+    SessionSource,
+    SummaryStore,
     VectorIndex,
 )
+from domain.usecases.chunks import ChunkedCollections, ChunkKeeper
 from domain.usecases.collections import CollectionManager
 from domain.usecases.extraction import DocumentExtraction
 from domain.usecases.memorize import Memorizer, Thresholds
 from domain.usecases.metadata import MetadataRecorder, MetadataService
+from domain.usecases.projmem import ChunkSearch, IndexFigures
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher, SearchModels
 from domain.usecases.services import Services
+from domain.usecases.sessions import SessionMemory
 from domain.usecases.status import StatusReader
 
 if TYPE_CHECKING:
     from adapters.postgres.store import PostgresIndex
+
+
+@dataclass(frozen=True)
+class ProjmemAdapters:
+    """What the projmem surface and `qmd session` need besides the core ports."""
+
+    chunks: ChunkIndex
+    figures: IndexFigures
+    sessions: SessionSource
+    summaries: SummaryStore
+    notes: NoteWriter
+    timer: Callable[[], float] = time.perf_counter
 
 
 @dataclass
@@ -88,6 +112,10 @@ class App:
     trust: TrustDecision | None = None
     force_root: str | None = None
     closers: list[Any] = field(default_factory=list)
+    chunks: ChunkSearch | None = None
+    sessions: SessionMemory | None = None
+    chunk_keeper: ChunkKeeper | None = None
+
     metadata: MetadataService | None = None  # None: the index keeps no metadata
     # "sqlite" or "postgresql": which storage adapter holds the index (status, doctor)
     backend: str = "sqlite"
@@ -109,7 +137,14 @@ class App:
 
     def services(self) -> Services:
         return Services(
-            self.store, self.searcher, self.retrieval, self.status, self.extraction, self.metadata
+            self.store,
+            self.searcher,
+            self.retrieval,
+            self.status,
+            extraction=self.extraction,
+            metadata=self.metadata,
+            chunks=self.chunks,
+            sessions=self.sessions,
         )
 
     def close(self) -> None:
@@ -132,6 +167,7 @@ def assemble(
     extractor: DocumentExtractor | None = None,
     ledger: ExtractionLedger | None = None,
     metadata: MetadataIndex | None = None,
+    projmem: ProjmemAdapters | None = None,
 ) -> App:
     """Wire the use cases over whatever adapters (real or fake) are given. Documents other
     than text (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
@@ -141,7 +177,12 @@ def assemble(
         if extractor is not None and ledger is not None
         else None
     )
-    collections = CollectionManager(store, config, source, clock, cache)
+    keeper = ChunkKeeper(store, projmem.chunks) if projmem is not None else None
+    collections = (
+        ChunkedCollections(keeper, config, source, clock, cache)
+        if keeper is not None
+        else CollectionManager(store, config, source, clock, cache)
+    )
     if extraction is not None:
         collections.use_extraction(extraction)
     if metadata is not None:
@@ -171,7 +212,21 @@ def assemble(
     )
     if extractor is not None:
         app.closers.append(extractor.close)
+    if projmem is not None and keeper is not None:
+        _wire_projmem(app, projmem, keeper)
     return app
+
+
+def _wire_projmem(app: App, adapters: ProjmemAdapters, keeper: ChunkKeeper) -> None:
+    """Chunk rows kept by every indexing pass (`keeper`, in the collection manager), chunk
+    search and session memory."""
+    app.chunk_keeper = keeper
+    app.chunks = ChunkSearch(
+        app.store, app.searcher, adapters.chunks, adapters.figures, adapters.timer
+    )
+    app.sessions = SessionMemory(
+        adapters.sessions, adapters.summaries, adapters.notes, app.collections, app.clock
+    )
 
 
 def build_app(
@@ -215,7 +270,14 @@ def build_app(
         # Nothing loads either way; this keeps the adapters out of commands that need no
         # model while `status` still counts pending embeddings for the configured model.
         models = Models(identity=models.identity)
-    app = _wire(index, config_path, models, environ.get("HOME"), force_root)
+    app = _wire(
+        index,
+        config_path,
+        models,
+        environ.get("HOME"),
+        force_root,
+        _projmem_adapters(index, environ) if isinstance(index, SqliteIndex) else None,
+    )
     app.db_path, app.config_path = db_path, config_path
     app.trust = trust
     return app
@@ -247,12 +309,31 @@ def open_index(location: str, env: Mapping[str, str]) -> SqliteIndex | PostgresI
     return SqliteIndex.open(location, env)
 
 
+def _projmem_adapters(index: SqliteIndex, environ: Mapping[str, str]) -> ProjmemAdapters:
+    """Chunk tables in the index file; sessions from `QMD_SESSIONS_DIR` (default
+    `~/.claude/projects`); summary notes into `QMD_SESSIONS_VAULT` (default
+    `$XDG_DATA_HOME/qmd/sessions`, else `~/.local/share/qmd/sessions`)."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    sessions_dir = environ.get("QMD_SESSIONS_DIR") or os.path.join(home, ".claude", "projects")
+    data_home = environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    vault = environ.get("QMD_SESSIONS_VAULT") or os.path.join(data_home, "qmd", "sessions")
+    tables = SqliteChunkIndex(index.connection)
+    return ProjmemAdapters(
+        chunks=tables,
+        figures=tables,
+        sessions=ClaudeCodeSessions(sessions_dir),
+        summaries=tables,
+        notes=VaultFolder(vault),
+    )
+
+
 def _wire(
     index: SqliteIndex | PostgresIndex,
     config_path: str,
     models: Models,
     home: str | None,
     force_root: str | None,
+    projmem: ProjmemAdapters | None = None,
 ) -> App:
     store: DocumentStore = index
     lexical: LexicalIndex = index
@@ -280,6 +361,7 @@ def _wire(
             SqliteExtractionLedger(index.connection) if isinstance(index, SqliteIndex) else index
         ),
         metadata=index,
+        projmem=projmem,
     )
     app.force_root = force_root
     app.closers.append(index.close)
@@ -313,11 +395,47 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
     beside a writer such as `qmd update`), wired like `app` itself."""
     environ = os.environ if env is None else env
     index = open_index(app.db_path, environ)
-    reader = _wire(index, app.config_path, app.models, app.home, app.force_root)
+    projmem = _projmem_adapters(index, environ) if isinstance(index, SqliteIndex) else None
+    reader = _wire(index, app.config_path, app.models, app.home, app.force_root, projmem)
     if not isinstance(index, SqliteIndex):
         return IndexReader(reader.services(), index.interrupt, reader.close)
     raw = index.connection.raw
     return IndexReader(reader.services(), raw.interrupt, reader.close)
+
+
+def keep_models_warm(models: Models, idle_s: float) -> IdleUnloader:
+    """Models stay loaded between requests; with `idle_s` > 0 a model unused that long is
+    unloaded (never one in use) and loads again on its next call (adapters/models/idle.py)."""
+    return IdleUnloader(models.residents(), idle_s).start()
+
+
+def watch_collections(app: App, env: Mapping[str, str] | None = None) -> IndexWatcher:
+    """Re-index a collection of `app`'s index soon after its files change, on a thread and
+    connection of its own (adapters/fs/watch.py). `app.close()` stops it."""
+    environ = os.environ if env is None else env
+    opened: list[App] = []
+
+    def writer() -> App:
+        if not opened:  # opened on the watcher's thread, which alone uses it
+            index = open_index(app.db_path, environ)
+            projmem = _projmem_adapters(index, environ) if isinstance(index, SqliteIndex) else None
+            # wired like the app (chunks kept in step), without models: it never embeds
+            opened.append(_wire(index, app.config_path, Models(), app.home, None, projmem))
+        return opened[0]
+
+    def reindex(name: str) -> None:
+        manager = writer().collections
+        manager.index(manager.get(name))
+
+    watcher = IndexWatcher(lambda: writer().store.list_collections(), reindex).start()
+
+    def stop() -> None:
+        watcher.stop()
+        for own in opened:
+            own.close()
+
+    app.closers.insert(0, stop)
+    return watcher
 
 
 def build_models(

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 
 ERAS = ("2025", "2026-07-28")
-SURFACES = ("compat-2.8.3", "spec", "ldims", "memorize")
+SURFACES = ("compat-2.8.3", "spec", "ldims", "memorize", "projmem")
 # default: the index fixtures/setup.json describes; embedded: the same index after the
 # implementation computed its embeddings (vector search and hybrid query have data);
 # rooted: the default index served with `--force-root` on the handbook folder, so the

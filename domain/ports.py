@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from domain.extraction import (
     CachedExtraction,
@@ -31,6 +31,8 @@ from domain.model import (
     Unreadable,
     VectorHit,
 )
+from domain.sections import Section
+from domain.sessions import SessionRef, Transcript
 
 
 @dataclass(frozen=True)
@@ -319,3 +321,95 @@ class Fuser(Protocol):
     """Asks someone's LLM to fuse a group of QA records (MCP sampling, in the server)."""
 
     def fuse(self, group: MergeGroup, prompt: str) -> Fusion: ...
+
+
+# ---------------------------------------------------------------- chunks, namespaces, sessions
+# (docs/spec/projmem.md; the projmem surface and `qmd session`)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A stored chunk of an active document, located: its stable id, where it lies and its text."""
+
+    id: int
+    collection: str
+    path: str
+    seq: int
+    heading_path: str
+    start_line: int
+    end_line: int
+    text: str
+
+
+class DocumentCut(NamedTuple):
+    """The sections of one document, cut from the content `content_hash` names."""
+
+    doc_id: int
+    content_hash: str
+    sections: Sequence[Section]
+
+
+class ChunkIndex(Protocol):
+    """Chunk rows per document, cut from one version of its content (`domain.sections`).
+
+    Reads return only *live* rows: those of an active document, cut from the content the
+    document has now. Ids are never reused, so an id names the same text until its document
+    changes. Storage-neutral: documents are named by `DocumentMeta.id`.
+    """
+
+    def unchunked_documents(self) -> list[tuple[int, str]]:
+        """(id, content hash) of every active document with no rows cut from that content."""
+        ...
+
+    def replace_chunks(self, cuts: Sequence[DocumentCut]) -> None:
+        """For each cut, drop the document's rows and store its sections (new ids); one call
+        takes many documents, so an update writes them in bulk."""
+        ...
+
+    def prune(self) -> int:
+        """Drop the rows of documents that are gone, inactive or changed; returns how many."""
+        ...
+
+    def get_chunks(self, chunk_ids: Sequence[int]) -> list[ChunkRow]:
+        """The live rows among `chunk_ids`, in the order asked (unknown ids left out)."""
+        ...
+
+    def document_chunks(self, collection: str, path: str) -> list[ChunkRow]:
+        """The live rows of one document, in sequence order (none: not indexed or not chunked)."""
+        ...
+
+    def live_chunk_count(self) -> int: ...
+
+
+class NamespaceRegistry(Protocol):
+    """Stable numeric ids for collection names (a name keeps its id while it exists)."""
+
+    def namespace_ids(self, names: Sequence[str]) -> dict[str, int]:
+        """The id of every name, assigning new ids to names not seen before."""
+        ...
+
+
+class SessionSource(Protocol):
+    """Agent session transcripts, read-only (e.g. Claude Code's JSONL files)."""
+
+    def list_sessions(self) -> list[SessionRef]:
+        """Every session, most recently written first."""
+        ...
+
+    def read_session(self, session_id: str) -> Transcript | None: ...
+
+
+class SummaryStore(Protocol):
+    """Structured session summaries (JSON text) by session id."""
+
+    def get_summary(self, session_id: str) -> str | None: ...
+    def put_summary(self, session_id: str, summary_json: str, updated_at: str) -> None: ...
+    def summarized_ids(self) -> set[str]: ...
+
+
+class NoteWriter(Protocol):
+    """Writes a markdown note into the session vault folder; returns its path in the vault."""
+
+    @property
+    def folder(self) -> str: ...
+    def write_note(self, name: str, text: str) -> str: ...

@@ -5,7 +5,7 @@
     python scripts/gen_requirements.py --check  # exit 1 if the JSON is out of date
 
 A requirement is a bullet `- **REQ-…** [tags] text`, continued by lines indented two spaces.
-Tags: `compat`, `spec`, `deferred: reason` (see docs/spec/README.md).
+Tags: `compat`, `spec`, `projmem`, `deferred: reason` (see docs/spec/README.md).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ SURFACE_TAGS = {
     "spec": "spec",
     "ldims": "ldims",
     "memorize": "memorize",
+    "projmem": "projmem",
 }
 
 
@@ -51,7 +52,7 @@ def _parse_tags(raw: str, where: str) -> tuple[list[str], str | None]:
             raise SpecError(f"{where}: unknown tag {tag!r}")
         surfaces.append(SURFACE_TAGS[tag])
     if not surfaces:
-        raise SpecError(f"{where}: name at least one surface (compat/spec/ldims/memorize)")
+        raise SpecError(f"{where}: name at least one surface (compat/spec/ldims/memorize/projmem)")
     return surfaces, deferred
 
 

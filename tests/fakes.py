@@ -46,7 +46,9 @@ from domain.model import (
     VectorHit,
 )
 from domain.paths import scan_order_key
-from domain.ports import CollectionCount, UpsertOutcome
+from domain.ports import ChunkRow, CollectionCount, DocumentCut, UpsertOutcome
+from domain.sections import Section
+from domain.sessions import SessionRef, Transcript
 
 DIMENSION_MISMATCH = (
     "Embedding dimension mismatch: existing vectors are {existing}d but the current model "
@@ -696,6 +698,111 @@ class InMemoryExtractionLedger:
         return self.states.get((collection, path))
 
 
+class InMemoryChunkIndex:
+    """ChunkIndex, NamespaceRegistry, SummaryStore and the projmem figures in memory; live
+    rows are those whose document is active in `store` with the same content hash."""
+
+    def __init__(self, store: InMemoryStore) -> None:
+        self._store = store
+        self._rows: dict[int, tuple[int, str, Section]] = {}  # chunk id -> (doc, hash, section)
+        self._next = 1
+        self._namespaces: dict[str, int] = {}
+        self._summaries: dict[str, str] = {}
+
+    def unchunked_documents(self) -> list[tuple[int, str]]:
+        cut = {(doc, hash_) for doc, hash_, _ in self._rows.values()}
+        return [(m.id, m.hash) for m in self._store.documents() if (m.id, m.hash) not in cut]
+
+    def prune(self) -> int:
+        live = self._live()
+        stale = [i for i in self._rows if self._located(i, live) is None]
+        for chunk_id in stale:
+            del self._rows[chunk_id]
+        return len(stale)
+
+    def replace_chunks(self, cuts: Sequence[DocumentCut]) -> None:
+        self._delete_documents([cut.doc_id for cut in cuts])
+        for cut in cuts:
+            for section in cut.sections:
+                self._rows[self._next] = (cut.doc_id, cut.content_hash, section)
+                self._next += 1
+
+    def _delete_documents(self, doc_ids: Sequence[int]) -> int:
+        gone = [cid for cid, (doc, _, _) in self._rows.items() if doc in set(doc_ids)]
+        for cid in gone:
+            del self._rows[cid]
+        return len(gone)
+
+    def _live(self) -> dict[int, DocumentMeta]:
+        return {meta.id: meta for meta in self._store.documents()}
+
+    def _located(self, chunk_id: int, live: dict[int, DocumentMeta]) -> ChunkRow | None:
+        doc, hash_, s = self._rows[chunk_id]
+        meta = live.get(doc)
+        if meta is None or meta.hash != hash_:
+            return None
+        return ChunkRow(
+            chunk_id,
+            meta.collection,
+            meta.path,
+            s.seq,
+            s.heading_path,
+            s.start_line,
+            s.end_line,
+            s.text,
+        )
+
+    def get_chunks(self, chunk_ids: Sequence[int]) -> list[ChunkRow]:
+        live = self._live()
+        found = [self._located(i, live) for i in chunk_ids if i in self._rows]
+        return [row for row in found if row is not None]
+
+    def document_chunks(self, collection: str, path: str) -> list[ChunkRow]:
+        live = self._live()
+        rows = [self._located(i, live) for i in self._rows]
+        chosen = [r for r in rows if r is not None and (r.collection, r.path) == (collection, path)]
+        return sorted(chosen, key=lambda r: r.seq)
+
+    def live_chunk_count(self) -> int:
+        live = self._live()
+        return sum(self._located(i, live) is not None for i in self._rows)
+
+    def namespace_ids(self, names: Sequence[str]) -> dict[str, int]:
+        for name in names:
+            if name not in self._namespaces:
+                self._namespaces[name] = len(self._namespaces) + 1
+        return {name: self._namespaces[name] for name in names}
+
+    def llm_cache_entries(self) -> int:
+        return len(self._store._cache)
+
+    def embedding_dimensions(self) -> int | None:
+        return self._store._dims
+
+    def get_summary(self, session_id: str) -> str | None:
+        return self._summaries.get(session_id)
+
+    def put_summary(self, session_id: str, summary_json: str, updated_at: str) -> None:
+        self._summaries[session_id] = summary_json
+
+    def summarized_ids(self) -> set[str]:
+        return set(self._summaries)
+
+
+class InMemorySessions:
+    """A SessionSource over transcripts held in memory (most recently written first)."""
+
+    def __init__(self, transcripts: Sequence[Transcript] = ()) -> None:
+        self._transcripts = {t.ref.session_id: t for t in transcripts}
+
+    def list_sessions(self) -> list[SessionRef]:
+        refs = [t.ref for t in self._transcripts.values()]
+        return sorted(refs, key=lambda r: (r.modified_at, r.session_id), reverse=True)
+
+    def read_session(self, session_id: str) -> Transcript | None:
+        return self._transcripts.get(session_id)
+
+
 def app_over(store: InMemoryStore, models: Models | None = None) -> App:
     """The composition root wired with fakes only: `store` serves every storage port."""
     from adapters.bootstrap import assemble
@@ -749,6 +856,15 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
     def _extraction_conforms(extractor: FakeExtractor, ledger: InMemoryExtractionLedger) -> None:
         _extractor: DocumentExtractor = extractor
         _ledger: ExtractionLedger = ledger
+
+    def _chunk_conforms(chunks: InMemoryChunkIndex) -> None:
+        from domain.ports import ChunkIndex, NamespaceRegistry, SummaryStore
+        from domain.usecases.projmem import IndexFigures
+
+        _chunks: ChunkIndex = chunks
+        _names: NamespaceRegistry = chunks
+        _summaries: SummaryStore = chunks
+        _figures: IndexFigures = chunks
 
 
 class InMemoryMemoryStore:

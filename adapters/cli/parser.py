@@ -18,6 +18,7 @@ from adapters.cli.commands import (
     pull,
     search,
     servers,
+    sessions,
     skills,
 )
 from adapters.cli.grammar import CommandTable, Parser, add_globals
@@ -34,6 +35,7 @@ COMMAND_MODULES = (
     pull,
     search,
     documents,
+    sessions,
     bench,
     skills,
     servers,

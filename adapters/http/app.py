@@ -34,7 +34,10 @@ from adapters.http.exchange import (
 )
 from adapters.http.guard import OriginPolicy, token_matches
 from adapters.http.rest import internal_error, parse_body, rest_query
-from adapters.http.workers import (
+from adapters.mcp.dispatch import id_key
+from adapters.mcp.outgoing import Correlator
+from adapters.mcp.protocol import cancel_notice
+from adapters.mcp.workers import (
     BusyError,
     CancelledJobError,
     Job,
@@ -42,7 +45,6 @@ from adapters.http.workers import (
     WorkerPools,
     may_run_model,
 )
-from adapters.mcp.outgoing import Correlator
 from domain.profiles import SearchProfile
 
 Scope = MutableMapping[str, Any]
@@ -54,6 +56,7 @@ FORBIDDEN = -32003
 UNAUTHORIZED = -32001
 TIMED_OUT = -32001
 BUSY = -32000
+REQUEST_CANCELLED = -32800
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 NOT_FOUND = HttpReply(404, b"Not Found")
@@ -85,6 +88,8 @@ class QmdHttpApp:
         self.started = time.monotonic()
         # server-to-client requests of the 2025 era (sampling): None when the surface sends none
         self.outgoing = outgoing
+        # requests in flight by (client address, JSON-RPC id), for notifications/cancelled
+        self._in_flight: dict[tuple[str, tuple[str, Any]], list[asyncio.Event]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -98,7 +103,9 @@ class QmdHttpApp:
         }
         label = ""
         try:
-            reply, label = await self._route(method, path, headers, receive, send)
+            peer = scope.get("client")
+            client = str(peer[0]) if peer else ""
+            reply, label = await self._route(method, path, headers, receive, client, send)
         except BodyTooLargeError:
             reply = transport_error(
                 413,
@@ -118,7 +125,13 @@ class QmdHttpApp:
         _log_request(method, path, label, reply.status, began)
 
     async def _route(
-        self, method: str, path: str, headers: dict[str, str], receive: Receive, send: Send
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        receive: Receive,
+        client: str = "",
+        send: Send | None = None,
     ) -> tuple[HttpReply | None, str]:
         refusal = self.settings.policy.refusal(headers.get("origin"), headers.get("host"))
         if refusal is not None:
@@ -151,9 +164,9 @@ class QmdHttpApp:
                     for message in plan.messages:  # the client's answers to our requests
                         self.outgoing.deliver(message)
                     return HttpReply(202), "response"
-                if any("method" in m and "id" in m for m in plan.messages):
+                if send is not None and any("method" in m and "id" in m for m in plan.messages):
                     return await self._mcp_streamed(plan, send), plan.label
-            return await self._mcp(plan, receive), plan.label
+            return await self._mcp(plan, receive, client), plan.label
         return NOT_FOUND, ""
 
     async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
@@ -201,18 +214,50 @@ class QmdHttpApp:
             return _rest_error(504, self._timeout_text()), label
         return reply, label
 
-    async def _mcp(self, plan: McpPlan, receive: Receive) -> HttpReply | None:
+    async def _mcp(self, plan: McpPlan, receive: Receive, client: str) -> HttpReply | None:
         model = any(may_run_model(name, args) for name, args in plan.tool_calls())
+        for message in plan.messages:
+            notice = (
+                None
+                if "id" in message
+                else cancel_notice(str(message.get("method")), message.get("params"))
+            )
+            if notice is not None:
+                self._cancel(client, notice.request_id)
 
         def work(worker: Worker) -> HttpReply:
             return answer(worker.session, plan)
 
+        cancelled = asyncio.Event()
+        keys = [(client, id_key(m["id"])) for m in plan.messages if "id" in m and "method" in m]
+        for key in keys:
+            self._in_flight.setdefault(key, []).append(cancelled)
         try:
-            return await self._guarded(work, model, receive)
+            return await self._guarded(work, model, receive, cancelled)
         except BusyError:
             return _errors_for(plan, BUSY, "Server busy: too many model requests queued", 503)
         except TimeoutError:
             return _errors_for(plan, TIMED_OUT, self._timeout_text(), 200)
+        except CancelledJobError:
+            return _errors_for(plan, REQUEST_CANCELLED, "Request cancelled", 200)
+        finally:
+            for key in keys:
+                waiting = self._in_flight.get(key, [])
+                if cancelled in waiting:
+                    waiting.remove(cancelled)
+                if not waiting:
+                    self._in_flight.pop(key, None)
+
+    def _cancel(self, client: str, request_id: Any) -> None:
+        """`notifications/cancelled` in a POST of its own: cancel the request with that id
+        from the same client address, if exactly one such request is in flight (ids are
+        chosen by clients, and stateless HTTP has no session to tell two clients apart)."""
+        waiting = self._in_flight.get((client, id_key(request_id)), [])
+        if len(waiting) == 1:
+            waiting[0].set()
+            log.info("cancelled request %r of %s", request_id, client or "a client")
+        elif waiting:
+            log.info("not cancelling request %r: %d requests use that id", request_id, len(waiting))
 
     async def _mcp_streamed(self, plan: McpPlan, send: Send) -> HttpReply:
         """A 2025-era POST to a surface that talks back: the SSE stream opens at once and
@@ -268,30 +313,41 @@ class QmdHttpApp:
         return f"Request timed out after {self.settings.timeout_s:g} s"
 
     async def _guarded(
-        self, work: Callable[[Worker], HttpReply], model: bool, receive: Receive
+        self,
+        work: Callable[[Worker], HttpReply],
+        model: bool,
+        receive: Receive,
+        cancelled: asyncio.Event | None = None,
     ) -> HttpReply | None:
-        """Run `work` on a worker; TimeoutError past the time limit. A model-lane request is
+        """Run `work` on a worker; TimeoutError past the time limit, CancelledJobError when
+        `cancelled` is set (a `notifications/cancelled` naming it). A model-lane request is
         also watched for its client going away (None then). Either way the job is cancelled:
         skipped if it has not started, its running SQL statement interrupted. Fast requests
-        are not watched: they finish in milliseconds, and a watcher task per request costs
-        more than it could save."""
+        are not watched for disconnects: they finish in milliseconds, and a watcher task per
+        request costs more than it could save."""
         job = Job()
         task = asyncio.ensure_future(self.pools.run(job, work, model))
         waiting: set[asyncio.Future[Any]] = {task}
         watcher = asyncio.ensure_future(_disconnected(receive)) if model else None
         if watcher is not None:
             waiting.add(watcher)
+        stopper = asyncio.ensure_future(cancelled.wait()) if cancelled is not None else None
+        if stopper is not None:
+            waiting.add(stopper)
         done, _ = await asyncio.wait(
             waiting, timeout=self.settings.timeout_s, return_when=asyncio.FIRST_COMPLETED
         )
-        if watcher is not None:
-            watcher.cancel()
+        for helper in (watcher, stopper):
+            if helper is not None:
+                helper.cancel()
         if task in done:
             return task.result()
         job.cancel()
         task.add_done_callback(_drop_result)
         if watcher is not None and watcher in done:
             return None
+        if stopper is not None and stopper in done:
+            raise CancelledJobError
         raise TimeoutError
 
 

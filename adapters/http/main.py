@@ -13,11 +13,11 @@ from adapters.http.app import DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_S, HttpSet
 from adapters.http.daemon import DaemonFiles, remove_own_pid_file
 from adapters.http.guard import OriginPolicy, bind_refusal
 from adapters.http.serve import bind_socket, serve
-from adapters.http.workers import Worker, WorkerPools
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
 from adapters.mcp.registry import SurfaceContext, canonical_surface, create_surface, talks_back
 from adapters.mcp.stdio import serve_stdio
+from adapters.mcp.workers import Worker, WorkerPools
 from domain.profiles import ORIGINAL_2_8_3, SEED_000
 
 log = logging.getLogger("qmd.http")
@@ -42,6 +42,26 @@ class HttpOptions:
     daemon_files: DaemonFiles | None = None
 
 
+def worker_pools(
+    app: App,
+    surface: str,
+    context: SurfaceContext,
+    options: HttpOptions,
+    outgoing: Correlator | None = None,
+) -> WorkerPools:
+    """Worker threads, each with a session over its own connection to `app`'s index (HTTP,
+    and the concurrent stdio transport: docs/decisions/0033). `outgoing` matches clients'
+    answers to the server's own requests (sampling) across all workers."""
+
+    def open_worker() -> Worker:
+        reader = open_reader(app, options.env)
+        session = Session(create_surface(surface, reader.services, context), stateless=True)
+        session.outgoing = outgoing
+        return Worker(session, reader.services, reader.interrupt, reader.close)
+
+    return WorkerPools(open_worker, options.threads, options.model_threads)
+
+
 def build_http_app(
     app: App, surface: str, context: SurfaceContext, options: HttpOptions
 ) -> QmdHttpApp:
@@ -55,14 +75,7 @@ def build_http_app(
     # 2025-era clients POST their answers to our sampling requests on requests of their own,
     # which any worker may take: one correlator for the whole server.
     outgoing = Correlator("qmd-http") if talks_back(surface) else None
-
-    def open_worker() -> Worker:
-        reader = open_reader(app, options.env)
-        session = Session(create_surface(surface, reader.services, context), stateless=True)
-        session.outgoing = outgoing
-        return Worker(session, reader.services, reader.interrupt, reader.close)
-
-    pools = WorkerPools(open_worker, options.threads, options.model_threads)
+    pools = worker_pools(app, surface, context, options, outgoing)
     settings = HttpSettings(
         policy=policy,
         profile=ORIGINAL_2_8_3 if compat else SEED_000,
@@ -95,7 +108,7 @@ def run_http_server(
         session = Session(create_surface(surface, app.services(), context))
 
         def beside(stop: Callable[[], None]) -> None:
-            serve_stdio(session)
+            serve_stdio(session, pools=http_app.pools, timeout_s=options.timeout_s)
             stop()  # the client that started us has gone: stop serving HTTP too
 
     try:

@@ -1,166 +1,22 @@
-"""Where requests run: worker threads that each own a session over their own index
-connection, and a bounded lane for requests that may run a model.
+"""The worker pools moved to `adapters/mcp/workers.py` (stdio uses them too); these names
+stay importable from here for the HTTP service's modules."""
 
-SQLite in WAL mode lets readers run in parallel with each other and with one writer (`qmd
-update` beside the server), but a connection is not for two threads at once; so every worker
-thread opens its own (`WorkerFactory`). Models are shared, and a model call can take seconds:
-such requests go to a small pool of their own with a bounded queue, so a slow `query` never
-holds up `get`, `status` or `/health`, and a flood of them is refused instead of piling up.
-"""
+from adapters.mcp.workers import (
+    BusyError,
+    CancelledJobError,
+    Job,
+    Worker,
+    WorkerFactory,
+    WorkerPools,
+    may_run_model,
+)
 
-from __future__ import annotations
-
-import asyncio
-import logging
-import os
-import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from adapters.mcp.protocol import Session
-from domain.usecases.services import Services
-
-T = TypeVar("T")
-log = logging.getLogger("qmd.http")
-
-
-@dataclass
-class Worker:
-    """What one worker thread owns: a session over its own connection."""
-
-    session: Session
-    services: Services
-    interrupt: Callable[[], None]  # aborts the SQL statement this worker is running
-    close: Callable[[], None]
-
-
-WorkerFactory = Callable[[], Worker]
-
-
-class BusyError(Exception):
-    """The model lane's queue is full."""
-
-
-class CancelledJobError(Exception):
-    """The job was cancelled (timeout, client gone) before it started."""
-
-
-class Job:
-    """One request's work; cancelling it before it starts skips it, while it runs it
-    interrupts the worker's current SQL statement (a model call runs to its end)."""
-
-    def __init__(self) -> None:
-        self.cancelled = False
-        self._worker: Worker | None = None
-        self._lock = threading.Lock()
-
-    def started(self, worker: Worker) -> None:
-        with self._lock:
-            if self.cancelled:
-                raise CancelledJobError
-            self._worker = worker
-
-    def finished(self) -> None:
-        with self._lock:
-            self._worker = None
-
-    def cancel(self) -> None:
-        with self._lock:
-            self.cancelled = True
-            if self._worker is not None:
-                self._worker.interrupt()
-
-
-class WorkerPools:
-    def __init__(
-        self,
-        factory: WorkerFactory,
-        threads: int = 8,
-        model_threads: int = 2,
-        model_queue: int = 32,
-    ) -> None:
-        self._factory = factory
-        self._local = threading.local()
-        self._workers: list[Worker] = []
-        self._workers_lock = threading.Lock()
-        self._fast = ThreadPoolExecutor(threads, thread_name_prefix="qmd-worker")
-        self._slow = ThreadPoolExecutor(
-            model_threads, thread_name_prefix="qmd-model", initializer=_lower_priority
-        )
-        self._model_capacity = model_threads + model_queue
-        self._model_pending = 0
-        self._count_lock = threading.Lock()
-
-    def _worker(self) -> Worker:
-        worker: Worker | None = getattr(self._local, "worker", None)
-        if worker is None:
-            worker = self._factory()
-            self._local.worker = worker
-            with self._workers_lock:
-                self._workers.append(worker)
-        return worker
-
-    def _run(self, job: Job, work: Callable[[Worker], T]) -> T:
-        worker = self._worker()
-        job.started(worker)
-        try:
-            return work(worker)
-        finally:
-            job.finished()
-
-    async def run(self, job: Job, work: Callable[[Worker], T], model: bool = False) -> T:
-        loop = asyncio.get_running_loop()
-        if not model:
-            return await loop.run_in_executor(self._fast, self._run, job, work)
-        with self._count_lock:
-            if self._model_pending >= self._model_capacity:
-                raise BusyError
-            self._model_pending += 1
-        try:
-            return await loop.run_in_executor(self._slow, self._run, job, work)
-        finally:
-            with self._count_lock:
-                self._model_pending -= 1
-
-    def shutdown(self) -> None:
-        """Wait for running jobs, then close every worker's connection."""
-        self._fast.shutdown(wait=True, cancel_futures=True)
-        self._slow.shutdown(wait=True, cancel_futures=True)
-        with self._workers_lock:
-            workers, self._workers = self._workers, []
-        for worker in workers:
-            try:
-                worker.close()
-            except Exception:  # closing is best effort at exit
-                log.exception("closing a worker failed")
-
-
-MODEL_NICENESS = 10
-
-
-def _lower_priority() -> None:
-    """Model-lane threads run at a lower CPU priority (Linux niceness is per thread, and the
-    compute threads llama.cpp starts from them inherit it), so that on a busy machine the
-    cores go to fast requests first and a model call takes whatever is left."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), MODEL_NICENESS)
-    except (AttributeError, OSError):  # not Linux, or not permitted: run at normal priority
-        log.debug("could not lower the model lane's priority")
-
-
-def may_run_model(tool: str, arguments: Any) -> bool:
-    """Whether a tool call can reach a model: `vsearch`, and `query` unless it is lexical
-    sub-queries only with reranking off (then it is BM25 and fast)."""
-    if tool == "vsearch":
-        return True
-    if tool != "query":
-        return False
-    if not isinstance(arguments, dict):
-        return True
-    searches = arguments.get("searches")
-    if arguments.get("query") or not isinstance(searches, list) or not searches:
-        return True
-    lexical = all(isinstance(s, dict) and s.get("type") == "lex" for s in searches)
-    return not (lexical and arguments.get("rerank") is False)
+__all__ = [
+    "BusyError",
+    "CancelledJobError",
+    "Job",
+    "Worker",
+    "WorkerFactory",
+    "WorkerPools",
+    "may_run_model",
+]

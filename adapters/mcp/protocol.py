@@ -109,6 +109,44 @@ class _Request:
     params: Any
 
 
+@dataclass(frozen=True)
+class Admitted:
+    """A request that passed the session's checks, bound for its handler."""
+
+    id: Any
+    method: str
+    params: Any
+    modern: bool  # answered in the 2026-07-28 era's decorated form
+    # what the client declared at initialize (2025 era); None where it cannot be known
+    client_capabilities: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CancelNotice:
+    """`notifications/cancelled` naming a request: the transport stops that request's work."""
+
+    request_id: Any
+    reason: str | None = None
+
+
+# What `Session.admit` hands back: a reply (or None: nothing to write), a request to run, or
+# a request to cancel.
+Admission = dict[str, Any] | Admitted | CancelNotice | None
+
+CANCELLED = "notifications/cancelled"
+
+
+def cancel_notice(method: str, params: Any) -> CancelNotice | None:
+    """The notice a `notifications/cancelled` carries, if it names a request id."""
+    if method != CANCELLED or not isinstance(params, dict):
+        return None
+    request_id = params.get("requestId")
+    if not _valid_id(request_id):
+        return None
+    reason = params.get("reason")
+    return CancelNotice(request_id, reason if isinstance(reason, str) else None)
+
+
 class Session:
     """One MCP connection: feed it decoded messages, get back the replies to write."""
 
@@ -123,7 +161,8 @@ class Session:
         # matches the client's responses to the requests we sent (adapters/mcp/outgoing.py).
         self.emit: Emit | None = None
         self.outgoing: Correlator | None = None
-        self._current_era = "legacy"
+        # the request this session is running (a session runs one request at a time)
+        self._running: Admitted | None = None
 
     # -- envelope --------------------------------------------------------------------------
 
@@ -148,6 +187,27 @@ class Session:
 
     def handle_text(self, text: bytes | str) -> dict[str, Any] | None:
         """One frame, decoded by the wire policy (adapters/mcp/wire.py, REQ-WIRE-*)."""
+        return self.finish(self.admit_text(text))
+
+    def handle_message(self, message: Any) -> dict[str, Any] | None:
+        return self.finish(self.admit(message))
+
+    def finish(self, admitted: Admission) -> dict[str, Any] | None:
+        """Run what `admit` let through here and now; a reply passes unchanged."""
+        if isinstance(admitted, Admitted):
+            return self.run(admitted)
+        if isinstance(admitted, CancelNotice):
+            return None
+        return admitted
+
+    # -- two steps: admit (in arrival order), run (anywhere) ---------------------------------
+    #
+    # A transport that runs requests concurrently (adapters/mcp/dispatch.py, the HTTP
+    # service) calls `admit` for each message in arrival order: the checks, the connection's
+    # era and the choice of handler happen there. `run` then executes an admitted request,
+    # on this session or on another one over the same surface (a worker thread's).
+
+    def admit_text(self, text: bytes | str) -> Admission:
         if not text.strip():
             return None
         try:
@@ -161,9 +221,10 @@ class Session:
                 f"Invalid Request: nested deeper than {MAX_DEPTH} levels",
                 request_id if _valid_id(request_id) else None,
             )
-        return self.handle_message(message)
+        return self.admit(message)
 
-    def handle_message(self, message: Any) -> dict[str, Any] | None:
+    def admit(self, message: Any) -> Admission:
+        """A reply to write now (or None), a request to `run`, or a cancellation notice."""
         if self._stateless:
             self._era = ConnectionEra()
         if not isinstance(message, dict):
@@ -186,7 +247,7 @@ class Session:
         if not has_id:
             # notifications need no reply (unknown ones are ignored), but may decide the era
             self._era.judge(method, message.get("params"), is_request=False)
-            return None
+            return cancel_notice(method, message.get("params"))
         if not _valid_id(request_id):
             return self.malformed(INVALID_REQUEST, "Invalid Request")
         params = message.get("params")
@@ -196,23 +257,32 @@ class Session:
                 return self.error(request_id, INVALID_PARAMS, f"Invalid params: {problem}")
         else:  # read leniently, as the original does (REQ-WIRE-COMPAT-001)
             params = replace_lone_surrogates(params)
-        request = _Request(request_id, method, params)
         try:
-            return self._dispatch(request)
+            return self._route(_Request(request_id, method, params))
         except JsonRpcError as failure:
             return self.error(request_id, failure.code, failure.message, failure.data)
         except Exception:  # one bad request must not take the server down (seed 001)
-            log.exception("internal error while handling %s", method)
+            log.exception("internal error while admitting %s", method)
             return self.error(request_id, INTERNAL_ERROR, "Internal error")
+
+    def run(self, request: Admitted) -> dict[str, Any]:
+        """The reply to an admitted request, computed over this session's surface."""
+        self._running = request
+        try:
+            result = self._handlers()[request.method](request.params)
+            if request.modern:
+                result = self._decorate_modern(request.method, result)
+            return self.result(request.id, result)
+        except JsonRpcError as failure:
+            return self.error(request.id, failure.code, failure.message, failure.data)
+        except Exception:  # one bad request must not take the server down (seed 001)
+            log.exception("internal error while handling %s", request.method)
+            return self.error(request.id, INTERNAL_ERROR, "Internal error")
 
     # -- dispatch -------------------------------------------------------------------------
 
-    def _dispatch(self, request: _Request) -> dict[str, Any]:
-        verdict = self._era.judge(request.method, request.params, is_request=True)
-        if verdict.error is not None:
-            raise JsonRpcError(verdict.error.code, verdict.error.message, verdict.error.data)
-        era = "modern" if verdict.era == MODERN_ERA else "legacy"
-        handler = {
+    def _handlers(self) -> dict[str, Callable[[Any], dict[str, Any]]]:
+        return {
             "initialize": self._initialize,
             "ping": self._ping,
             "server/discover": self._discover,
@@ -225,19 +295,28 @@ class Session:
             "prompts/get": self._prompts_get,
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
-        }.get(request.method)
-        only_elsewhere = _LEGACY_ONLY if era == "modern" else _MODERN_ONLY
-        if handler is None or request.method in only_elsewhere:
+        }
+
+    def _route(self, request: _Request) -> Admitted:
+        verdict = self._era.judge(request.method, request.params, is_request=True)
+        if verdict.error is not None:
+            raise JsonRpcError(verdict.error.code, verdict.error.message, verdict.error.data)
+        modern = verdict.era == MODERN_ERA
+        only_elsewhere = _LEGACY_ONLY if modern else _MODERN_ONLY
+        if request.method not in self._handlers() or request.method in only_elsewhere:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
-        if era == "modern" and verdict.pinned:  # the opening request was checked already
+        if modern and verdict.pinned:  # the opening request was checked already
             problem = pinned_envelope_problem(request.params)
             if problem is not None:
                 raise JsonRpcError(problem.code, problem.message, problem.data)
-        self._current_era = era
-        result = handler(request.params)
-        if era == "modern":
-            result = self._decorate_modern(request.method, result)
-        return self.result(request.id, result)
+        if request.method == "initialize":
+            # what the client can be asked (sampling) is connection state: decided here, in
+            # arrival order, so a tool call admitted next already sees it
+            params = request.params if isinstance(request.params, dict) else {}
+            declared = params.get("capabilities")
+            self._client_capabilities = declared if isinstance(declared, dict) else {}
+        capabilities = None if self._stateless else self._client_capabilities
+        return Admitted(request.id, request.method, request.params, modern, capabilities)
 
     def _decorate_modern(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         decorated = dict(result)
@@ -253,8 +332,6 @@ class Session:
 
     def _initialize(self, params: Any) -> dict[str, Any]:
         requested = params.get("protocolVersion") if isinstance(params, dict) else None
-        declared = params.get("capabilities") if isinstance(params, dict) else None
-        self._client_capabilities = declared if isinstance(declared, dict) else {}
         version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
         result: dict[str, Any] = {
             "protocolVersion": version,
@@ -299,7 +376,8 @@ class Session:
         return result
 
     def _context(self, params: dict[str, Any]) -> CallContext:
-        era = self._current_era
+        running = self._running
+        era = "modern" if running is not None and running.modern else "legacy"
         if era == "modern":
             meta = params.get("_meta")
             declared = meta.get(META_CAPABILITIES) if isinstance(meta, dict) else None
@@ -311,7 +389,7 @@ class Session:
                 input_responses=responses if isinstance(responses, dict) else None,
                 request_state=state if isinstance(state, str) else None,
             )
-        capabilities = None if self._stateless else self._client_capabilities
+        capabilities = running.client_capabilities if running is not None else None
         return CallContext(era, capabilities, self._asker())
 
     def _asker(self) -> Callable[[str, dict[str, Any]], dict[str, Any]] | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
 from adapters.mcp.ldims import LdimsSurface
 from adapters.mcp.memorize import MemorizeSurface
+from adapters.mcp.projmem import ProjmemSurface
 from adapters.mcp.protocol import Surface
 from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.spec import SpecSurface
@@ -21,13 +22,15 @@ from domain.usecases.services import Services
 @dataclass(frozen=True)
 class SurfaceContext:
     """What a surface may need besides the application: the server's version, the
-    `--force-root` folder (the services are already scoped to it) and the user's home."""
+    `--force-root` folder (the services are already scoped to it), the user's home and the
+    operator's limits."""
 
     version: str
     force_root: str | None = None
     home: str | None = None
     # seed 004's memory, opened once per process on first use (the memorize surface)
     memory: Callable[[], Memorizer] | None = None
+    max_results: int | None = None  # the operator's hard limit on search results, if any
 
 
 SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
@@ -72,7 +75,9 @@ def create_surface(name: str, services: Services, context: SurfaceContext) -> Su
 
 register_surface(
     "spec",
-    lambda services, ctx: SpecSurface(services, ctx.version, RootGuard(ctx.force_root, ctx.home)),
+    lambda services, ctx: SpecSurface(
+        services, ctx.version, RootGuard(ctx.force_root, ctx.home), ctx.max_results
+    ),
     aliases=("default",),
 )
 register_surface(
@@ -90,3 +95,5 @@ def _memorize(_services: Services, context: SurfaceContext) -> MemorizeSurface:
 
 
 register_surface("memorize", _memorize, talks_back=True)
+
+register_surface("projmem", lambda services, _ctx: ProjmemSurface(services))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-import sys
 from collections.abc import Callable
 
 from adapters.mcp.protocol import Session
 from adapters.mcp.registry import SurfaceContext, create_surface
 from adapters.mcp.stdio import serve_stdio
+from adapters.mcp.workers import WorkerPools
 from domain.usecases.services import Services
 
 
@@ -17,7 +16,16 @@ def run_stdio_server(
     surface: str,
     context: SurfaceContext,
     on_close: Callable[[], None] | None = None,
+    pools: WorkerPools | None = None,
+    timeout_s: float | None = None,
 ) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
+    """`pools`: run index reads and model calls concurrently (docs/decisions/0033)."""
     session = Session(create_surface(surface, services, context))
-    return serve_stdio(session, on_close=on_close)
+
+    def close() -> None:
+        if pools is not None:
+            pools.shutdown()
+        if on_close is not None:
+            on_close()
+
+    return serve_stdio(session, on_close=close, pools=pools, timeout_s=timeout_s)

@@ -276,8 +276,17 @@ class SpecSurface:
     answers_malformed_messages = True
     wording: ProtocolWording = JsonRpcWording()
 
-    def __init__(self, services: Services, version: str, root_guard: RootGuard | None = None):
+    def __init__(
+        self,
+        services: Services,
+        version: str,
+        root_guard: RootGuard | None = None,
+        max_results: int | None = None,
+    ):
+        """`max_results`: the operator's hard limit on search results (`--max-results`),
+        below the surface's own bound."""
         self._services = services
+        self._max_results = min(max_results or MAX_ITEMS, MAX_ITEMS)
         self._searcher = services.searcher.with_profile(SEED_000)
         self.server_version = version
         self._guard = root_guard or RootGuard(None)
@@ -343,7 +352,7 @@ class SpecSurface:
             collections = [collection]
         else:
             collections = self._searcher.default_collections()
-        return query, min(limit, MAX_ITEMS), min_score, collections
+        return query, min(limit, self._max_results), min_score, collections
 
     def _payload(self, results: list[SearchResult], query: str) -> dict[str, Any]:
         payload = results_payload(results, query, with_line=False)

@@ -9,18 +9,18 @@ prints from native libraries cannot corrupt the stream.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import queue
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
-from adapters.mcp.protocol import INVALID_REQUEST, Session
+from adapters.mcp.protocol import INVALID_REQUEST, Admission, Session
 from adapters.mcp.wire import encode_frame
+from adapters.mcp.workers import WorkerPools
 
 __all__ = ["MAX_LINE_BYTES", "OVERSIZED", "encode_frame", "read_lines", "serve_stdio"]
 
@@ -69,43 +69,36 @@ def read_lines(
 
 
 def reply_for_line(session: Session, line: bytes | OversizedLine) -> dict[str, Any] | None:
+    return session.finish(admit_line(session, line))
+
+
+def admit_line(session: Session, line: bytes | OversizedLine) -> Admission:
     if isinstance(line, OversizedLine):
         return session.malformed(
             INVALID_REQUEST, f"Invalid Request: message exceeds {MAX_LINE_BYTES} bytes"
         )
-    return session.handle_text(line)
+    return session.admit_text(line)
 
 
-class _Writer:
-    """Frames to stdout, one at a time (the worker's replies and the messages a tool sends
-    to the client while it runs)."""
+class _FrameWriter:
+    """The one writer of a connection: whole frames, one at a time; a closed pipe is noted
+    (the client went away) instead of raised into whichever thread wrote last."""
 
-    def __init__(self, stdout: BinaryIO) -> None:
-        self._stdout = stdout
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
         self._lock = threading.Lock()
-        self.broken = False
+        self.closed = False
 
-    def write(self, message: dict[str, Any]) -> None:
+    def __call__(self, reply: dict[str, Any]) -> None:
+        frame = encode_frame(reply)
         with self._lock:
-            if self.broken:
-                raise BrokenPipeError("the client went away")
+            if self.closed:
+                return
             try:
-                self._stdout.write(encode_frame(message))
-                self._stdout.flush()
-            except BrokenPipeError:  # the client went away: nothing left to answer
-                self.broken = True
-                raise
-
-
-def _is_response(line: bytes | OversizedLine) -> bool:
-    """Whether a line is a JSON-RPC response (checked only while a request of ours waits)."""
-    if isinstance(line, OversizedLine):
-        return False
-    try:
-        message = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return isinstance(message, dict) and "method" not in message and "id" in message
+                self._stream.write(frame)
+                self._stream.flush()
+            except (BrokenPipeError, ValueError):
+                self.closed = True
 
 
 def serve_stdio(
@@ -113,43 +106,34 @@ def serve_stdio(
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
     on_close: Callable[[], None] | None = None,
+    *,
+    pools: WorkerPools | None = None,
+    timeout_s: float | None = None,
 ) -> int:
-    """Serve until stdin closes; returns the process exit code.
-
-    Requests run one at a time, in order, on a worker thread; this thread only reads. While a
-    tool waits for the client (a server-to-client request such as sampling), the reader hands
-    the client's response to the session's correlator (docs/decisions/0039)."""
+    """Serve until stdin closes; returns the process exit code. With `pools`, requests that
+    read the index or run a model run concurrently (adapters/mcp/dispatch.py); without, one
+    at a time in arrival order on one worker thread. Either way this thread only reads: while
+    a tool waits for the client (a server-to-client request such as sampling), the client's
+    response is handed to the session's correlator as soon as it arrives
+    (docs/decisions/0039)."""
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     source = stdin if stdin is not None else sys.stdin.buffer
-    writer = _Writer(stdout)
+    writer = _FrameWriter(stdout)
     outgoing = Correlator("qmd-stdio")
-    session.emit, session.outgoing = writer.write, outgoing
-    lines: queue.Queue[bytes | OversizedLine | None] = queue.Queue()
-
-    def work() -> None:
-        while (line := lines.get()) is not None:
-            reply = reply_for_line(session, line)
-            if reply is not None:
-                try:
-                    writer.write(reply)
-                except BrokenPipeError:
-                    return
-
-    worker = threading.Thread(target=work, name="qmd-stdio-worker", daemon=True)
-    worker.start()
+    session.emit, session.outgoing = writer, outgoing
+    dispatcher = Dispatcher(session, writer, pools, timeout_s)
     for line in read_lines(source):
-        if writer.broken:
+        dispatcher.feed(admit_line(session, line))
+        if writer.closed:  # the client went away: nothing left to answer
             break
-        if outgoing.waiting and _is_response(line):
-            reply_for_line(session, line)  # delivered to the waiting request
-            continue
-        lines.put(line)
+    # nobody is left to answer a request of ours: a tool waiting for one ends now
     outgoing.close("the client closed stdin before answering")
-    lines.put(None)
-    worker.join()
+    if not writer.closed:
+        dispatcher.wait_idle()
+    dispatcher.close()
     log.info("Shutting down (stdin closed)...")
     if on_close is not None:
         on_close()

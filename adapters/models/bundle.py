@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from adapters.models.idle import Resident
 from domain.ports import Embedder, QueryExpander, Reranker
 from domain.usecases.status import EmbeddingIdentity
 
@@ -20,3 +21,13 @@ class Models:
     identity: EmbeddingIdentity = field(
         default_factory=lambda: EmbeddingIdentity(DEFAULT_EMBED_MODEL, "")
     )
+
+    def residents(self) -> list[Resident]:
+        """The loaded-on-demand models that can be unloaded when idle (local ones; a remote
+        model server keeps its own)."""
+        found: list[Resident] = []
+        for model in (self.embedder, self.reranker, self.expander):
+            resident = getattr(model, "resident", None)
+            if resident is not None:
+                found.append(resident)
+        return found

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from adapters.models.idle import UseLock
 from adapters.models.references import (
     ENV_VARS,
     ROLES,
@@ -178,7 +179,7 @@ class _LazyModel:
         self._options = options
         self._llm: Any = None
         self.path: Path | None = None
-        self.lock = threading.RLock()
+        self.lock = UseLock()  # held by every use; its last release is the last use
         self._failure: tuple[float, QmdError] | None = None
 
     def get(self) -> Any:
@@ -326,6 +327,11 @@ class LlamaEmbedder:
     def close(self) -> None:
         self._model.close()
         self._limit = None
+
+    @property
+    def resident(self) -> _LazyModel:
+        """The loaded model, for unloading it when idle (adapters/models/idle.py)."""
+        return self._model
 
     def format_query(self, text: str) -> str:
         if self.family == "embeddinggemma":
@@ -485,6 +491,11 @@ class LlamaReranker:
 
     def close(self) -> None:
         self._model.close()
+
+    @property
+    def resident(self) -> _LazyModel:
+        """The loaded model, for unloading it when idle (adapters/models/idle.py)."""
+        return self._model
 
     def _ranks_like_the_original(self) -> bool:
         if self._can_rank is None:
@@ -648,6 +659,11 @@ class LlamaQueryExpander:
 
     def close(self) -> None:
         self._model.close()
+
+    @property
+    def resident(self) -> _LazyModel:
+        """The loaded model, for unloading it when idle (adapters/models/idle.py)."""
+        return self._model
 
     def cache_key(self, query: str) -> str:
         return llm_cache_key("expandQuery", {"query": query, "model": self._name})

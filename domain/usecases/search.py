@@ -172,7 +172,7 @@ class SearchRequest:
     candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
     intent: str | None = None
     rerank: bool = True
-    expand: bool = True  # vector search: embed vec/hyde expansions of the query too
+    expand: bool = True  # vector search: embed vec/hyde expansions too; hybrid: expand at all
     explain: bool = False  # hybrid/structured: attach a ScoreExplanation to every result
     snippet_chars: int = SNIPPET_CHARS
     # only these document ids are candidates (a metadata filter resolved by
@@ -579,9 +579,11 @@ class Searcher:
         expansions: list[SubQuery] = []
         expander = self._expander
         strong = _strong_signal(probe, request.intent)
-        if expander is None and not strong:
+        if request.trace is not None:
+            request.trace.strong_signal = strong
+        if expander is None and not strong and request.expand:
             _degrade_note(request, "expansion", "no query-expansion model is available")
-        if expander is not None and not strong:
+        if expander is not None and not strong and request.expand:
             with traced(request.trace, EXPANDING):
                 expanded = (
                     _optional_stage(
@@ -590,6 +592,8 @@ class Searcher:
                     or []
                 )
             expansions = [s for s in expanded if s.query != query]
+            if request.trace is not None:
+                request.trace.expansions = [(s.type, s.query) for s in expansions]
         for sub in expansions:
             if sub.type == "lex":
                 hits = self._lex_by_rule(sub.query, LEG_LIMIT, collections)

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from domain.ports import DocumentStore
 from domain.usecases.extraction import DocumentExtraction
 from domain.usecases.metadata import MetadataService
+from domain.usecases.projmem import ChunkSearch
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher
+from domain.usecases.sessions import SessionMemory
 from domain.usecases.status import StatusReader
 
 
@@ -25,3 +27,6 @@ class Services:
     extraction: DocumentExtraction | None = None
     # document metadata for filters and results; None when the index keeps none
     metadata: MetadataService | None = None
+    # the projmem surface (chunk rows and session memory); None where not wired
+    chunks: ChunkSearch | None = None
+    sessions: SessionMemory | None = None

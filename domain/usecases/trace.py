@@ -51,6 +51,10 @@ class SearchTrace:
         self._listener = listener
         self.stages: list[tuple[str, float]] = []
         self.degradations: list[Degradation] = []
+        # hybrid query only: whether the BM25 probe was a strong signal, and the expansions
+        # it searched with as (type, query) (the projmem surface's deep-search report)
+        self.strong_signal: bool | None = None
+        self.expansions: list[tuple[str, str]] = []
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:

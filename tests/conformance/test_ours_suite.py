@@ -6,6 +6,8 @@ reasoned baseline entry); `ours-spec` must satisfy every case written from seeds
 real MiniLM GGUF (`scripts/prepare_models.py`); `ours-spec-rooted` serves the default fixture
 with `--force-root` on its handbook folder; `ours-ldims` the LDIMS surface of seed 003 over
 the default fixture; `ours-spec-remote` runs the embedded cases with that
+with `--force-root` on its handbook folder; `ours-projmem` serves the projmem surface (seed 002)
+over the default fixture; `ours-spec-remote` runs the embedded cases with that
 GGUF served over HTTP by llama_cpp.server (scripts/model_server.py), so remote vectors must
 rank as in-process ones do (about 30 s on the two-core machine); `ours-memorize` runs the
 memorize surface's cases (seed 004) with that GGUF as its embedding model.
@@ -36,6 +38,8 @@ from tests.postgres_server import server_url
         pytest.param("ours-memorize", "memorize", "default", marks=pytest.mark.models),
         ("ours-spec-rooted", "spec", "rooted"),
         ("ours-ldims", "ldims", "default"),  # seed 003's surface (docs/spec/ldims.md)
+        # seed 002's projmem surface over the default fixture and the fixture transcripts
+        ("ours-projmem", "projmem", "default"),
         pytest.param("ours-spec-remote", "spec", "embedded", marks=pytest.mark.models),
         # the model-backed goldens recorded from the original with the same GGUF files
         pytest.param(

@@ -69,6 +69,6 @@ def test_an_unknown_surface_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert (
-        "Unknown MCP surface 'nonesuch'; available: compat-2.8.3, ldims, memorize, spec"
+        "Unknown MCP surface 'nonesuch'; available: compat-2.8.3, ldims, memorize, projmem, spec"
         in done.stderr
     )

@@ -275,6 +275,8 @@ def cleanup(args: argparse.Namespace) -> int:
             verb = "Would remove"
         else:
             stats = upkeep.cleanup()
+            if app.chunk_keeper is not None:
+                app.chunk_keeper.sync()  # drop the chunk rows of the documents cleanup removed
             lines = [f"✓ Cleared {stats.get('cache_entries', 0)} cached API responses"]
             verb = "✓ Removed"
     vectors = stats.get("orphaned_vectors", 0)

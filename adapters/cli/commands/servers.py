@@ -6,12 +6,14 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable, positive_int
 from adapters.version import IMPLEMENTS, package_version
 
+T = TypeVar("T")
 DEFAULT_PORT = 8181
 TRANSPORTS = ("mcp", "stdio", "http", "both")
 
@@ -69,33 +71,37 @@ def _surface_name(args: argparse.Namespace) -> str:
     return surface
 
 
-def _float_env(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
+def _settings(args: argparse.Namespace) -> Any:
+    """Flags, then the environment, then `--env-file`, then the defaults (0032)."""
+    from adapters.config.service import resolve_settings
+    from domain.errors import QmdError
+
+    flags = {
+        "request_timeout": args.request_timeout,
+        "log_level": args.log_level,
+        "max_results": args.max_results,
+        "models_idle_unload": args.models_idle_unload,
+        "watch": True if args.watch else None,
+    }
     try:
-        value = float(raw)
-    except ValueError:
-        raise CommandError(f"{name}: expected a number of seconds, got {raw!r}", code=2) from None
-    if not value > 0:
-        raise CommandError(f"{name}: expected a positive number, got {raw!r}", code=2)
-    return value
+        return resolve_settings(flags, os.environ, args.env_file)
+    except QmdError as error:
+        raise CommandError(f"qmd: {error.code}: {error.message}", code=2) from error
 
 
-def _http_options(args: argparse.Namespace) -> Any:
-    from adapters.http.app import DEFAULT_TIMEOUT_S
+def _http_options(args: argparse.Namespace, settings: Any) -> Any:
     from adapters.http.guard import TOKEN_ENV
     from adapters.http.main import HttpOptions
 
-    timeout = args.request_timeout or _float_env("QMD_REQUEST_TIMEOUT", DEFAULT_TIMEOUT_S)
+    env = settings.env
     options = HttpOptions(
-        host=args.host or os.environ.get("QMD_HOST") or "localhost",
+        host=args.host or env.get("QMD_HOST") or "localhost",
         port=DEFAULT_PORT if args.port is None else args.port,
         allow_origins=tuple(args.allow_origin or ()),
         allow_hosts=tuple(args.allow_host or ()),
-        token=args.token or os.environ.get(TOKEN_ENV) or None,
-        timeout_s=timeout,
-        env=dict(os.environ),
+        token=args.token or env.get(TOKEN_ENV) or None,
+        timeout_s=settings.request_timeout_s,
+        env=dict(env),
         daemon_files=_daemon_files(args),
     )
     if args.max_body_bytes:
@@ -114,36 +120,61 @@ def _daemon_child_args(argv: list[str]) -> list[str]:
 
 
 def _serve(args: argparse.Namespace, transport: str) -> int:
-    from adapters.bootstrap import build_app
+    import logging
+
+    from adapters.bootstrap import build_app, keep_models_warm, watch_collections
     from adapters.mcp.registry import SurfaceContext, canonical_surface
 
     force_root = os.path.realpath(args.force_root) if args.force_root else None
     if force_root is not None and not os.path.isdir(force_root):
         raise CommandError(f"--force-root: not a directory: {args.force_root}", code=2)
     surface = _surface_name(args)
-    options = _http_options(args) if transport != "stdio" or args.daemon else None
+    settings = _settings(args)
+    # the file's variables reach every part of the process that reads the environment
+    os.environ.update({k: v for k, v in settings.env.items() if k not in os.environ})
+    options = _http_options(args, settings)
     if args.daemon:
         from adapters.http.daemon import start
 
-        assert options is not None
         code, text = start(options.daemon_files, _daemon_child_args(sys.argv[1:]), os.environ)
         print(text, file=sys.stdout if code == 0 else sys.stderr)
         return code
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(message)s")
     # stdout belongs to JSON-RPC frames on stdio: anything an adapter prints while the app is
     # being assembled goes to stderr instead.
     with contextlib.redirect_stdout(sys.stderr):
         app = build_app(
             args.index,
+            settings.env,
             with_models=True,
             force_cpu=bool(args.no_gpu),
             force_root=force_root,
             compat=canonical_surface(surface) == canonical_surface(IMPLEMENTS),
         )
-    context = SurfaceContext(package_version(), force_root, app.home, _memory_opener(app))
+    unloader = keep_models_warm(app.models, settings.models_idle_unload_s)
+    app.closers.insert(0, unloader.stop)
+    if settings.watch:
+        watch_collections(app, settings.env)
+    context = SurfaceContext(
+        package_version(),
+        force_root,
+        app.home,
+        memory=_memory_opener(app),
+        max_results=settings.max_results,
+    )
     if transport == "stdio":
+        from adapters.http.main import worker_pools
         from adapters.mcp.server import run_stdio_server
 
-        return run_stdio_server(app.services(), surface, context, on_close=app.close)
+        pools = worker_pools(app, surface, context, options)
+        return run_stdio_server(
+            app.services(),
+            surface,
+            context,
+            on_close=app.close,
+            pools=pools,
+            timeout_s=settings.request_timeout_s,
+        )
     return _serve_http(app, surface, context, options, with_stdio=transport == "both")
 
 
@@ -192,6 +223,46 @@ def _surface_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force-root", metavar="DIR", help="confine documents to DIR")
 
 
+def _service_flags(parser: argparse.ArgumentParser) -> None:
+    """What every transport reads (flags > environment > --env-file > defaults)."""
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="re-index a collection soon after its files change (env QMD_WATCH)",
+    )
+    parser.add_argument(
+        "--models-idle-unload",
+        type=_idle_seconds,
+        metavar="S",
+        help="unload models unused for S seconds, reload on demand (default 0 = keep "
+        "loaded; env QMD_MODELS_IDLE_UNLOAD)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        metavar="S",
+        help="answer a request that runs longer with a timeout error (default 30; "
+        "env QMD_REQUEST_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--max-results",
+        type=positive_int,
+        metavar="N",
+        help="hard limit on search results (default surface; env QMD_MAX_RESULTS)",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=_log_level,
+        metavar="LEVEL",
+        help="DEBUG, INFO (default), WARN or ERROR (env QMD_LOG_LEVEL)",
+    )
+    parser.add_argument(
+        "--env-file",
+        metavar="PATH",
+        help="read settings from this .env file, below the environment (env QMD_ENV_FILE)",
+    )
+
+
 def _http_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=_port, help=f"HTTP port (default {DEFAULT_PORT}; 0 = any free port)"
@@ -218,13 +289,6 @@ def _http_flags(parser: argparse.ArgumentParser) -> None:
         help="require 'Authorization: Bearer TOKEN' (env QMD_HTTP_TOKEN)",
     )
     parser.add_argument(
-        "--request-timeout",
-        type=_seconds,
-        metavar="S",
-        help="answer a request that runs longer with a timeout error (default 30; "
-        "env QMD_REQUEST_TIMEOUT)",
-    )
-    parser.add_argument(
         "--max-body-bytes", type=positive_int, metavar="N", help="request body limit (16 MiB)"
     )
 
@@ -240,13 +304,28 @@ def _port(text: str) -> int:
 
 
 def _seconds(text: str) -> float:
+    from adapters.config.service import positive_seconds
+
+    return _checked(positive_seconds, text)
+
+
+def _idle_seconds(text: str) -> float:
+    from adapters.config.service import idle_seconds
+
+    return _checked(idle_seconds, text)
+
+
+def _log_level(text: str) -> int:
+    from adapters.config.service import log_level
+
+    return _checked(log_level, text)
+
+
+def _checked(parse: Callable[[str], T], text: str) -> T:
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
+        return parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def register(table: CommandTable) -> None:
@@ -261,9 +340,11 @@ def register(table: CommandTable) -> None:
     _surface_options(mcp_command)
     mcp_command.add_argument("--http", action="store_true", help="serve Streamable HTTP")
     _http_flags(mcp_command)
+    _service_flags(mcp_command)
     seed = table.command("server", server, "serve over a transport (seed spelling)")
     seed.add_argument(
         "--transport", default="mcp", metavar="KIND", help="mcp (stdio) | http | both"
     )
     _surface_options(seed)
     _http_flags(seed)
+    _service_flags(seed)

@@ -1,0 +1,250 @@
+"""One connection's requests, answered concurrently (docs/decisions/0033).
+
+The reader hands every decoded line to `Dispatcher.feed` in arrival order. The session admits
+it there and then (checks, the connection's era, the handler), so everything that depends on
+order stays ordered: the handshake, era judgments, notifications. Protocol methods that only
+describe the server (`initialize`, `ping`, `tools/list`, ...) are answered on the reader's
+thread at once. Requests that read the index or run a model (`tools/call`, `resources/read`,
+`prompts/get`) go to the worker pools (`adapters/mcp/workers.py`): reads in parallel, each
+worker over its own SQLite connection, model calls in their bounded lane; so a slow `query`
+no longer holds up a `get` behind it. Their replies may come out of order, which JSON-RPC
+allows (clients match replies by id).
+
+Every reply goes out through one `write` callable, under one lock, so frames never interleave.
+`notifications/cancelled` naming a request still queued or running cancels it: skipped if it
+has not started, its SQL statement interrupted if it has; either way no reply is written for
+it (the MCP cancellation rule). A request that runs past the time limit is cancelled the same
+way and answered with a timeout error.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from adapters.mcp.protocol import Admission, Admitted, CancelNotice, Session
+from adapters.mcp.workers import BusyError, CancelledJobError, Job, Worker, WorkerPools
+from adapters.mcp.workers import may_run_model as _may_run_model
+
+log = logging.getLogger("qmd.mcp")
+
+# Methods whose handlers read the index (or run a model): these run on the worker pools.
+POOLED = frozenset({"tools/call", "resources/read", "prompts/get"})
+BUSY = -32000
+TIMED_OUT = -32001
+
+Reply = dict[str, Any]
+
+
+def id_key(request_id: Any) -> tuple[str, Any]:
+    """JSON-RPC ids keep their type: 1 and "1" are different requests."""
+    return (type(request_id).__name__, request_id)
+
+
+def may_run_model(request: Admitted) -> bool:
+    params = request.params if isinstance(request.params, dict) else {}
+    if request.method != "tools/call":
+        return False
+    return _may_run_model(str(params.get("name")), params.get("arguments"))
+
+
+def log_request(request: Admitted, reply: Reply, began: float) -> None:
+    """One line per request on stderr, as the HTTP service writes: time, method (and tool),
+    outcome, milliseconds; e.g. `12:00:01.234 stdio tools/call search ok (3ms)`."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    label = request.method
+    params = request.params
+    if request.method == "tools/call" and isinstance(params, dict):
+        label += f" {params.get('name')}"
+    outcome = f"error {reply['error'].get('code')}" if "error" in reply else "ok"
+    elapsed = round((time.perf_counter() - began) * 1000)
+    stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
+    log.info("%s stdio %s %s (%dms)", stamp, label, outcome, elapsed)
+
+
+@dataclass
+class _InFlight:
+    request: Admitted
+    began: float = field(default_factory=time.perf_counter)
+    job: Job = field(default_factory=Job)
+    done: bool = False  # answered, cancelled or timed out: nothing more is written for it
+    timer: threading.Timer | None = None
+
+
+class Dispatcher:
+    """Runs one connection's admitted requests; `pools=None` runs them one at a time in
+    arrival order on one worker thread of its own (the behaviour before 0033, kept for
+    tests), so the reader stays free to take a client's answers to our own requests."""
+
+    def __init__(
+        self,
+        session: Session,
+        write: Callable[[Reply], None],
+        pools: WorkerPools | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.session = session
+        self._write = write
+        self._pools = pools
+        self._timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._in_flight: dict[tuple[str, Any], list[_InFlight]] = {}
+        self._idle = threading.Condition(self._lock)
+        self._count = 0
+        self._serial: queue.Queue[Admitted | None] | None = None
+        self._serial_thread: threading.Thread | None = None
+        if pools is None:
+            self._serial = queue.Queue()
+            self._serial_thread = threading.Thread(
+                target=self._run_serially, name="qmd-stdio-worker", daemon=True
+            )
+            self._serial_thread.start()
+
+    # -- the reader's side ------------------------------------------------------------------
+
+    def feed_text(self, text: bytes | str) -> None:
+        self.feed(self.session.admit_text(text))
+
+    def feed(self, admission: Admission) -> None:
+        if isinstance(admission, CancelNotice):
+            self.cancel(admission.request_id)
+        elif isinstance(admission, Admitted):
+            if self._serial is not None:
+                with self._lock:
+                    self._count += 1
+                self._serial.put(admission)
+            elif self._pools is not None and admission.method in POOLED:
+                self._submit(admission, self._pools)
+            else:
+                self._answer(admission)
+        elif admission is not None:
+            self._write(admission)
+
+    def close(self) -> None:
+        """Stop the serial worker (after `wait_idle`, or when the client went away)."""
+        if self._serial is not None and self._serial_thread is not None:
+            self._serial.put(None)
+            self._serial_thread.join(timeout=5)
+
+    def _answer(self, request: Admitted) -> None:
+        began = time.perf_counter()
+        reply = self.session.run(request)
+        self._write(reply)
+        log_request(request, reply, began)
+
+    def _run_serially(self) -> None:
+        assert self._serial is not None
+        while (request := self._serial.get()) is not None:
+            try:
+                self._answer(request)
+            finally:
+                with self._lock:
+                    self._count -= 1
+                    self._idle.notify_all()
+
+    def cancel(self, request_id: Any) -> bool:
+        """Cancel the queued or running request with this id; False if there is none."""
+        with self._lock:
+            entries = [e for e in self._in_flight.get(id_key(request_id), []) if not e.done]
+            for entry in entries:
+                entry.done = True
+        for entry in entries:
+            entry.job.cancel()
+            if entry.timer is not None:
+                entry.timer.cancel()
+        if entries:
+            log.info("cancelled request %r", request_id)
+        return bool(entries)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no request is in flight (at the end of the input)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._count == 0, timeout)
+
+    # -- the workers' side ------------------------------------------------------------------
+
+    def _submit(self, request: Admitted, pools: WorkerPools) -> None:
+        entry = _InFlight(request)
+        key = id_key(request.id)
+        with self._lock:
+            self._in_flight.setdefault(key, []).append(entry)
+            self._count += 1
+
+        connection = self.session
+
+        def work(worker: Worker) -> Reply:
+            # the worker's session answers for this connection: server-to-client requests
+            # and notifications go back the way this request came
+            session = worker.session
+            saved = session.emit, session.outgoing
+            if connection.emit is not None:
+                session.emit, session.outgoing = connection.emit, connection.outgoing
+            try:
+                return session.run(request)
+            finally:
+                session.emit, session.outgoing = saved
+
+        try:
+            future = pools.submit(entry.job, work, model=may_run_model(request))
+        except BusyError:
+            self._settle(
+                entry,
+                Session.error(request.id, BUSY, "Server busy: too many model requests queued"),
+            )
+            return
+        if self._timeout_s is not None:
+            entry.timer = threading.Timer(self._timeout_s, self._expire, (entry,))
+            entry.timer.daemon = True
+            entry.timer.start()
+        future.add_done_callback(lambda done: self._finished(entry, done))
+
+    def _finished(self, entry: _InFlight, future: Future[Reply]) -> None:
+        if entry.timer is not None:
+            entry.timer.cancel()
+        try:
+            reply: Reply | None = future.result()
+        except CancelledJobError:
+            reply = None
+        except Exception:  # the session answers handler errors itself; this is a last resort
+            log.exception("worker failed on %s", entry.request.method)
+            reply = Session.error(entry.request.id, -32603, "Internal error")
+        self._settle(entry, reply)
+
+    def _expire(self, entry: _InFlight) -> None:
+        with self._lock:
+            if entry.done:
+                return
+        entry.job.cancel()
+        text = f"Request timed out after {self._timeout_s:g} s"
+        self._settle(entry, Session.error(entry.request.id, TIMED_OUT, text), final=True)
+
+    def _settle(self, entry: _InFlight, reply: Reply | None, final: bool = False) -> None:
+        """Write `reply` unless the request was cancelled or answered already; the request
+        leaves the in-flight table when its work has ended (`final` for a timeout, whose
+        work may still be finishing: it is then dropped)."""
+        with self._lock:
+            write = not entry.done and reply is not None
+            entry.done = True
+        if write:
+            assert reply is not None
+            self._write(reply)
+            log_request(entry.request, reply, entry.began)
+        if final:
+            return
+        with self._lock:
+            key = id_key(entry.request.id)
+            entries = self._in_flight.get(key, [])
+            if entry in entries:
+                entries.remove(entry)
+                if not entries:
+                    del self._in_flight[key]
+            self._count -= 1
+            self._idle.notify_all()

@@ -1,0 +1,499 @@
+"""The projmem surface (`qmd mcp --surface projmem`): seed 002's nine tools over chunk rows and
+agent sessions, with its recommended workflow as the MCP instructions (docs/spec/projmem.md).
+
+Failures are isError results carrying seed 001's envelope, as on the default surface.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.mcp.formatting import text_result
+from adapters.mcp.spec import EnvelopeErrors
+from adapters.mcp.tools import Tool, ToolHandler, call_tool, tool_table
+from adapters.mcp.wording import JsonRpcError, JsonRpcWording, ProtocolWording
+from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
+from domain.ports import ChunkRow
+from domain.profiles import SEED_000
+from domain.sessions import DEFAULT_MAX_TURNS, MAX_TURNS
+from domain.usecases.projmem import (
+    DEFAULT_TOP_K,
+    MAX_TOP_K,
+    ChunkHit,
+    ChunkSearch,
+    DeepOptions,
+    SearchReport,
+)
+from domain.usecases.services import Services
+from domain.usecases.sessions import SessionMemory
+
+PROJMEM_VERSION = "0.2.0"
+
+INSTRUCTIONS = """projmem: project memory over this index, section by section, and over your own \
+past agent sessions.
+
+Recommended search workflow:
+1. Start with `projmem_search` (BM25 keyword search) to locate exact names quickly: classes, \
+functions, config keys.
+2. Use `projmem_vector_search` when you need semantic search for a fuzzy natural-language \
+question.
+3. Use `projmem_deep_search` for complex queries (the full pipeline: BM25, query expansion, \
+vectors, fusion, reranking); its report says what each stage did and how long it took.
+4. Fetch complete chunk text with `projmem_get` / `projmem_multi_get` (chunk ids look like \
+`#123`; a document path gives all of its chunks).
+
+Sessions: `projmem_session_list` lists agent sessions, `projmem_session_transcript` reads one \
+page by page, and `projmem_session_update_summary` stores a structured summary, exported as a \
+note into the session vault so past sessions are found by every search tool.
+Use `projmem_status` for the index's figures and its namespaces (collections) with their ids."""
+
+_QUERY = {"type": "string", "description": "Search query", "minLength": 1}
+_TOP_K = {
+    "type": "number",
+    "description": f"Number of results (default {DEFAULT_TOP_K})",
+    "minimum": 1,
+    "maximum": MAX_TOP_K,
+    "default": DEFAULT_TOP_K,
+}
+_NAMESPACE = {"type": "number", "description": "Limit to one namespace (see projmem_status)"}
+
+
+def _search_tool(name: str, title: str, description: str, extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "title": title,
+        "description": description,
+        "inputSchema": {
+            "type": "object",
+            "properties": {"query": _QUERY, "topK": _TOP_K, "namespaceId": _NAMESPACE, **extra},
+            "required": ["query"],
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    }
+
+
+TOOLS: list[dict[str, Any]] = [
+    _search_tool(
+        "projmem_search",
+        "BM25 keyword search",
+        "Exact keyword search (FTS5 BM25) over chunks: known class names, function names, "
+        'config keys. Each result names its chunk: `#id | path | "Heading Path" | score`.',
+        {},
+    ),
+    _search_tool(
+        "projmem_vector_search",
+        "Semantic vector search",
+        "KNN search over chunk embeddings (run `qmd embed` first): fuzzy natural-language "
+        "questions.",
+        {},
+    ),
+    _search_tool(
+        "projmem_deep_search",
+        "Deep search (full pipeline)",
+        "BM25, LLM query expansion, vectors, reciprocal rank fusion and LLM reranking, with a "
+        "report: expanded queries, strong signal, reranking applied, every stage and its "
+        "milliseconds, and rrfScore / rerankerScore per result.",
+        {
+            "skipExpansion": {
+                "type": "boolean",
+                "description": "Skip query expansion",
+                "default": False,
+            },
+            "skipReranking": {
+                "type": "boolean",
+                "description": "Skip LLM reranking",
+                "default": False,
+            },
+        },
+    ),
+    {
+        "name": "projmem_get",
+        "title": "Get a chunk or a document's chunks",
+        "description": "A chunk id (`#123` or `123`) gives that chunk; a document path "
+        "(`collection/path.md`) gives all of its chunks, with heading paths, line ranges and text.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "identifier": {"type": "string", "description": "Chunk id or document path"}
+            },
+            "required": ["identifier"],
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "projmem_multi_get",
+        "title": "Get several chunks",
+        "description": "Chunks by id, by document path, or by a SQL LIKE pattern over "
+        "`collection/path` (e.g. `handbook/engineering/%`, at most 20 documents). At least one "
+        "of the three is required.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "chunkIds": {"type": "array", "items": {"type": "number"}},
+                "docPaths": {"type": "array", "items": {"type": "string"}},
+                "pathPattern": {"type": "string"},
+            },
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "projmem_status",
+        "title": "Index status",
+        "description": "Documents, chunks, namespaces, embedding dimension, LLM cache size, "
+        "documents by kind, and the namespace list with ids.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "projmem_session_list",
+        "title": "List agent sessions",
+        "description": "Agent sessions (Claude Code transcripts), most recent first, with status "
+        "(active / compacted / closed), whether a summary exists, turns and last save time.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "status": {"type": "string", "enum": ["active", "compacted", "closed"]},
+                "hasSummary": {"type": "boolean"},
+                "limit": {"type": "number", "minimum": 1, "maximum": 200, "default": 10},
+            },
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "projmem_session_transcript",
+        "title": "Read a session transcript",
+        "description": "A session's turns as `--- Turn N [role] timestamp ---` blocks with the "
+        "tools used, plus its duration and the files it modified. Long transcripts come in "
+        "pages: pass the `fromTurn` the answer names to read on.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "sessionId": {"type": "string", "description": "Default: the latest session"},
+                "fromTurn": {"type": "number", "minimum": 1, "default": 1},
+                "maxTurns": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": MAX_TURNS,
+                    "default": DEFAULT_MAX_TURNS,
+                },
+            },
+        },
+        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+    },
+    {
+        "name": "projmem_session_update_summary",
+        "title": "Store a session summary",
+        "description": "Store a structured summary of a session (written by you, the agent) and "
+        "export it as a markdown note into the session vault collection, searchable by every "
+        "tool.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "sessionId": {"type": "string"},
+                "overview": {"type": "string", "description": "2-3 sentences"},
+                "decisions": {"type": "array", "items": {"type": "string"}},
+                "outcomes": {"type": "array", "items": {"type": "string"}},
+                "openItems": {"type": "array", "items": {"type": "string"}},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["sessionId", "overview", "decisions", "outcomes", "openItems", "tags"],
+        },
+        "annotations": {"readOnlyHint": False, "openWorldHint": False},
+    },
+]
+
+
+def _whole(value: Any, name: str) -> int:
+    """A number argument that must be a whole number."""
+    number = float(value)
+    if not number.is_integer():
+        raise QmdError(INVALID_ARGUMENT, f"{name} must be a whole number")
+    return int(number)
+
+
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}".rstrip("0").rstrip(".") if value else "0"
+
+
+def _hit_line(hit: ChunkHit) -> str:
+    chunk = hit.chunk
+    ident = f"#{chunk.id}" if chunk else "#?"
+    heading = chunk.heading_path if chunk else ""
+    return f'{ident} | {hit.collection}/{hit.path} | "{heading}" | score: {hit.score:.2f}'
+
+
+def _hit_json(hit: ChunkHit, deep: bool) -> dict[str, Any]:
+    chunk = hit.chunk
+    item: dict[str, Any] = {
+        "chunkId": chunk.id if chunk else None,
+        "path": f"{hit.collection}/{hit.path}",
+        "headingPath": chunk.heading_path if chunk else "",
+        "startLine": chunk.start_line if chunk else None,
+        "endLine": chunk.end_line if chunk else None,
+        "score": round(hit.score, 4),
+        "snippet": hit.preview,
+    }
+    if deep:
+        item["rrfScore"] = None if hit.rrf_score is None else round(hit.rrf_score, 6)
+        item["rerankerScore"] = None if hit.reranker_score is None else round(hit.reranker_score, 4)
+    return item
+
+
+def _report_result(report: SearchReport) -> dict[str, Any]:
+    deep = report.mode == "deep"
+    lines: list[str] = []
+    for hit in report.hits:
+        lines.append(_hit_line(hit))
+        if deep:
+            lines.append(
+                f"  rrfScore: {_score(hit.rrf_score)} | rerankerScore: {_score(hit.reranker_score)}"
+            )
+        if hit.preview:
+            lines.append(f"  {hit.preview}")
+    footer = [
+        f"Mode: {report.mode}",
+        f"Time: {report.elapsed_ms:.1f} ms",
+        f"Results: {len(report.hits)}",
+    ]
+    if deep:
+        expanded = "; ".join(f"{t}: {q}" for t, q in report.expanded) or "(none)"
+        footer += [
+            f"Expanded queries: {expanded}",
+            f"Strong signal: {'yes' if report.strong_signal else 'no'}",
+            f"Re-ranking applied: {'yes' if report.reranked else 'no'}",
+            "Pipeline stages:",
+            *(
+                f"  {s.name}: {s.ms:.1f} ms" + (f" {s.note}" if s.note else "")
+                for s in report.stages
+            ),
+        ]
+    footer += [f"Warning: {w}" for w in report.warnings]
+    if not report.hits:
+        lines.append("No results found.")
+    text = "\n".join(lines) + "\n\n" + "\n".join(footer)
+    structured: dict[str, Any] = {
+        "mode": report.mode,
+        "elapsedMs": round(report.elapsed_ms, 1),
+        "count": len(report.hits),
+        "results": [_hit_json(h, deep) for h in report.hits],
+        "warnings": list(report.warnings),
+    }
+    if deep:
+        structured["expandedQueries"] = [{"type": t, "query": q} for t, q in report.expanded]
+        structured["strongSignal"] = bool(report.strong_signal)
+        structured["rerankingApplied"] = report.reranked
+        structured["stages"] = [
+            {"name": s.name, "ms": round(s.ms, 2), **({"note": s.note} if s.note else {})}
+            for s in report.stages
+        ]
+    result = text_result(text)
+    result["structuredContent"] = structured
+    return result
+
+
+def _chunk_json(row: ChunkRow, namespace_id: int | None) -> dict[str, Any]:
+    return {
+        "chunkId": row.id,
+        "path": f"{row.collection}/{row.path}",
+        "namespaceName": row.collection,
+        "namespaceId": namespace_id,
+        "seq": row.seq,
+        "headingPath": row.heading_path,
+        "startLine": row.start_line,
+        "endLine": row.end_line,
+        "text": row.text,
+    }
+
+
+def _chunk_text(row: ChunkRow) -> str:
+    return (
+        f'#{row.id} | {row.collection}/{row.path} | "{row.heading_path}" | '
+        f"lines {row.start_line}-{row.end_line} | namespace: {row.collection}\n{row.text}\n"
+    )
+
+
+class ProjmemSurface:
+    name = "projmem"
+    server_version = PROJMEM_VERSION
+    answers_malformed_messages = True
+    wording: ProtocolWording = JsonRpcWording()
+
+    def __init__(self, services: Services) -> None:
+        if services.chunks is None or services.sessions is None:
+            raise QmdError(UNAVAILABLE, "The projmem surface needs chunk rows and sessions")
+        self._chunks: ChunkSearch = services.chunks.with_profile(SEED_000)
+        self._sessions: SessionMemory = services.sessions
+        handlers: dict[str, ToolHandler] = {
+            "projmem_search": self._search,
+            "projmem_vector_search": self._vector_search,
+            "projmem_deep_search": self._deep_search,
+            "projmem_get": self._get,
+            "projmem_multi_get": self._multi_get,
+            "projmem_status": lambda _args: self._status(),
+            "projmem_session_list": self._session_list,
+            "projmem_session_transcript": self._transcript,
+            "projmem_session_update_summary": self._update_summary,
+        }
+        self._tools = tool_table([Tool(d, handlers[d["name"]]) for d in TOOLS])
+        self._errors = EnvelopeErrors()
+
+    # -- protocol -----------------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        return {"tools": {"listChanged": False}}
+
+    def instructions(self) -> str | None:
+        return INSTRUCTIONS
+
+    def tools(self) -> list[dict[str, Any]]:
+        return TOOLS
+
+    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
+        return call_tool(self._tools, self._errors, name, arguments)
+
+    def prompts(self) -> list[dict[str, Any]] | None:
+        return None
+
+    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]:
+        raise JsonRpcError(-32601, "Method not found")
+
+    def resource_templates(self) -> list[dict[str, Any]]:
+        return []
+
+    def read_resource(self, uri: str) -> dict[str, Any]:
+        raise JsonRpcError(-32602, f"Resource not found: {uri}")
+
+    # -- search -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _query(args: dict[str, Any]) -> tuple[str, int, int | None]:
+        query = str(args["query"]).strip()
+        namespace = args.get("namespaceId")
+        top_k = _whole(args["topK"], "topK")
+        return query, top_k, None if namespace is None else _whole(namespace, "namespaceId")
+
+    def _search(self, args: dict[str, Any]) -> dict[str, Any]:
+        return _report_result(self._chunks.search(*self._query(args)))
+
+    def _vector_search(self, args: dict[str, Any]) -> dict[str, Any]:
+        return _report_result(self._chunks.vector_search(*self._query(args)))
+
+    def _deep_search(self, args: dict[str, Any]) -> dict[str, Any]:
+        options = DeepOptions(bool(args["skipExpansion"]), bool(args["skipReranking"]))
+        return _report_result(self._chunks.deep_search(*self._query(args), options))
+
+    # -- retrieval ----------------------------------------------------------------------------
+
+    def _rows_result(self, rows: list[ChunkRow], notes: list[str]) -> dict[str, Any]:
+        ids = self._chunks.namespace_ids()
+        text = "\n".join(_chunk_text(row) for row in rows)
+        text += "".join(f"\nNote: {note}" for note in notes)
+        result = text_result(text.strip() + "\n" if text.strip() else "No chunks found.")
+        result["structuredContent"] = {
+            "count": len(rows),
+            "chunks": [_chunk_json(row, ids.get(row.collection)) for row in rows],
+            "notes": notes,
+        }
+        return result
+
+    def _get(self, args: dict[str, Any]) -> dict[str, Any]:
+        return self._rows_result(self._chunks.get(str(args["identifier"])), [])
+
+    def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
+        rows, notes = self._chunks.multi_get(
+            [_whole(i, "chunkIds") for i in args.get("chunkIds") or []],
+            [str(p) for p in args.get("docPaths") or []],
+            args.get("pathPattern") or None,
+        )
+        return self._rows_result(rows, notes)
+
+    def _status(self) -> dict[str, Any]:
+        status = self._chunks.status(self._sessions.vault_folder)
+        lines = [
+            f"Documents: {status.documents}",
+            f"Chunks: {status.chunks}",
+            f"Namespaces: {len(status.namespaces)}",
+            "Embedding dimension: "
+            + (str(status.embedding_dimensions) if status.embedding_dimensions else "none"),
+            f"LLM cache entries: {status.llm_cache_entries}",
+            "Documents by kind:",
+            *(f"  {kind}: {count}" for kind, count in status.by_kind.items()),
+            "Namespaces:",
+            *(
+                f"  [{n.id}] {n.name} ({n.kind}, {n.documents} documents)"
+                for n in status.namespaces
+            ),
+        ]
+        result = text_result("\n".join(lines) + "\n")
+        result["structuredContent"] = {
+            "documents": status.documents,
+            "chunks": status.chunks,
+            "namespaceCount": len(status.namespaces),
+            "embeddingDimension": status.embedding_dimensions,
+            "llmCacheSize": status.llm_cache_entries,
+            "documentsByKind": status.by_kind,
+            "namespaces": [
+                {"id": n.id, "name": n.name, "type": n.kind, "documents": n.documents}
+                for n in status.namespaces
+            ],
+        }
+        return result
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def _session_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        has_summary = args.get("hasSummary")
+        listed = self._sessions.list_sessions(
+            args.get("status"),
+            None if has_summary is None else bool(has_summary),
+            _whole(args["limit"], "limit"),
+        )
+        lines = [
+            f"{s.ref.session_id} | summary: {'yes' if s.has_summary else 'no'} | {s.status} | "
+            f"turns: {s.turns} | last saved: {s.ref.modified_at}"
+            for s in listed
+        ]
+        result = text_result(("\n".join(lines) or "No sessions found.") + "\n")
+        result["structuredContent"] = {
+            "count": len(listed),
+            "sessions": [
+                {
+                    "sessionId": s.ref.session_id,
+                    "project": s.ref.project,
+                    "hasSummary": s.has_summary,
+                    "status": s.status,
+                    "turnCount": s.turns,
+                    "lastSavedAt": s.ref.modified_at,
+                    "skippedLines": s.skipped_lines,
+                }
+                for s in listed
+            ],
+        }
+        return result
+
+    def _transcript(self, args: dict[str, Any]) -> dict[str, Any]:
+        session_id = args.get("sessionId") or None
+        page = self._sessions.transcript(
+            session_id, _whole(args["fromTurn"], "fromTurn"), _whole(args["maxTurns"], "maxTurns")
+        )
+        result = text_result(page.text)
+        result["structuredContent"] = {
+            "firstTurn": page.first_turn,
+            "lastTurn": page.last_turn,
+            "nextTurn": page.next_turn,
+        }
+        return result
+
+    def _update_summary(self, args: dict[str, Any]) -> dict[str, Any]:
+        saved = self._sessions.summarize(str(args["sessionId"]), args)
+        text = (
+            f"Summary saved for session {saved.summary.session_id}.\n"
+            f"Exported to {saved.note_path} (namespace {saved.collection}).\n"
+        )
+        result = text_result(text)
+        result["structuredContent"] = {
+            "sessionId": saved.summary.session_id,
+            "notePath": saved.note_path,
+            "namespace": saved.collection,
+        }
+        return result

@@ -1,0 +1,181 @@
+"""Where requests run: worker threads that each own a session over their own index
+connection, and a bounded lane for requests that may run a model. The HTTP service
+(`adapters/http/app.py`) and the stdio dispatcher (`adapters/mcp/dispatch.py`) share them.
+
+SQLite in WAL mode lets readers run in parallel with each other and with one writer (`qmd
+update` beside the server), but a connection is not for two threads at once; so every worker
+thread opens its own (`WorkerFactory`). Models are shared, and a model call can take seconds:
+such requests go to a small pool of their own with a bounded queue, so a slow `query` never
+holds up `get`, `status` or `/health`, and a flood of them is refused instead of piling up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from adapters.mcp.protocol import Session
+from domain.usecases.services import Services
+
+T = TypeVar("T")
+log = logging.getLogger("qmd.workers")
+
+
+@dataclass
+class Worker:
+    """What one worker thread owns: a session over its own connection."""
+
+    session: Session
+    services: Services
+    interrupt: Callable[[], None]  # aborts the SQL statement this worker is running
+    close: Callable[[], None]
+
+
+WorkerFactory = Callable[[], Worker]
+
+
+class BusyError(Exception):
+    """The model lane's queue is full."""
+
+
+class CancelledJobError(Exception):
+    """The job was cancelled (timeout, client gone) before it started."""
+
+
+class Job:
+    """One request's work; cancelling it before it starts skips it, while it runs it
+    interrupts the worker's current SQL statement (a model call runs to its end)."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self._worker: Worker | None = None
+        self._lock = threading.Lock()
+
+    def started(self, worker: Worker) -> None:
+        with self._lock:
+            if self.cancelled:
+                raise CancelledJobError
+            self._worker = worker
+
+    def finished(self) -> None:
+        with self._lock:
+            self._worker = None
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            if self._worker is not None:
+                self._worker.interrupt()
+
+
+class WorkerPools:
+    def __init__(
+        self,
+        factory: WorkerFactory,
+        threads: int = 8,
+        model_threads: int = 2,
+        model_queue: int = 32,
+    ) -> None:
+        self._factory = factory
+        self._local = threading.local()
+        self._workers: list[Worker] = []
+        self._workers_lock = threading.Lock()
+        self._fast = ThreadPoolExecutor(threads, thread_name_prefix="qmd-worker")
+        self._slow = ThreadPoolExecutor(
+            model_threads, thread_name_prefix="qmd-model", initializer=_lower_priority
+        )
+        self._model_capacity = model_threads + model_queue
+        self._model_pending = 0
+        self._count_lock = threading.Lock()
+
+    def _worker(self) -> Worker:
+        worker: Worker | None = getattr(self._local, "worker", None)
+        if worker is None:
+            worker = self._factory()
+            self._local.worker = worker
+            with self._workers_lock:
+                self._workers.append(worker)
+        return worker
+
+    def _run(self, job: Job, work: Callable[[Worker], T]) -> T:
+        worker = self._worker()
+        job.started(worker)
+        try:
+            return work(worker)
+        finally:
+            job.finished()
+
+    def submit(self, job: Job, work: Callable[[Worker], T], model: bool = False) -> Future[T]:
+        """Queue `work` on a worker thread; BusyError when the model lane is full."""
+        if not model:
+            return self._fast.submit(self._run, job, work)
+        with self._count_lock:
+            if self._model_pending >= self._model_capacity:
+                raise BusyError
+            self._model_pending += 1
+        try:
+            future = self._slow.submit(self._run, job, work)
+        except BaseException:
+            self._release_model_slot()
+            raise
+        future.add_done_callback(lambda _done: self._release_model_slot())
+        return future
+
+    def _release_model_slot(self) -> None:
+        with self._count_lock:
+            self._model_pending -= 1
+
+    async def run(self, job: Job, work: Callable[[Worker], T], model: bool = False) -> T:
+        return await asyncio.wrap_future(self.submit(job, work, model))
+
+    def shutdown(self) -> None:
+        """Wait for running jobs, then close every worker's connection."""
+        self._fast.shutdown(wait=True, cancel_futures=True)
+        self._slow.shutdown(wait=True, cancel_futures=True)
+        with self._workers_lock:
+            workers, self._workers = self._workers, []
+        for worker in workers:
+            try:
+                worker.close()
+            except Exception:  # closing is best effort at exit
+                log.exception("closing a worker failed")
+
+
+MODEL_NICENESS = 10
+MAX_NICENESS = 19
+
+
+def _lower_priority() -> None:
+    """Model-lane threads run at a lower CPU priority (Linux niceness is per thread, and the
+    compute threads llama.cpp starts from them inherit it), so that on a busy machine the
+    cores go to fast requests first and a model call takes whatever is left. The step is
+    relative to the process's own niceness: a server started under `nice -n 10` must still
+    put its model calls below its fast requests (an absolute 10 would put them level)."""
+    try:
+        tid = threading.get_native_id()
+        target = min(MAX_NICENESS, os.getpriority(os.PRIO_PROCESS, tid) + MODEL_NICENESS)
+        os.setpriority(os.PRIO_PROCESS, tid, target)
+    except (AttributeError, OSError):  # not Linux, or not permitted: run at normal priority
+        log.debug("could not lower the model lane's priority")
+
+
+def may_run_model(tool: str, arguments: Any) -> bool:
+    """Whether a tool call can reach a model: `vsearch`, and `query` unless it is lexical
+    sub-queries only with reranking off (then it is BM25 and fast)."""
+    if tool == "vsearch":
+        return True
+    if tool != "query":
+        return False
+    if not isinstance(arguments, dict):
+        return True
+    searches = arguments.get("searches")
+    if arguments.get("query") or not isinstance(searches, list) or not searches:
+        return True
+    lexical = all(isinstance(s, dict) and s.get("type") == "lex" for s in searches)
+    return not (lexical and arguments.get("rerank") is False)

@@ -1,0 +1,373 @@
+"""The projmem use cases: chunk-level search with an explained deep search, chunk retrieval,
+index figures and agent session memory (docs/spec/projmem.md, REQ-PROJMEM-*).
+
+Searches run on the engine's own pipelines (`Searcher`); each document found is then named by
+the chunk row that holds the matched lines, so a result says which section matched.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from domain.errors import INVALID_ARGUMENT, NOT_FOUND, QmdError
+from domain.model import SearchResult
+from domain.ports import ChunkIndex, ChunkRow, DocumentStore, NamespaceRegistry
+from domain.profiles import SearchProfile
+from domain.sections import line_of_offset
+from domain.usecases.chunks import chunk_id_of, like_to_regex
+from domain.usecases.search import Searcher, SearchRequest
+from domain.usecases.trace import SearchTrace
+
+DEFAULT_TOP_K = 10
+MAX_TOP_K = 100
+PATTERN_CAP = 20
+MAX_IDS = 100
+PREVIEW_CHARS = 240
+
+# The engine's stage names, as the deep-search report names them.
+STAGE_NAMES = {
+    "searching": "bm25_search",
+    "expanding": "query_expansion",
+    "embedding": "query_embedding",
+    "reranking": "reranking",
+}
+REST_STAGE = "vector_search_fusion_blend"
+
+
+class IndexFigures(NamespaceRegistry, Protocol):
+    """Namespace ids plus the figures `projmem_status` reports that no other port offers."""
+
+    def llm_cache_entries(self) -> int: ...
+    def embedding_dimensions(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    collection: str
+    path: str
+    score: float
+    preview: str
+    chunk: ChunkRow | None
+    rrf_score: float | None = None
+    reranker_score: float | None = None
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    ms: float
+    note: str = ""  # "skipped (...)" for a stage that did not run
+
+
+@dataclass
+class SearchReport:
+    mode: str
+    hits: list[ChunkHit]
+    elapsed_ms: float
+    warnings: list[str] = field(default_factory=list)
+    expanded: list[tuple[str, str]] = field(default_factory=list)
+    strong_signal: bool | None = None
+    reranked: bool = False
+    stages: list[Stage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DeepOptions:
+    skip_expansion: bool = False
+    skip_reranking: bool = False
+
+
+@dataclass(frozen=True)
+class Namespace:
+    id: int
+    name: str
+    kind: str
+    documents: int
+
+
+@dataclass(frozen=True)
+class ProjmemStatus:
+    documents: int
+    chunks: int
+    namespaces: list[Namespace]
+    embedding_dimensions: int | None
+    llm_cache_entries: int
+    by_kind: dict[str, int]
+
+
+def _preview(result: SearchResult) -> str:
+    lines = result.snippet.text.split("\n")[1:]  # the first line is the `@@ … @@` header
+    text = " ".join(line.strip() for line in lines if line.strip())
+    return text[:PREVIEW_CHARS] + ("..." if len(text) > PREVIEW_CHARS else "")
+
+
+def _chunk_at(chunks: Sequence[ChunkRow], line: int) -> ChunkRow | None:
+    for chunk in chunks:
+        if chunk.start_line <= line <= chunk.end_line:
+            return chunk
+    return chunks[0] if chunks else None
+
+
+class ChunkSearch:
+    """projmem_search / vector_search / deep_search / get / multi_get / status."""
+
+    def __init__(
+        self,
+        store: DocumentStore,
+        searcher: Searcher,
+        chunks: ChunkIndex,
+        figures: IndexFigures,
+        timer: Callable[[], float],
+    ) -> None:
+        self._searcher = searcher
+        self._store = store
+        self._chunks = chunks
+        self._namespaces: NamespaceRegistry = figures
+        self._figures = figures
+        self._timer = timer
+
+    def with_profile(self, profile: SearchProfile) -> ChunkSearch:
+        """The same indexes, searched the way `profile` says."""
+        searcher = self._searcher.with_profile(profile)
+        return ChunkSearch(self._store, searcher, self._chunks, self._figures, self._timer)
+
+    # -- namespaces ---------------------------------------------------------------------------
+
+    def namespace_ids(self) -> dict[str, int]:
+        names = [c.name for c in self._store.list_collections()]
+        return self._namespaces.namespace_ids(names)
+
+    def _scope(self, namespace_id: int | None) -> list[str]:
+        if namespace_id is None:
+            return self._searcher.default_collections()
+        for name, number in self.namespace_ids().items():
+            if number == namespace_id:
+                return [name]
+        raise QmdError(NOT_FOUND, f"Namespace not found: {namespace_id}")
+
+    @staticmethod
+    def _top_k(top_k: int) -> int:
+        if not 1 <= top_k <= MAX_TOP_K:
+            raise QmdError(INVALID_ARGUMENT, f"topK must be between 1 and {MAX_TOP_K}")
+        return top_k
+
+    # -- searches -----------------------------------------------------------------------------
+
+    def _hits(self, results: Sequence[SearchResult], deep: bool) -> tuple[list[ChunkHit], int]:
+        hits: list[ChunkHit] = []
+        unchunked = 0
+        for result in results:
+            meta = result.document.meta
+            rows = self._chunks.document_chunks(meta.collection, meta.path)
+            line = result.snippet.line
+            if result.chunk is not None:
+                line = line_of_offset(result.document.body, result.chunk[0])
+            chunk = _chunk_at(rows, line)
+            unchunked += chunk is None
+            rrf = rerank = None
+            if deep and result.explanation is not None:
+                rrf = result.explanation.rrf_total_score
+                rerank = result.explanation.rerank_score
+            hits.append(
+                ChunkHit(meta.collection, meta.path, result.score, _preview(result), chunk)
+                if not deep
+                else ChunkHit(
+                    meta.collection, meta.path, result.score, _preview(result), chunk, rrf, rerank
+                )
+            )
+        return hits, unchunked
+
+    def _report(
+        self, mode: str, started: float, results: Sequence[SearchResult], trace: SearchTrace
+    ) -> SearchReport:
+        hits, unchunked = self._hits(results, mode == "deep")
+        warnings = [d.note for d in trace.degradations]
+        if unchunked:
+            warnings.append(
+                f"{unchunked} result(s) have no chunk rows yet; run 'qmd update' to cut them"
+            )
+        elapsed = (self._timer() - started) * 1000.0
+        return SearchReport(mode, hits, elapsed, warnings)
+
+    def search(self, query: str, top_k: int, namespace_id: int | None) -> SearchReport:
+        started = self._timer()
+        trace = SearchTrace(self._timer)
+        scope = self._scope(namespace_id)
+        request = SearchRequest(limit=self._top_k(top_k), collections=scope, trace=trace)
+        results = self._searcher.lex_search(query, request) if scope else []
+        return self._report("bm25_only", started, results, trace)
+
+    def vector_search(self, query: str, top_k: int, namespace_id: int | None) -> SearchReport:
+        started = self._timer()
+        trace = SearchTrace(self._timer)
+        scope = self._scope(namespace_id)
+        request = SearchRequest(
+            limit=self._top_k(top_k), collections=scope, expand=False, trace=trace
+        )
+        results = self._searcher.vector_search(query, request) if scope else []
+        return self._report("vector", started, results, trace)
+
+    def deep_search(
+        self, query: str, top_k: int, namespace_id: int | None, options: DeepOptions
+    ) -> SearchReport:
+        started = self._timer()
+        trace = SearchTrace(self._timer)
+        scope = self._scope(namespace_id)
+        request = SearchRequest(
+            limit=self._top_k(top_k),
+            collections=scope,
+            rerank=not options.skip_reranking,
+            expand=not options.skip_expansion,
+            explain=True,
+            trace=trace,
+        )
+        results = self._searcher.hybrid_query(query, request) if scope else []
+        report = self._report("deep", started, results, trace)
+        report.expanded = list(trace.expansions)
+        report.strong_signal = trace.strong_signal
+        report.reranked = any(name == "reranking" for name, _ in trace.stages)
+        if not report.reranked:  # no reranker score exists: say so rather than 0
+            report.hits = [replace(hit, reranker_score=None) for hit in report.hits]
+        report.stages = _stages(trace, options, report.elapsed_ms)
+        return report
+
+    # -- retrieval ---------------------------------------------------------------------------
+
+    def _visible(self, rows: list[ChunkRow]) -> list[ChunkRow]:
+        """The rows of documents the store shows (a `--force-root` scope hides the others:
+        a chunk id must not reach a document a path could not, seed 001 INV-1)."""
+        if not rows:
+            return rows
+        shown = set(self._store.document_paths())
+        return [row for row in rows if (row.collection, row.path) in shown]
+
+    # -- retrieval (by reference) ---------------------------------------------------------
+
+    def _document(self, reference: str) -> tuple[str, str]:
+        text = reference.strip()
+        if text.startswith("qmd://"):
+            text = text[len("qmd://") :]
+        for collection, path in self._store.document_paths():
+            if f"{collection}/{path}" == text:
+                return collection, path
+        raise QmdError(NOT_FOUND, f"Document not found: {reference}")
+
+    def get(self, identifier: str) -> list[ChunkRow]:
+        """One chunk (`#123` / `123`) or every chunk of a document (`collection/path`)."""
+        chunk_id = chunk_id_of(identifier)
+        if chunk_id is not None:
+            found = self._visible(self._chunks.get_chunks([chunk_id]))
+            if not found:
+                raise QmdError(NOT_FOUND, f"Chunk not found: #{chunk_id}")
+            return found
+        if not identifier.strip():
+            raise QmdError(INVALID_ARGUMENT, "identifier must not be empty")
+        rows = self._chunks.document_chunks(*self._document(identifier))
+        if not rows:
+            raise QmdError(NOT_FOUND, f"No chunks for {identifier}; run 'qmd update'")
+        return rows
+
+    def multi_get(
+        self, chunk_ids: Sequence[int], doc_paths: Sequence[str], pattern: str | None
+    ) -> tuple[list[ChunkRow], list[str]]:
+        """Chunks by id, by document and by a SQL LIKE pattern over `collection/path` (at most
+        20 documents); returns the chunks and what was not found or was capped."""
+        if not chunk_ids and not doc_paths and not pattern:
+            raise QmdError(
+                INVALID_ARGUMENT, "Provide at least one of chunkIds, docPaths or pathPattern"
+            )
+        if len(chunk_ids) > MAX_IDS or len(doc_paths) > MAX_IDS:
+            raise QmdError(INVALID_ARGUMENT, f"At most {MAX_IDS} chunkIds and docPaths each")
+        notes: list[str] = []
+        rows = self._visible(self._chunks.get_chunks(list(chunk_ids)))
+        found_ids = {row.id for row in rows}
+        notes += [f"Chunk not found: #{i}" for i in chunk_ids if i not in found_ids]
+        documents: list[tuple[str, str]] = []
+        for reference in doc_paths:
+            try:
+                documents.append(self._document(reference))
+            except QmdError as error:
+                notes.append(error.message)
+        if pattern:
+            matcher = re.compile(like_to_regex(pattern), re.DOTALL)
+            matched = [
+                (c, p) for c, p in self._store.document_paths() if matcher.fullmatch(f"{c}/{p}")
+            ]
+            if len(matched) > PATTERN_CAP:
+                notes.append(
+                    f"pathPattern matched {len(matched)} documents; showing the first {PATTERN_CAP}"
+                )
+            documents += matched[:PATTERN_CAP]
+            if not matched:
+                notes.append(f"No documents match pathPattern {pattern!r}")
+        seen = set(found_ids)
+        for collection, path in dict.fromkeys(documents):
+            for row in self._chunks.document_chunks(collection, path):
+                if row.id not in seen:
+                    seen.add(row.id)
+                    rows.append(row)
+        return rows, notes
+
+    # -- status -------------------------------------------------------------------------------
+
+    def status(self, vault_folder: str | None) -> ProjmemStatus:
+        counts = {c.name: c.documents for c in self._store.collection_counts()}
+        collections = self._store.list_collections()
+        ids = self._namespaces.namespace_ids([c.name for c in collections])
+        vault = posixpath.normpath(vault_folder) if vault_folder else None
+        namespaces = [
+            Namespace(
+                ids[c.name],
+                c.name,
+                "sessions" if vault and posixpath.normpath(c.path) == vault else "collection",
+                counts.get(c.name, 0),
+            )
+            for c in collections
+        ]
+        by_kind: dict[str, int] = {}
+        for _collection, path in self._store.document_paths():
+            kind = posixpath.splitext(path)[1].lstrip(".").lower() or "(none)"
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+        return ProjmemStatus(
+            documents=sum(counts.values()),
+            chunks=self._chunks.live_chunk_count(),
+            namespaces=sorted(namespaces, key=lambda n: n.id),
+            embedding_dimensions=self._figures.embedding_dimensions(),
+            llm_cache_entries=self._figures.llm_cache_entries(),
+            by_kind=dict(sorted(by_kind.items())),
+        )
+
+
+def _stages(trace: SearchTrace, options: DeepOptions, total_ms: float) -> list[Stage]:
+    """Every stage the pipeline ran, with its time, the ones it skipped and why, and the
+    untimed rest (vector legs, fusion, chunk choice, blending) as one stage."""
+    ran = [Stage(STAGE_NAMES.get(name, name), seconds * 1000.0) for name, seconds in trace.stages]
+    names = {stage.name for stage in ran}
+    skipped: list[Stage] = []
+    if "query_expansion" not in names:
+        if options.skip_expansion:
+            why = "skipExpansion"
+        elif trace.strong_signal:
+            why = "strong signal"
+        else:
+            why = next(
+                (d.reason for d in trace.degradations if d.stage in ("expansion", "vectors")),
+                "not run",
+            )
+        skipped.append(Stage("query_expansion", 0.0, f"skipped ({why})"))
+    if "reranking" not in names:
+        why = (
+            "skipReranking"
+            if options.skip_reranking
+            else next(
+                (d.reason for d in trace.degradations if d.stage in ("rerank", "vectors")),
+                "not run",
+            )
+        )
+        skipped.append(Stage("reranking", 0.0, f"skipped ({why})"))
+    rest = max(0.0, total_ms - sum(stage.ms for stage in ran))
+    return [*ran, *skipped, Stage(REST_STAGE, rest)]

@@ -1,0 +1,193 @@
+"""The concurrent stdio transport (docs/decisions/0033), driven over pipes with the spec
+surface on fakes: a slow model request in flight does not hold up `status` and `get`
+(REQ-MCP-STDIO-003); `notifications/cancelled` cancels in-flight work and leaves it
+unanswered, and the time limit (REQ-MCP-STDIO-004)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from adapters.bootstrap import App
+from adapters.mcp.protocol import Session
+from adapters.mcp.registry import SurfaceContext, create_surface
+from adapters.mcp.stdio import serve_stdio
+from adapters.mcp.workers import Worker, WorkerPools
+from adapters.models.bundle import Models
+from domain.model import Collection
+from tests.fakes import InMemoryStore, app_over
+from tests.model_fakes import FakeEmbedder
+
+CONTEXT = SurfaceContext("test")
+
+
+class GatedEmbedder(FakeEmbedder):
+    """A model call that lasts until the test opens the gate."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__()
+        self.gate = gate
+        self.entered = threading.Event()
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        self.entered.set()
+        self.gate.wait(20)
+        return super().embed_queries(texts)
+
+
+def _app(embedder: FakeEmbedder) -> App:
+    store = InMemoryStore()
+    store.put_collection(Collection("notes", "/notes"))
+    body = "# Alpha\n\nThe alpha note.\n"
+    store.upsert_document("notes", "alpha.md", "Alpha", "a1" * 32, body, "t", "t")
+    vector = FakeEmbedder().embed_documents([("Alpha", body)])[0]
+    store.store_chunk_vectors("a1" * 32, [(0, 0, vector)], "fake-embed", "", "t")
+    return app_over(store, Models(embedder=embedder))
+
+
+class Pipes:
+    """A stdio server on a thread, spoken to through two pipes."""
+
+    def __init__(self, app: App, timeout_s: float | None = None) -> None:
+        self.app = app
+        read_in, self._write_in = os.pipe()
+        self._read_out, write_out = os.pipe()
+        services = app.services()
+
+        def worker() -> Worker:  # the fakes are shared: they are read-only here
+            session = Session(create_surface("spec", services, CONTEXT))
+            return Worker(session, services, lambda: None, lambda: None)
+
+        self.pools = WorkerPools(worker, threads=4, model_threads=1)
+        session = Session(create_surface("spec", services, CONTEXT))
+        self.stdin = os.fdopen(read_in, "rb", buffering=0)
+        self.stdout = os.fdopen(write_out, "wb", buffering=0)
+        self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.thread = threading.Thread(
+            target=serve_stdio,
+            args=(session, self.stdin, self.stdout),
+            kwargs={"pools": self.pools, "timeout_s": timeout_s},
+            daemon=True,
+        )
+        self.thread.start()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        with os.fdopen(self._read_out, "rb") as out:
+            for line in out:
+                self.replies.put(json.loads(line))
+
+    def send(self, message: dict[str, Any]) -> None:
+        os.write(self._write_in, json.dumps(message).encode() + b"\n")
+
+    def call(self, request_id: int, tool: str, arguments: dict[str, Any]) -> None:
+        params = {"name": tool, "arguments": arguments}
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+    def reply(self, timeout: float = 10.0) -> dict[str, Any]:
+        return self.replies.get(timeout=timeout)
+
+    def close(self) -> None:
+        os.close(self._write_in)
+        self.thread.join(20)
+        self.stdout.close()
+        self.pools.shutdown()
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def _handshake(pipes: Pipes) -> None:
+    pipes.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {}},
+        }
+    )
+    assert pipes.reply()["id"] == 0
+    pipes.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def test_status_and_get_are_answered_while_a_model_request_runs(gate: threading.Event) -> None:
+    embedder = GatedEmbedder(gate)
+    pipes = Pipes(_app(embedder))
+    _handshake(pipes)
+    pipes.call(1, "vsearch", {"query": "alpha"})
+    assert embedder.entered.wait(10), "the model call never started"
+    pipes.call(2, "status", {})
+    pipes.call(3, "get", {"file": "notes/alpha.md"})
+    pipes.send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+    early = {pipes.reply()["id"] for _ in range(3)}
+    assert early == {2, 3, 4}  # answered while request 1 still waits on its model
+    assert pipes.replies.empty()
+    gate.set()
+    slow = pipes.reply()
+    assert slow["id"] == 1 and "alpha" in json.dumps(slow["result"])
+    pipes.close()
+
+
+def test_a_cancelled_request_gets_no_reply_and_others_go_on(gate: threading.Event) -> None:
+    embedder = GatedEmbedder(gate)
+    pipes = Pipes(_app(embedder))
+    _handshake(pipes)
+    pipes.call(1, "vsearch", {"query": "alpha"})  # runs, blocked on its model
+    assert embedder.entered.wait(10)
+    pipes.call(2, "vsearch", {"query": "beta"})  # queued behind it in the model lane
+    for request_id in (2, 1):
+        pipes.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": request_id, "reason": "user"},
+            }
+        )
+    pipes.call(3, "status", {})
+    assert pipes.reply()["id"] == 3
+    gate.set()
+    pipes.call(4, "get", {"file": "notes/alpha.md"})
+    assert pipes.reply()["id"] == 4
+    pipes.close()
+    assert pipes.replies.empty()  # neither cancelled request was answered
+
+
+def test_a_request_past_the_time_limit_is_answered_with_a_timeout(
+    gate: threading.Event,
+) -> None:
+    embedder = GatedEmbedder(gate)
+    pipes = Pipes(_app(embedder), timeout_s=0.3)
+    _handshake(pipes)
+    pipes.call(1, "vsearch", {"query": "alpha"})
+    reply = pipes.reply()
+    assert reply["id"] == 1
+    assert reply["error"] == {"code": -32001, "message": "Request timed out after 0.3 s"}
+    gate.set()
+    pipes.close()
+    assert pipes.replies.empty()  # the late answer is dropped
+
+
+def test_one_log_line_per_request(caplog: pytest.LogCaptureFixture) -> None:
+    pipes = Pipes(_app(FakeEmbedder()))
+    with caplog.at_level("INFO", logger="qmd.mcp"):
+        _handshake(pipes)
+        pipes.call(1, "status", {})
+        assert pipes.reply()["id"] == 1
+        pipes.call(2, "nosuchtool", {})
+        assert pipes.reply()["id"] == 2
+        pipes.close()
+    lines = [r.getMessage() for r in caplog.records if " stdio " in r.getMessage()]
+    assert any(re.search(r" stdio initialize ok \(\d+ms\)$", line) for line in lines), lines
+    assert any(re.search(r" stdio tools/call status ok \(\d+ms\)$", line) for line in lines)
+    assert any(re.search(r" stdio tools/call nosuchtool error -32602 \(\d+ms\)$", x) for x in lines)
