@@ -276,7 +276,7 @@ def build_app(
         models,
         environ.get("HOME"),
         force_root,
-        _projmem_adapters(index, environ) if isinstance(index, SqliteIndex) else None,
+        _projmem_adapters(index, environ),
     )
     app.db_path, app.config_path = db_path, config_path
     app.trust = trust
@@ -309,7 +309,9 @@ def open_index(location: str, env: Mapping[str, str]) -> SqliteIndex | PostgresI
     return SqliteIndex.open(location, env)
 
 
-def _projmem_adapters(index: SqliteIndex, environ: Mapping[str, str]) -> ProjmemAdapters:
+def _projmem_adapters(
+    index: SqliteIndex | PostgresIndex, environ: Mapping[str, str]
+) -> ProjmemAdapters:
     """Chunk tables in the index file; sessions from `QMD_SESSIONS_DIR` (default
     `~/.claude/projects`); summary notes into `QMD_SESSIONS_VAULT` (default
     `$XDG_DATA_HOME/qmd/sessions`, else `~/.local/share/qmd/sessions`)."""
@@ -317,7 +319,9 @@ def _projmem_adapters(index: SqliteIndex, environ: Mapping[str, str]) -> Projmem
     sessions_dir = environ.get("QMD_SESSIONS_DIR") or os.path.join(home, ".claude", "projects")
     data_home = environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
     vault = environ.get("QMD_SESSIONS_VAULT") or os.path.join(data_home, "qmd", "sessions")
-    tables = SqliteChunkIndex(index.connection)
+    tables: SqliteChunkIndex | PostgresIndex = (
+        SqliteChunkIndex(index.connection) if isinstance(index, SqliteIndex) else index
+    )
     return ProjmemAdapters(
         chunks=tables,
         figures=tables,
@@ -395,7 +399,7 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
     beside a writer such as `qmd update`), wired like `app` itself."""
     environ = os.environ if env is None else env
     index = open_index(app.db_path, environ)
-    projmem = _projmem_adapters(index, environ) if isinstance(index, SqliteIndex) else None
+    projmem = _projmem_adapters(index, environ)
     reader = _wire(index, app.config_path, app.models, app.home, app.force_root, projmem)
     if not isinstance(index, SqliteIndex):
         return IndexReader(reader.services(), index.interrupt, reader.close)
@@ -418,7 +422,7 @@ def watch_collections(app: App, env: Mapping[str, str] | None = None) -> IndexWa
     def writer() -> App:
         if not opened:  # opened on the watcher's thread, which alone uses it
             index = open_index(app.db_path, environ)
-            projmem = _projmem_adapters(index, environ) if isinstance(index, SqliteIndex) else None
+            projmem = _projmem_adapters(index, environ)
             # wired like the app (chunks kept in step), without models: it never embeds
             opened.append(_wire(index, app.config_path, Models(), app.home, None, projmem))
         return opened[0]

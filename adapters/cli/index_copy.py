@@ -19,6 +19,7 @@ from typing import Any
 from adapters.postgres.bulk import copy_rows
 from adapters.postgres.schema import VECTORS_HNSW_DDL
 from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql, is_postgres_url
+from adapters.sqlite.chunks import CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL
 from adapters.sqlite.extraction import CACHE_DDL, STATE_DDL
 from adapters.sqlite.memory import SCHEMA as MEMORY_SCHEMA
 from adapters.sqlite.metadata import METADATA_DDL
@@ -28,6 +29,7 @@ from domain.errors import CONFLICT, QmdError
 
 Index = SqliteIndex | PostgresIndex
 BATCH = 2000
+PROJMEM_DDL = (CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL)  # SqliteChunkIndex makes all three
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class Table:
     sqlite_ddl: tuple[str, ...] = ()
     # rows kept: SQLite has no foreign keys, so rows of documents gone are left out
     where: str = ""
+    # ids from a sequence (SQLite AUTOINCREMENT) that are never reused: the destination's
+    # sequence continues past the source's, deleted ids included
+    serial: bool = False
 
 
 TABLES: tuple[Table, ...] = (
@@ -145,7 +150,38 @@ TABLES: tuple[Table, ...] = (
         "id",
         sqlite_ddl=(MEMORY_SCHEMA,),
     ),
+    Table(
+        "pyqmd_chunks",
+        (
+            ("id", "int8"),
+            ("doc_id", "int8"),
+            ("hash", "text"),
+            ("seq", "int4"),
+            ("heading_path", "text"),
+            ("start_line", "int4"),
+            ("end_line", "int4"),
+            ("text", "text"),
+        ),
+        "id",
+        sqlite_ddl=PROJMEM_DDL,
+        where="doc_id IN (SELECT id FROM documents)",
+        serial=True,
+    ),
+    Table(
+        "pyqmd_namespaces",
+        (("id", "int8"), ("name", "text")),
+        "id",
+        sqlite_ddl=PROJMEM_DDL,
+        serial=True,
+    ),
+    Table(
+        "pyqmd_session_summaries",
+        (("session_id", "text"), ("summary_json", "text"), ("updated_at", "text")),
+        "session_id",
+        sqlite_ddl=PROJMEM_DDL,
+    ),
 )
+PROJMEM_TABLES = ("pyqmd_chunks", "pyqmd_namespaces", "pyqmd_session_summaries")
 
 # Written by each adapter for itself when it creates an index: never copied over.
 _LOCAL_CONFIG_KEYS = ("fts_cjk_normalized_version",)
@@ -205,6 +241,20 @@ def has_vectors(index: Index) -> bool:
     return index.has_vector_index()
 
 
+def high_water(index: Index, table: Table) -> int:
+    """The last id handed out for `table` (at least its largest id): 0 when none."""
+    if not _exists(index, table.name):
+        return 0
+    largest = int(next(iter(_rows(index, f"SELECT COALESCE(MAX(id), 0) FROM {table.name}")))[0])
+    if isinstance(index, SqliteIndex):
+        statement = f"SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = '{table.name}'"
+    else:
+        statement = (
+            f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {table.name}_id_seq"
+        )
+    return max(largest, int(next(iter(_rows(index, statement)))[0] or 0))
+
+
 def read_table(index: Index, table: Table) -> Iterator[tuple[Any, ...]]:
     if table.sqlite_ddl and not _exists(index, table.name):
         return iter(())
@@ -258,6 +308,17 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
                     batch.clear()
             conn.executemany(insert, batch)
             tick(len(batch))
+            last = high_water(source, table) if table.serial else 0
+            if last:
+                conn.execute(
+                    "UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = ?",
+                    (last, table.name),
+                )
+                conn.execute(
+                    "INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS "
+                    "(SELECT 1 FROM sqlite_sequence WHERE name = ?)",
+                    (table.name, last, table.name),
+                )
         for (doc_id,) in conn.query("SELECT id FROM documents WHERE active = 1 ORDER BY id"):
             dest._write_fts(int(doc_id))
         made = False
@@ -296,6 +357,12 @@ def _write_postgres(dest: PostgresIndex, source: Index, tick: Callable[[int], No
             "SELECT setval(pg_get_serial_sequence('documents', 'id'), "
             "GREATEST((SELECT MAX(id) FROM documents), 1))"
         )
+        for table in TABLES:
+            last = high_water(source, table) if table.serial else 0
+            if last:
+                conn.execute(
+                    "SELECT setval(pg_get_serial_sequence(%s, 'id'), %s)", (table.name, last)
+                )
         active = conn.execute(
             "SELECT d.id, d.collection, d.path, d.title, content.doc FROM documents d "
             "JOIN content ON content.hash = d.hash WHERE d.active = 1 ORDER BY d.id"
@@ -336,6 +403,7 @@ COUNTED = (
     "extraction_state",
     "memory_topics",
     "memory_records",
+    *PROJMEM_TABLES,
 )
 
 

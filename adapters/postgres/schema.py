@@ -133,6 +133,27 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              vector BYTEA NOT NULL)""",
         "CREATE INDEX idx_memory_records_topic ON memory_records(topic, kind)",
     ),
+    # 5: seed 002's chunk rows, namespace ids and session summaries (REQ-PROJMEM-*); chunk
+    # ids come from a sequence and are never reused, rows go with their document
+    (
+        """CREATE TABLE pyqmd_chunks (
+             id BIGSERIAL PRIMARY KEY,
+             doc_id BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+             hash TEXT NOT NULL,
+             seq INTEGER NOT NULL,
+             heading_path TEXT NOT NULL,
+             start_line INTEGER NOT NULL,
+             end_line INTEGER NOT NULL,
+             text TEXT NOT NULL,
+             UNIQUE (doc_id, seq))""",
+        """CREATE TABLE pyqmd_namespaces (
+             id BIGSERIAL PRIMARY KEY,
+             name TEXT NOT NULL UNIQUE)""",
+        """CREATE TABLE pyqmd_session_summaries (
+             session_id TEXT PRIMARY KEY,
+             summary_json TEXT NOT NULL,
+             updated_at TEXT NOT NULL)""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -85,6 +85,8 @@ def test_full_suite_passes_against_our_server(
         ("ours-spec-postgres", "spec"),
         # seed 003's surface: metadata filters, extraction states, the semantic fallback
         ("ours-ldims-postgres", "ldims"),
+        # seed 002's surface: chunk rows and namespace ids in PostgreSQL
+        ("ours-projmem-postgres", "projmem"),
     ],
 )
 def test_suite_passes_with_the_index_in_postgresql(impl: str, surface: str, tmp_path: Path) -> None:

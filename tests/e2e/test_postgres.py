@@ -17,11 +17,13 @@ from typing import Any
 import pytest
 
 from adapters.postgres.store import PostgresIndex
+from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
 from domain.extraction import CachedExtraction, ExtractionState
-from domain.ports import ExtractionLedger
+from domain.ports import DocumentCut, ExtractionLedger
+from domain.sections import split_sections
 from tests.http_harness import ACCEPT_BOTH, REPO, HttpServer, send
 from tests.mcp_harness import build_fixture_index, fixture_env
 from tests.postgres_server import drop_schema, fresh_schema_url
@@ -68,7 +70,20 @@ def _snapshot(index: SqliteIndex | PostgresIndex) -> dict[str, Any]:
         "cached": _ledger(index).cached_extraction("h-src"),
         "memory": sorted(_memory(index).memory_files()),
         "topics": _memory(index).memory_topics(),
+        "chunks": sorted(
+            (row.id, row.path, row.seq, row.text)
+            for m in docs
+            for row in _chunks(index).document_chunks(m.collection, m.path)
+        ),
+        "namespaces": _chunks(index).namespace_ids(["docs", "notes"]),
+        "summaries": _chunks(index).summarized_ids(),
     }
+
+
+def _chunks(index: SqliteIndex | PostgresIndex) -> SqliteChunkIndex | PostgresIndex:
+    if isinstance(index, SqliteIndex):
+        return SqliteChunkIndex(index.connection)
+    return index
 
 
 def _memory(index: SqliteIndex | PostgresIndex) -> SqliteMemoryRows | PostgresIndex:
@@ -98,13 +113,24 @@ def test_index_copy_sqlite_to_postgres_and_back(tmp_path: Path, pg_url: str) -> 
         rows = _memory(index)
         rows.put_memory_topic("t", struct.pack("<2f", 1.0, 0.5))
         rows.put_memory_records([("qa-1", "qa", "t", "qa/t/qa-1.md", "fh", "{}", b"\x00" * 8)])
+        chunks = _chunks(index)
+        chunks.prune()
+        cuts = [
+            DocumentCut(m.id, m.hash, split_sections(index.body(m.hash))) for m in index.documents()
+        ]
+        chunks.replace_chunks(cuts)
+        chunks.replace_chunks(cuts[:1])  # ids of the first document's old rows are spent
+        head = index.documents()[0]
+        spent = max(row.id for row in chunks.document_chunks(head.collection, head.path))
+        chunks.replace_chunks([DocumentCut(head.id, head.hash, [])])  # the highest ids go too
+        chunks.put_summary("s1", "{}", T0)
         before = _snapshot(index)
     finally:
         index.close()
     assert before["vectors"] > 0 and before["documents"]
     assert sum(1 for _, fields in before["metadata"] if fields) == len(before["documents"])
     assert before["extraction"] and before["cached"] is not None
-    assert before["memory"] and before["topics"]
+    assert before["memory"] and before["topics"] and before["chunks"] and before["summaries"]
 
     done = qmd(env, "index", "copy", str(source), pg_url)
     assert done.returncode == 0, done.stderr
@@ -128,8 +154,22 @@ def test_index_copy_sqlite_to_postgres_and_back(tmp_path: Path, pg_url: str) -> 
     copied = SqliteIndex.open(back)
     try:
         assert _snapshot(copied) == before
+        # chunk ids are never reused, across copies too: new rows get ids past every spent one
+        assert spent > max(row[0] for row in before["chunks"])
+        first = copied.documents()[0]
+        _chunks(copied).replace_chunks([DocumentCut(first.id, first.hash, split_sections("x"))])
+        fresh = _chunks(copied).document_chunks(first.collection, first.path)
+        assert fresh and all(row.id > spent for row in fresh)
     finally:
         copied.close()
+    pg = PostgresIndex.open(pg_url)
+    try:
+        first = pg.documents()[0]
+        pg.replace_chunks([DocumentCut(first.id, first.hash, split_sections("x"))])
+        fresh = pg.document_chunks(first.collection, first.path)
+        assert fresh and all(row.id > spent for row in fresh)
+    finally:
+        pg.close()
     # a non-empty destination is refused, and left as it was
     again = qmd(env, "index", "copy", str(source), pg_url)
     assert again.returncode != 0
