@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from adapters.config.trust import TrustDecision, decide, is_local_config_path, untrusted_view
 from adapters.config.yaml_config import (
     YamlConfigRepository,
+    cache_dir,
     load_config,
     resolve_paths,
     sync_config_to_store,
@@ -25,6 +26,7 @@ from adapters.fs.claude_sessions import ClaudeCodeSessions, VaultFolder
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
 from adapters.fs.front_matter import YamlFrontMatter
+from adapters.fs.memory import MarkdownMemoryStore
 from adapters.fs.root_scope import (
     RootScope,
     RootScopedLexicalIndex,
@@ -34,10 +36,10 @@ from adapters.fs.root_scope import (
 from adapters.fs.watch import IndexWatcher
 from adapters.models.bundle import Models
 from adapters.models.idle import IdleUnloader
-from adapters.postgres.url import is_postgres_url, redact
+from adapters.postgres.url import index_label, is_postgres_url, redact
 from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
-from adapters.sqlite.memory import MarkdownMemoryStore
+from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.memory import DEFAULT_FUSION_THRESHOLD, DEFAULT_TOPIC_THRESHOLD, require_threshold
@@ -274,7 +276,7 @@ def build_app(
         models,
         environ.get("HOME"),
         force_root,
-        _projmem_adapters(index, environ) if isinstance(index, SqliteIndex) else None,
+        _projmem_adapters(index, environ),
     )
     app.db_path, app.config_path = db_path, config_path
     app.trust = trust
@@ -307,7 +309,9 @@ def open_index(location: str, env: Mapping[str, str]) -> SqliteIndex | PostgresI
     return SqliteIndex.open(location, env)
 
 
-def _projmem_adapters(index: SqliteIndex, environ: Mapping[str, str]) -> ProjmemAdapters:
+def _projmem_adapters(
+    index: SqliteIndex | PostgresIndex, environ: Mapping[str, str]
+) -> ProjmemAdapters:
     """Chunk tables in the index file; sessions from `QMD_SESSIONS_DIR` (default
     `~/.claude/projects`); summary notes into `QMD_SESSIONS_VAULT` (default
     `$XDG_DATA_HOME/qmd/sessions`, else `~/.local/share/qmd/sessions`)."""
@@ -315,7 +319,9 @@ def _projmem_adapters(index: SqliteIndex, environ: Mapping[str, str]) -> Projmem
     sessions_dir = environ.get("QMD_SESSIONS_DIR") or os.path.join(home, ".claude", "projects")
     data_home = environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
     vault = environ.get("QMD_SESSIONS_VAULT") or os.path.join(data_home, "qmd", "sessions")
-    tables = SqliteChunkIndex(index.connection)
+    tables: SqliteChunkIndex | PostgresIndex = (
+        SqliteChunkIndex(index.connection) if isinstance(index, SqliteIndex) else index
+    )
     return ProjmemAdapters(
         chunks=tables,
         figures=tables,
@@ -336,7 +342,6 @@ def _wire(
     store: DocumentStore = index
     lexical: LexicalIndex = index
     vectors: VectorIndex = index
-    sqlite_index = index if isinstance(index, SqliteIndex) else None
     if force_root is not None:
         scope = RootScope(force_root, index)
         scoped_store = RootScopedStore(index, scope)
@@ -354,13 +359,12 @@ def _wire(
         models=models,
         home=home,
         maintenance=index,
-        # the parsers run in a worker process, started on the first extracted file; the
-        # extraction ledger and document metadata are kept in SQLite indexes only so far
-        extractor=(
-            WorkerExtractor(timeout_s=timeout_from_env(os.environ)) if sqlite_index else None
+        # the parsers run in a worker process, started on the first extracted file
+        extractor=WorkerExtractor(timeout_s=timeout_from_env(os.environ)),
+        ledger=(
+            SqliteExtractionLedger(index.connection) if isinstance(index, SqliteIndex) else index
         ),
-        ledger=SqliteExtractionLedger(sqlite_index.connection) if sqlite_index else None,
-        metadata=sqlite_index,
+        metadata=index,
         projmem=projmem,
     )
     app.force_root = force_root
@@ -395,7 +399,7 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
     beside a writer such as `qmd update`), wired like `app` itself."""
     environ = os.environ if env is None else env
     index = open_index(app.db_path, environ)
-    projmem = _projmem_adapters(index, environ) if isinstance(index, SqliteIndex) else None
+    projmem = _projmem_adapters(index, environ)
     reader = _wire(index, app.config_path, app.models, app.home, app.force_root, projmem)
     if not isinstance(index, SqliteIndex):
         return IndexReader(reader.services(), index.interrupt, reader.close)
@@ -418,7 +422,7 @@ def watch_collections(app: App, env: Mapping[str, str] | None = None) -> IndexWa
     def writer() -> App:
         if not opened:  # opened on the watcher's thread, which alone uses it
             index = open_index(app.db_path, environ)
-            projmem = _projmem_adapters(index, environ) if isinstance(index, SqliteIndex) else None
+            projmem = _projmem_adapters(index, environ)
             # wired like the app (chunks kept in step), without models: it never embeds
             opened.append(_wire(index, app.config_path, Models(), app.home, None, projmem))
         return opened[0]
@@ -475,11 +479,14 @@ MEMORY_COLLECTION = "memory"
 
 def memory_folder(app: App, env: Mapping[str, str] | None = None) -> str:
     """Seed 004's memory folder: `QMD_MEMORY_DIR`, else `<index name>-memory` beside the
-    index (so every index has its own memory)."""
+    index (so every index has its own memory); for a PostgreSQL index, in the cache folder,
+    named after the server, database and schema."""
     environ = os.environ if env is None else env
     chosen = environ.get("QMD_MEMORY_DIR")
     if chosen:
         return os.path.realpath(os.path.expanduser(chosen))
+    if is_postgres_url(app.db_path):
+        return os.path.join(cache_dir(environ), f"{index_label(app.db_path)}-memory")
     stem = os.path.splitext(os.path.basename(app.db_path))[0] or "index"
     return os.path.join(os.path.dirname(os.path.abspath(app.db_path)), f"{stem}-memory")
 
@@ -501,11 +508,28 @@ def memory_thresholds(env: Mapping[str, str] | None = None) -> Thresholds:
     return Thresholds(topic=values[0], fusion=values[1])
 
 
+def _memory_store(app: App, folder: str, env: Mapping[str, str]) -> MarkdownMemoryStore:
+    """The memory's files in `folder`, its rows in the index on a connection of their own;
+    on PostgreSQL, writers are serialised by the index's advisory lock (across machines)."""
+    if is_postgres_url(app.db_path):
+        from adapters.postgres.store import PostgresIndex
+
+        index = PostgresIndex.open(app.db_path, env)
+        index_lock = app.index_lock or _advisory_lock(index)
+
+        def lock() -> AbstractContextManager[bool]:
+            return index_lock("memory", True)
+
+        return MarkdownMemoryStore(folder, index, lock=lock, on_close=index.close)
+    rows = SqliteMemoryRows.open(app.db_path, env)
+    return MarkdownMemoryStore(folder, rows, on_close=rows.close)
+
+
 def open_memory(app: App, env: Mapping[str, str] | None = None) -> Memorizer:
     """Seed 004's memory over `app`'s index: the markdown store in the memory folder (made a
     QMD collection named `memory` when no collection covers it yet), the app's embedder."""
     folder = memory_folder(app, env)
-    store = MarkdownMemoryStore.open(folder, app.db_path, env)
+    store = _memory_store(app, folder, os.environ if env is None else env)
     app.closers.insert(0, store.close)
     memorizer = Memorizer(store, app.models.embedder, app.clock, memory_thresholds(env))
     collection = next((c for c in app.store.list_collections() if c.path == folder), None)
@@ -532,7 +556,7 @@ def repair_memory(app: App, env: Mapping[str, str] | None = None) -> int | None:
     embedder = app.models.embedder
     if embedder is None:  # `qmd update` runs without models; the memory may need one
         embedder = build_models(app.config_path, environ, cache=app.cache).embedder
-    store = MarkdownMemoryStore.open(memory_folder(app, environ), app.db_path, environ)
+    store = _memory_store(app, memory_folder(app, environ), environ)
     try:
         return Memorizer(store, embedder, app.clock, memory_thresholds(environ)).repair()
     finally:

@@ -19,12 +19,17 @@ from typing import Any
 from adapters.postgres.bulk import copy_rows
 from adapters.postgres.schema import VECTORS_HNSW_DDL
 from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql, is_postgres_url
+from adapters.sqlite.chunks import CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL
+from adapters.sqlite.extraction import CACHE_DDL, STATE_DDL
+from adapters.sqlite.memory import SCHEMA as MEMORY_SCHEMA
+from adapters.sqlite.metadata import METADATA_DDL
 from adapters.sqlite.schema import ensure_vec_table, vec_table_sql
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import CONFLICT, QmdError
 
 Index = SqliteIndex | PostgresIndex
 BATCH = 2000
+PROJMEM_DDL = (CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL)  # SqliteChunkIndex makes all three
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,14 @@ class Table:
     name: str
     columns: tuple[tuple[str, str], ...]  # (name, COPY kind: text | int4 | int8)
     order: str
+    # the SQLite adapter creates this table on its first write (an index of the original's
+    # has none): a missing table reads as empty, and the copy creates it on a SQLite dest
+    sqlite_ddl: tuple[str, ...] = ()
+    # rows kept: SQLite has no foreign keys, so rows of documents gone are left out
+    where: str = ""
+    # ids from a sequence (SQLite AUTOINCREMENT) that are never reused: the destination's
+    # sequence continues past the source's, deleted ids included
+    serial: bool = False
 
 
 TABLES: tuple[Table, ...] = (
@@ -78,7 +91,97 @@ TABLES: tuple[Table, ...] = (
         ),
         "hash, seq",
     ),
+    Table(
+        "py_document_metadata",
+        (("doc_id", "int8"), ("metadata", "text")),
+        "doc_id",
+        sqlite_ddl=(METADATA_DDL,),
+        where="doc_id IN (SELECT id FROM documents)",
+    ),
+    Table(
+        "extraction_cache",
+        (
+            ("source_hash", "text"),
+            ("status", "text"),
+            ("text_hash", "text"),
+            ("title", "text"),
+            ("metadata", "text"),
+            ("pages", "int4"),
+            ("empty_pages", "text"),
+            ("reason", "text"),
+            ("detail", "text"),
+        ),
+        "source_hash",
+        sqlite_ddl=(CACHE_DDL, STATE_DDL),  # the SQLite ledger expects both or neither
+    ),
+    Table(
+        "extraction_state",
+        (
+            ("collection", "text"),
+            ("path", "text"),
+            ("status", "text"),
+            ("reason", "text"),
+            ("detail", "text"),
+            ("source_hash", "text"),
+            ("pages", "int4"),
+            ("empty_pages", "text"),
+            ("extracted_at", "text"),
+        ),
+        "collection, path",
+        sqlite_ddl=(CACHE_DDL, STATE_DDL),
+    ),
+    Table(
+        "memory_topics",
+        (("name", "text"), ("vector", "bytea"), ("created_at", "text")),
+        "name",
+        sqlite_ddl=(MEMORY_SCHEMA,),
+    ),
+    Table(
+        "memory_records",
+        (
+            ("id", "text"),
+            ("kind", "text"),
+            ("topic", "text"),
+            ("path", "text"),
+            ("file_hash", "text"),
+            ("record", "text"),
+            ("vector", "bytea"),
+        ),
+        "id",
+        sqlite_ddl=(MEMORY_SCHEMA,),
+    ),
+    Table(
+        "pyqmd_chunks",
+        (
+            ("id", "int8"),
+            ("doc_id", "int8"),
+            ("hash", "text"),
+            ("seq", "int4"),
+            ("heading_path", "text"),
+            ("start_line", "int4"),
+            ("end_line", "int4"),
+            ("text", "text"),
+        ),
+        "id",
+        sqlite_ddl=PROJMEM_DDL,
+        where="doc_id IN (SELECT id FROM documents)",
+        serial=True,
+    ),
+    Table(
+        "pyqmd_namespaces",
+        (("id", "int8"), ("name", "text")),
+        "id",
+        sqlite_ddl=PROJMEM_DDL,
+        serial=True,
+    ),
+    Table(
+        "pyqmd_session_summaries",
+        (("session_id", "text"), ("summary_json", "text"), ("updated_at", "text")),
+        "session_id",
+        sqlite_ddl=PROJMEM_DDL,
+    ),
 )
+PROJMEM_TABLES = ("pyqmd_chunks", "pyqmd_namespaces", "pyqmd_session_summaries")
 
 # Written by each adapter for itself when it creates an index: never copied over.
 _LOCAL_CONFIG_KEYS = ("fts_cjk_normalized_version",)
@@ -109,12 +212,26 @@ def _rows(index: Index, statement: str) -> Iterator[tuple[Any, ...]]:
         yield from cur
 
 
+def _exists(index: Index, table: str) -> bool:
+    if isinstance(index, SqliteIndex):
+        statement = f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '{table}'"
+    else:
+        statement = (
+            f"SELECT COUNT(*) FROM (SELECT to_regclass('{table}') AS t) r WHERE t IS NOT NULL"
+        )
+    return bool(next(iter(_rows(index, statement)))[0])
+
+
 def _count(index: Index, table: str) -> int:
     if table == "vectors":
         if not has_vectors(index):
             return 0
         table = "vectors_vec"
-    statement = f"SELECT COUNT(*) FROM {table}"
+    known = next((t for t in TABLES if t.name == table), None)
+    if known is not None and known.sqlite_ddl and not _exists(index, table):
+        return 0
+    where = f" WHERE {known.where}" if known is not None and known.where else ""
+    statement = f"SELECT COUNT(*) FROM {table}{where}"
     return int(next(iter(_rows(index, statement)))[0])
 
 
@@ -124,9 +241,28 @@ def has_vectors(index: Index) -> bool:
     return index.has_vector_index()
 
 
+def high_water(index: Index, table: Table) -> int:
+    """The last id handed out for `table` (at least its largest id): 0 when none."""
+    if not _exists(index, table.name):
+        return 0
+    largest = int(next(iter(_rows(index, f"SELECT COALESCE(MAX(id), 0) FROM {table.name}")))[0])
+    if isinstance(index, SqliteIndex):
+        statement = f"SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = '{table.name}'"
+    else:
+        statement = (
+            f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {table.name}_id_seq"
+        )
+    return max(largest, int(next(iter(_rows(index, statement)))[0] or 0))
+
+
 def read_table(index: Index, table: Table) -> Iterator[tuple[Any, ...]]:
+    if table.sqlite_ddl and not _exists(index, table.name):
+        return iter(())
     columns = ", ".join(name for name, _ in table.columns)
-    rows = _rows(index, f"SELECT {columns} FROM {table.name} ORDER BY {_order(table, index)}")
+    where = f" WHERE {table.where}" if table.where else ""
+    rows = _rows(
+        index, f"SELECT {columns} FROM {table.name}{where} ORDER BY {_order(table, index)}"
+    )
     if table.name == "store_config":
         return (row for row in rows if row[0] not in _LOCAL_CONFIG_KEYS)
     return rows
@@ -154,6 +290,10 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
     conn = dest.connection
     with conn.transaction():
         for table in TABLES:
+            if table.sqlite_ddl and _count(source, table.name):
+                for script in table.sqlite_ddl:  # not executescript: it would COMMIT
+                    for statement in filter(str.strip, script.split(";")):
+                        conn.execute(statement)
             names = [name for name, _ in table.columns]
             insert = (
                 f"INSERT OR REPLACE INTO {table.name} ({', '.join(names)}) "
@@ -168,6 +308,17 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
                     batch.clear()
             conn.executemany(insert, batch)
             tick(len(batch))
+            last = high_water(source, table) if table.serial else 0
+            if last:
+                conn.execute(
+                    "UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = ?",
+                    (last, table.name),
+                )
+                conn.execute(
+                    "INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS "
+                    "(SELECT 1 FROM sqlite_sequence WHERE name = ?)",
+                    (table.name, last, table.name),
+                )
         for (doc_id,) in conn.query("SELECT id FROM documents WHERE active = 1 ORDER BY id"):
             dest._write_fts(int(doc_id))
         made = False
@@ -206,6 +357,12 @@ def _write_postgres(dest: PostgresIndex, source: Index, tick: Callable[[int], No
             "SELECT setval(pg_get_serial_sequence('documents', 'id'), "
             "GREATEST((SELECT MAX(id) FROM documents), 1))"
         )
+        for table in TABLES:
+            last = high_water(source, table) if table.serial else 0
+            if last:
+                conn.execute(
+                    "SELECT setval(pg_get_serial_sequence(%s, 'id'), %s)", (table.name, last)
+                )
         active = conn.execute(
             "SELECT d.id, d.collection, d.path, d.title, content.doc FROM documents d "
             "JOIN content ON content.hash = d.hash WHERE d.active = 1 ORDER BY d.id"
@@ -235,7 +392,19 @@ def _write_postgres(dest: PostgresIndex, source: Index, tick: Callable[[int], No
 # ------------------------------------------------------------------------------------ the copy
 
 
-COUNTED = ("documents", "content", "content_vectors", "vectors", "store_collections")
+COUNTED = (
+    "documents",
+    "content",
+    "content_vectors",
+    "vectors",
+    "store_collections",
+    "py_document_metadata",
+    "extraction_cache",
+    "extraction_state",
+    "memory_topics",
+    "memory_records",
+    *PROJMEM_TABLES,
+)
 
 
 def counts(index: Index) -> dict[str, int]:

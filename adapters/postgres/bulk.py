@@ -28,6 +28,8 @@ def _field(value: Any, kind: str) -> bytes:
         data = struct.pack(">i", int(value))
     elif kind == "int8":
         data = struct.pack(">q", int(value))
+    elif kind == "bytea":
+        data = bytes(value)
     elif kind == "vector":
         data = vector_binary(value)
     else:  # pragma: no cover - a programming error
@@ -54,7 +56,8 @@ def copy_rows(
     columns: Sequence[tuple[str, str]],
     rows: Iterable[Sequence[Any]],
 ) -> int:
-    """COPY `rows` into `table`; `columns` are (name, kind) with kind text|int4|int8|vector."""
+    """COPY `rows` into `table`; `columns` are (name, kind), kind one of text, int4, int8,
+    bytea, vector."""
     statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
         sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(name) for name, _ in columns)
     )

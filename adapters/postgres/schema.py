@@ -84,6 +84,76 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              len INTEGER NOT NULL DEFAULT 0)""",
         "CREATE INDEX idx_documents_fts ON documents_fts USING GIN (tsv)",
     ),
+    # 2: document metadata (REQ-META-004), keyed by documents.id as on SQLite; the foreign key
+    # removes a document's row with the document (cleanup, collection removal)
+    (
+        """CREATE TABLE py_document_metadata (
+             doc_id BIGINT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+             metadata TEXT NOT NULL)""",
+    ),
+    # 3: the extraction ledger (REQ-EXTRACT-*): outcomes cached by source content hash, and
+    # the state of every extracted document; the same columns as on SQLite
+    (
+        """CREATE TABLE extraction_cache (
+             source_hash TEXT PRIMARY KEY,
+             status TEXT NOT NULL,
+             text_hash TEXT NOT NULL DEFAULT '',
+             title TEXT NOT NULL DEFAULT '',
+             metadata TEXT NOT NULL DEFAULT '{}',
+             pages INTEGER NOT NULL DEFAULT 0,
+             empty_pages TEXT NOT NULL DEFAULT '[]',
+             reason TEXT NOT NULL DEFAULT '',
+             detail TEXT NOT NULL DEFAULT '')""",
+        """CREATE TABLE extraction_state (
+             collection TEXT NOT NULL,
+             path TEXT NOT NULL,
+             status TEXT NOT NULL,
+             reason TEXT NOT NULL DEFAULT '',
+             detail TEXT NOT NULL DEFAULT '',
+             source_hash TEXT NOT NULL DEFAULT '',
+             pages INTEGER NOT NULL DEFAULT 0,
+             empty_pages TEXT NOT NULL DEFAULT '[]',
+             extracted_at TEXT NOT NULL DEFAULT '',
+             PRIMARY KEY (collection, path))""",
+    ),
+    # 4: seed 004's memory (REQ-MEM-STORE-*): topic and record vectors as little-endian
+    # float32 bytes, the SQLite index's blobs unchanged
+    (
+        """CREATE TABLE memory_topics (
+             name TEXT PRIMARY KEY,
+             vector BYTEA NOT NULL,
+             created_at TEXT NOT NULL)""",
+        """CREATE TABLE memory_records (
+             id TEXT PRIMARY KEY,
+             kind TEXT NOT NULL,
+             topic TEXT NOT NULL,
+             path TEXT NOT NULL,
+             file_hash TEXT NOT NULL,
+             record TEXT NOT NULL,
+             vector BYTEA NOT NULL)""",
+        "CREATE INDEX idx_memory_records_topic ON memory_records(topic, kind)",
+    ),
+    # 5: seed 002's chunk rows, namespace ids and session summaries (REQ-PROJMEM-*); chunk
+    # ids come from a sequence and are never reused, rows go with their document
+    (
+        """CREATE TABLE pyqmd_chunks (
+             id BIGSERIAL PRIMARY KEY,
+             doc_id BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+             hash TEXT NOT NULL,
+             seq INTEGER NOT NULL,
+             heading_path TEXT NOT NULL,
+             start_line INTEGER NOT NULL,
+             end_line INTEGER NOT NULL,
+             text TEXT NOT NULL,
+             UNIQUE (doc_id, seq))""",
+        """CREATE TABLE pyqmd_namespaces (
+             id BIGSERIAL PRIMARY KEY,
+             name TEXT NOT NULL UNIQUE)""",
+        """CREATE TABLE pyqmd_session_summaries (
+             session_id TEXT PRIMARY KEY,
+             summary_json TEXT NOT NULL,
+             updated_at TEXT NOT NULL)""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -25,13 +25,17 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from adapters.postgres.bulk import copy_rows
 from adapters.postgres.schema import TS_CONFIG, VECTORS_HNSW_DDL, migrate, vectors_ddl
 from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold, positive_clauses, render_tsquery
 from adapters.postgres.url import is_postgres_url, redact, split_schema
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
+from domain.extraction import CachedExtraction, ExtractionState, MetadataValue
+from domain.filters import MetaValue
 from domain.lexquery import LexQuery
+from domain.metadata import as_json, from_json
 from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
-from domain.ports import CollectionCount, UpsertOutcome
+from domain.ports import ChunkRow, CollectionCount, DocumentCut, UpsertOutcome
 
 LLM_CACHE_KEEP = 1000
 
@@ -109,6 +113,69 @@ def fts_row_sql() -> str:
 
 def fts_params(doc_id: int, collection: str, path: str, title: str, body: str) -> tuple[Any, ...]:
     return (doc_id, fold(f"{collection}/{path}"), fold(title), fold(body[:MAX_INDEXED_CHARS]))
+
+
+_STATE_COLUMNS = (
+    "collection, path, status, reason, detail, source_hash, pages, empty_pages, extracted_at"
+)
+
+
+def _json_pages(value: Any) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in json.loads(str(value or "[]")))
+    except (ValueError, TypeError):
+        return ()
+
+
+def _json_object(value: Any) -> dict[str, MetadataValue]:
+    try:
+        raw = json.loads(str(value or "{}"))
+    except ValueError:
+        return {}
+    return dict(raw) if isinstance(raw, dict) else {}
+
+
+def _extraction_state(row: Sequence[Any]) -> ExtractionState:
+    return ExtractionState(
+        collection=str(row[0]),
+        path=str(row[1]),
+        status="ok" if str(row[2]) == "ok" else "failed",
+        reason=str(row[3]),
+        detail=str(row[4]),
+        source_hash=str(row[5]),
+        pages=int(row[6] or 0),
+        empty_pages=_json_pages(row[7]),
+        extracted_at=str(row[8]),
+    )
+
+
+_LIVE_CHUNKS = (
+    "SELECT c.id, d.collection, d.path, c.seq, c.heading_path, c.start_line, c.end_line, c.text "
+    "FROM pyqmd_chunks c JOIN documents d ON d.id = c.doc_id AND d.hash = c.hash "
+    "AND d.active = 1"
+)
+_CHUNK_COPY_COLUMNS = (
+    ("doc_id", "int8"),
+    ("hash", "text"),
+    ("seq", "int4"),
+    ("heading_path", "text"),
+    ("start_line", "int4"),
+    ("end_line", "int4"),
+    ("text", "text"),
+)
+
+
+def _chunk_row(row: Sequence[Any]) -> ChunkRow:
+    return ChunkRow(
+        id=int(row[0]),
+        collection=str(row[1]),
+        path=str(row[2]),
+        seq=int(row[3]),
+        heading_path=str(row[4]),
+        start_line=int(row[5]),
+        end_line=int(row[6]),
+        text=str(row[7]),
+    )
 
 
 class PostgresError(QmdError):
@@ -616,6 +683,320 @@ class PostgresIndex:
         )
         return int(value or 0)
 
+    # ------------------------------------------------------------------ metadata
+
+    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
+        """Replace the metadata of the active document at (collection, path), if any; an
+        unchanged value is not rewritten (no dead tuple per unchanged document on update)."""
+        encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
+        self._execute(
+            "INSERT INTO py_document_metadata (doc_id, metadata) SELECT d.id, %s "
+            "FROM documents d WHERE d.collection = %s AND d.path = %s AND d.active = 1 "
+            "ON CONFLICT (doc_id) DO UPDATE SET metadata = excluded.metadata "
+            "WHERE py_document_metadata.metadata IS DISTINCT FROM excluded.metadata",
+            (encoded, collection, path),
+        )
+
+    def active_metadata(
+        self, collections: Sequence[str] | None
+    ) -> list[tuple[int, dict[str, MetaValue]]]:
+        """Every active document's metadata, as ONE JSON array built by the server and
+        decoded by one `json.loads` (a filtered search reads them all)."""
+        statement = (
+            "SELECT COALESCE('[' || string_agg('[' || d.id || ',' || "
+            "COALESCE(m.metadata, '{}') || ']', ',' ORDER BY d.id) || ']', '[]') "
+            "FROM documents d LEFT JOIN py_document_metadata m ON m.doc_id = d.id "
+            "WHERE d.active = 1"
+        )
+        params: list[Any] = []
+        if collections is not None:
+            statement += " AND d.collection = ANY(%s)"
+            params.append(list(collections))
+        rows = json.loads(str(self._scalar(statement, params) or "[]"))
+        return [(int(i), from_json(raw) if isinstance(raw, dict) else {}) for i, raw in rows]
+
+    def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
+        rows = self._query(
+            "SELECT doc_id, metadata FROM py_document_metadata WHERE doc_id = ANY(%s)",
+            (sorted({int(i) for i in ids}),),
+        )
+        found: dict[int, dict[str, MetaValue]] = {}
+        for doc_id, text in rows:
+            try:
+                raw = json.loads(str(text))
+            except ValueError:
+                raw = None
+            found[int(doc_id)] = from_json(raw) if isinstance(raw, dict) else {}
+        return found
+
+    # ------------------------------------------------------------------ extraction ledger
+
+    def cached_extraction(self, source_hash: str) -> CachedExtraction | None:
+        rows = self._query(
+            "SELECT source_hash, status, text_hash, title, metadata, pages, empty_pages, "
+            "reason, detail FROM extraction_cache WHERE source_hash = %s",
+            (source_hash,),
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return CachedExtraction(
+            source_hash=str(row[0]),
+            status="ok" if row[1] == "ok" else "failed",
+            text_hash=str(row[2]),
+            title=str(row[3]),
+            metadata=_json_object(row[4]),
+            pages=int(row[5] or 0),
+            empty_pages=_json_pages(row[6]),
+            reason=str(row[7]),
+            detail=str(row[8]),
+        )
+
+    def remember_extraction(self, outcome: CachedExtraction) -> None:
+        self._execute(
+            "INSERT INTO extraction_cache (source_hash, status, text_hash, title, metadata, "
+            "pages, empty_pages, reason, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (source_hash) DO UPDATE SET status = excluded.status, "
+            "text_hash = excluded.text_hash, title = excluded.title, "
+            "metadata = excluded.metadata, pages = excluded.pages, "
+            "empty_pages = excluded.empty_pages, reason = excluded.reason, "
+            "detail = excluded.detail",
+            (
+                outcome.source_hash,
+                outcome.status,
+                outcome.text_hash,
+                outcome.title,
+                json.dumps(dict(outcome.metadata), ensure_ascii=False, sort_keys=True),
+                outcome.pages,
+                json.dumps(list(outcome.empty_pages)),
+                outcome.reason,
+                outcome.detail,
+            ),
+        )
+
+    def record_states(self, collection: str, states: Sequence[ExtractionState]) -> None:
+        """Replace the collection's states in one transaction (readers see old or new)."""
+        with self.transaction(), self._conn() as conn:
+            conn.execute("DELETE FROM extraction_state WHERE collection = %s", (collection,))
+            if not states:
+                return
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO extraction_state ({_STATE_COLUMNS}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (collection, path) DO UPDATE SET status = excluded.status, "
+                    "reason = excluded.reason, detail = excluded.detail, "
+                    "source_hash = excluded.source_hash, pages = excluded.pages, "
+                    "empty_pages = excluded.empty_pages, extracted_at = excluded.extracted_at",
+                    [
+                        (
+                            s.collection,
+                            s.path,
+                            s.status,
+                            s.reason,
+                            s.detail,
+                            s.source_hash,
+                            s.pages,
+                            json.dumps(list(s.empty_pages)),
+                            s.extracted_at,
+                        )
+                        for s in states
+                    ],
+                )
+
+    def extraction_states(self, collection: str | None = None) -> list[ExtractionState]:
+        if collection is None:
+            rows = self._query(
+                f"SELECT {_STATE_COLUMNS} FROM extraction_state "
+                'ORDER BY collection COLLATE "C", path COLLATE "C"'
+            )
+        else:
+            rows = self._query(
+                f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = %s "
+                'ORDER BY path COLLATE "C"',
+                (collection,),
+            )
+        return [_extraction_state(r) for r in rows]
+
+    def extraction_state(self, collection: str, path: str) -> ExtractionState | None:
+        rows = self._query(
+            f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = %s AND path = %s",
+            (collection, path),
+        )
+        return _extraction_state(rows[0]) if rows else None
+
+    # ------------------------------------------------------------------ memory rows
+
+    def memory_topics(self) -> list[tuple[str, bytes]]:
+        rows = self._query('SELECT name, vector FROM memory_topics ORDER BY name COLLATE "C"')
+        return [(str(name), bytes(blob)) for name, blob in rows]
+
+    def put_memory_topic(self, name: str, vector: bytes) -> None:
+        self._execute(
+            "INSERT INTO memory_topics (name, vector, created_at) VALUES (%s, %s, "
+            "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')) "
+            "ON CONFLICT (name) DO UPDATE SET vector = excluded.vector, "
+            "created_at = excluded.created_at",
+            (name, vector),
+        )
+
+    def memory_record(self, record_id: str) -> tuple[str, bytes] | None:
+        rows = self._query("SELECT record, vector FROM memory_records WHERE id = %s", (record_id,))
+        return (str(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    def memory_records(self, topic: str | None, kind: str | None) -> list[tuple[str, bytes]]:
+        statement = "SELECT record, vector FROM memory_records WHERE true"
+        params: list[str] = []
+        if topic is not None:
+            statement += " AND topic = %s"
+            params.append(topic)
+        if kind is not None:
+            statement += " AND kind = %s"
+            params.append(kind)
+        rows = self._query(statement + ' ORDER BY id COLLATE "C"', params)
+        return [(str(raw), bytes(blob)) for raw, blob in rows]
+
+    def memory_path(self, record_id: str) -> str | None:
+        value = self._scalar("SELECT path FROM memory_records WHERE id = %s", (record_id,))
+        return None if value is None else str(value)
+
+    def memory_files(self) -> list[tuple[str, str, str, bytes]]:
+        rows = self._query("SELECT id, path, file_hash, vector FROM memory_records")
+        return [(str(i), str(p), str(h), bytes(v)) for i, p, h, v in rows]
+
+    def put_memory_records(
+        self, rows: Sequence[tuple[str, str, str, str, str, str, bytes]]
+    ) -> None:
+        if not rows:
+            return
+        with self.transaction(), self._conn() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memory_records (id, kind, topic, path, file_hash, record, vector) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
+                "kind = excluded.kind, topic = excluded.topic, path = excluded.path, "
+                "file_hash = excluded.file_hash, record = excluded.record, "
+                "vector = excluded.vector",
+                list(rows),
+            )
+
+    def sync_memory_records(
+        self,
+        gone: Sequence[str],
+        paths: Mapping[str, str],
+        refreshed: Sequence[tuple[str, str, str]],
+    ) -> None:
+        with self.transaction(), self._conn() as conn:
+            if gone:
+                conn.execute("DELETE FROM memory_records WHERE id = ANY(%s)", (list(gone),))
+            with conn.cursor() as cur:
+                if paths:
+                    cur.executemany(
+                        "UPDATE memory_records SET path = %s WHERE id = %s AND path <> %s",
+                        [(path, record_id, path) for record_id, path in paths.items()],
+                    )
+                if refreshed:
+                    cur.executemany(
+                        "UPDATE memory_records SET file_hash = %s, record = %s WHERE id = %s",
+                        list(refreshed),
+                    )
+
+    # ------------------------------------------------------------------ chunk rows (projmem)
+
+    def unchunked_documents(self) -> list[tuple[int, str]]:
+        rows = self._query(
+            "SELECT d.id, d.hash FROM documents d WHERE d.active = 1 AND NOT EXISTS ("
+            "SELECT 1 FROM pyqmd_chunks c WHERE c.doc_id = d.id AND c.hash = d.hash) "
+            "ORDER BY d.id"
+        )
+        return [(int(doc_id), str(hash_)) for doc_id, hash_ in rows]
+
+    def prune(self) -> int:
+        return self._execute(
+            "DELETE FROM pyqmd_chunks c WHERE NOT EXISTS (SELECT 1 FROM documents d "
+            "WHERE d.id = c.doc_id AND d.hash = c.hash AND d.active = 1)"
+        )
+
+    def replace_chunks(self, cuts: Sequence[DocumentCut]) -> None:
+        """One transaction: the documents' rows go, their sections come in with new ids
+        (COPY, as an update writes every document's rows)."""
+        if not cuts:
+            return
+        with self.transaction(), self._conn() as conn:
+            conn.execute(
+                "DELETE FROM pyqmd_chunks WHERE doc_id = ANY(%s)",
+                (sorted({int(cut.doc_id) for cut in cuts}),),
+            )
+            copy_rows(
+                conn,
+                "pyqmd_chunks",
+                _CHUNK_COPY_COLUMNS,
+                (
+                    (cut.doc_id, cut.content_hash, *section)
+                    for cut in cuts
+                    for section in cut.sections
+                ),
+            )
+
+    def get_chunks(self, chunk_ids: Sequence[int]) -> list[ChunkRow]:
+        wanted = [int(i) for i in chunk_ids]
+        rows = self._query(f"{_LIVE_CHUNKS} WHERE c.id = ANY(%s)", (sorted(set(wanted)),))
+        found = {int(r[0]): _chunk_row(r) for r in rows}
+        return [found[i] for i in wanted if i in found]
+
+    def document_chunks(self, collection: str, path: str) -> list[ChunkRow]:
+        rows = self._query(
+            f"{_LIVE_CHUNKS} WHERE d.collection = %s AND d.path = %s ORDER BY c.seq",
+            (collection, path),
+        )
+        return [_chunk_row(r) for r in rows]
+
+    def live_chunk_count(self) -> int:
+        return int(
+            self._scalar(
+                "SELECT COUNT(*) FROM pyqmd_chunks c JOIN documents d ON d.id = c.doc_id "
+                "AND d.hash = c.hash AND d.active = 1"
+            )
+            or 0
+        )
+
+    def namespace_ids(self, names: Sequence[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(names))
+        with self.transaction(), self._conn() as conn:
+            conn.execute(
+                "INSERT INTO pyqmd_namespaces (name) SELECT unnest(%s::text[]) "
+                "ON CONFLICT (name) DO NOTHING",
+                (wanted,),
+            )
+            rows = conn.execute(
+                "SELECT name, id FROM pyqmd_namespaces WHERE name = ANY(%s)", (wanted,)
+            ).fetchall()
+        known = {str(name): int(i) for name, i in rows}
+        return {name: known[name] for name in names}
+
+    def llm_cache_entries(self) -> int:
+        return int(self._scalar("SELECT COUNT(*) FROM llm_cache") or 0)
+
+    def embedding_dimensions(self) -> int | None:
+        return self.vector_dimensions()
+
+    def get_summary(self, session_id: str) -> str | None:
+        value = self._scalar(
+            "SELECT summary_json FROM pyqmd_session_summaries WHERE session_id = %s",
+            (session_id,),
+        )
+        return None if value is None else str(value)
+
+    def put_summary(self, session_id: str, summary_json: str, updated_at: str) -> None:
+        self._execute(
+            "INSERT INTO pyqmd_session_summaries (session_id, summary_json, updated_at) "
+            "VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
+            "summary_json = excluded.summary_json, updated_at = excluded.updated_at",
+            (session_id, summary_json, updated_at),
+        )
+
+    def summarized_ids(self) -> set[str]:
+        return {str(r[0]) for r in self._query("SELECT session_id FROM pyqmd_session_summaries")}
+
     # ------------------------------------------------------------------ lexical search
 
     def search_lex(
@@ -924,7 +1305,19 @@ __all__ = ["PostgresIndex", "is_postgres_url", "redact", "split_schema"]
 
 
 if TYPE_CHECKING:  # structural conformance, checked by mypy
-    from domain.ports import DocumentStore, IndexMaintenance, LexicalIndex, LlmCache, VectorIndex
+    from domain.ports import (
+        ChunkIndex,
+        DocumentStore,
+        ExtractionLedger,
+        IndexMaintenance,
+        LexicalIndex,
+        LlmCache,
+        MetadataIndex,
+        NamespaceRegistry,
+        SummaryStore,
+        VectorIndex,
+    )
+    from domain.usecases.projmem import IndexFigures
 
     def _conforms(index: PostgresIndex) -> None:
         _store: DocumentStore = index
@@ -932,3 +1325,9 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _vec: VectorIndex = index
         _cache: LlmCache = index
         _upkeep: IndexMaintenance = index
+        _metadata: MetadataIndex = index
+        _ledger: ExtractionLedger = index
+        _chunks: ChunkIndex = index
+        _names: NamespaceRegistry = index
+        _figures: IndexFigures = index
+        _summaries: SummaryStore = index

@@ -29,3 +29,15 @@ def split_schema(url: str) -> tuple[str, str | None]:
     schema = next((value for key, value in query if key == "schema"), None)
     rest = [(key, value) for key, value in query if key != "schema"]
     return urlunsplit(parts._replace(query=urlencode(rest))), schema or None
+
+
+def index_label(url: str) -> str:
+    """A file-name-safe name of the index a URL points at: `postgresql-HOST-DATABASE[-SCHEMA]`
+    (no user, no password), for what lives beside it on disk (seed 004's memory folder)."""
+    parts = urlsplit(url)
+    _, schema = split_schema(url)
+    pieces = ["postgresql", parts.hostname or "local", parts.path.strip("/") or "postgres"]
+    if schema:
+        pieces.append(schema)
+    raw = "-".join(pieces)
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in raw)

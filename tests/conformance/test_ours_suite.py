@@ -79,15 +79,25 @@ def test_full_suite_passes_against_our_server(
     assert "<testsuite" in junit.read_text()
 
 
-def test_spec_suite_passes_with_the_index_in_postgresql(tmp_path: Path) -> None:
-    """`ours-spec-postgres`: the default surface's cases with the index in PostgreSQL (a fresh
-    schema of the session's local server per fixture copy)."""
+@pytest.mark.parametrize(
+    ("impl", "surface"),
+    [
+        ("ours-spec-postgres", "spec"),
+        # seed 003's surface: metadata filters, extraction states, the semantic fallback
+        ("ours-ldims-postgres", "ldims"),
+        # seed 002's surface: chunk rows and namespace ids in PostgreSQL
+        ("ours-projmem-postgres", "projmem"),
+    ],
+)
+def test_suite_passes_with_the_index_in_postgresql(impl: str, surface: str, tmp_path: Path) -> None:
+    """The default surface's cases, and the LDIMS surface's, with the index in PostgreSQL (a
+    fresh schema of the session's local server per fixture copy)."""
     report = tmp_path / "report.json"
     env = {**os.environ, "QMD_CONFORMANCE_PG_URL": server_url()}
     proc = run_cli(
         "run",
         "--impl",
-        "ours-spec-postgres",
+        impl,
         "--timeout",
         "120",
         "--jobs",
@@ -100,8 +110,9 @@ def test_spec_suite_passes_with_the_index_in_postgresql(tmp_path: Path) -> None:
     cases = [
         c
         for c in load_cases()
-        if "spec" in c.surfaces and c.fixture == "default" and "stdio" in c.transports
+        if surface in c.surfaces and c.fixture == "default" and "stdio" in c.transports
     ]
+    assert cases
     summary = json.loads(report.read_text())["summary"]
     assert summary == {"passed": sum(len(c.eras) for c in cases), "failed": 0, "skipped": 0}
     with psycopg.connect(server_url(), autocommit=True) as conn:

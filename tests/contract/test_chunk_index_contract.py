@@ -1,5 +1,6 @@
-"""The ChunkIndex / NamespaceRegistry / SummaryStore contract, run against the in-memory fake
-and the SQLite tables (REQ-PROJMEM-CHUNK-001, REQ-PROJMEM-CHUNK-002, REQ-PROJMEM-NS-001)."""
+"""The ChunkIndex / NamespaceRegistry / SummaryStore contract, run against the in-memory fake,
+the SQLite tables and the PostgreSQL ones (REQ-PROJMEM-CHUNK-001, REQ-PROJMEM-CHUNK-002,
+REQ-PROJMEM-NS-001)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from typing import Any
 
 import pytest
 
+from adapters.postgres.store import PostgresIndex
 from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.store import SqliteIndex
 from domain.ports import DocumentCut
 from domain.sections import split_sections
 from domain.text import content_hash
 from tests.fakes import InMemoryChunkIndex, InMemoryStore
+from tests.postgres_server import drop_schema, fresh_schema_url
 
 T = "2025-01-01T00:00:00.000Z"
 BODY = "# Auth\nintro\n## Tokens\nshort lived\n### Refresh\nrotate\n"
@@ -28,11 +31,20 @@ class Pair:
     chunks: Any
 
 
-@pytest.fixture(params=["fake", "sqlite"])
+@pytest.fixture(params=["fake", "sqlite", "postgres"])
 def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
     if request.param == "fake":
         store = InMemoryStore()
         yield Pair(store, InMemoryChunkIndex(store))
+        return
+    if request.param == "postgres":
+        url, schema = fresh_schema_url()
+        pg = PostgresIndex.open(url)
+        try:
+            yield Pair(pg, pg)
+        finally:
+            pg.close()
+            drop_schema(schema)
         return
     index = SqliteIndex.open(tmp_path / "index.sqlite")
     try:

@@ -7,17 +7,28 @@ from pathlib import Path
 
 import pytest
 
+from adapters.postgres.store import PostgresIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.store import SqliteIndex
 from domain.extraction import CachedExtraction, ExtractionState
 from domain.ports import ExtractionLedger
 from tests.fakes import InMemoryExtractionLedger
+from tests.postgres_server import drop_schema, fresh_schema_url
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ExtractionLedger]:
     if request.param == "memory":
         yield InMemoryExtractionLedger()
+        return
+    if request.param == "postgres":
+        url, schema = fresh_schema_url()
+        pg = PostgresIndex.open(url)
+        try:
+            yield pg
+        finally:
+            pg.close()
+            drop_schema(schema)
         return
     index = SqliteIndex.open(tmp_path / "index.sqlite", {})
     try:

@@ -4,24 +4,43 @@ markdown-files-plus-index adapter."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from adapters.sqlite.memory import MarkdownMemoryStore
+from adapters.fs.memory import MarkdownMemoryStore
+from adapters.postgres.store import PostgresIndex
+from adapters.sqlite.memory import SqliteMemoryRows
 from domain.memory import KNOWLEDGE, QA, MemoryRecord, Topic, parse_record, record_path
 from tests.fakes import InMemoryMemoryStore
+from tests.postgres_server import drop_schema, fresh_schema_url
 
 MemoryLike = InMemoryMemoryStore | MarkdownMemoryStore
 
 
-@pytest.fixture(params=["fake", "markdown"])
+@pytest.fixture(params=["fake", "markdown", "markdown-postgres"])
 def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryLike]:
     if request.param == "fake":
         yield InMemoryMemoryStore()
         return
-    store = MarkdownMemoryStore.open(str(tmp_path / "memory"), str(tmp_path / "index.sqlite"))
+    if request.param == "markdown-postgres":
+        url, schema = fresh_schema_url()
+        pg = PostgresIndex.open(url)
+
+        def advisory() -> AbstractContextManager[bool]:
+            return pg.index_lock("memory", True)
+
+        on_pg = MarkdownMemoryStore(str(tmp_path / "memory"), pg, lock=advisory)
+        try:
+            yield on_pg
+        finally:
+            pg.close()
+            drop_schema(schema)
+        return
+    rows = SqliteMemoryRows.open(str(tmp_path / "index.sqlite"))
+    store = MarkdownMemoryStore(str(tmp_path / "memory"), rows, on_close=rows.close)
     try:
         yield store
     finally:
@@ -119,3 +138,25 @@ def test_exclusive_is_a_context_manager(memory: MemoryLike) -> None:
     with memory.exclusive():
         memory.put([qa(1)])
     assert memory.get("qa-1") is not None
+
+
+def test_exclusive_holds_postgresql_advisory_lock(tmp_path: Path) -> None:
+    """On PostgreSQL the writers' lock is the index's advisory lock: another process (here a
+    second pool) sees it taken while a writer holds it, and free afterwards."""
+    url, schema = fresh_schema_url()
+    pg, other = PostgresIndex.open(url), PostgresIndex.open(url)
+    try:
+
+        def advisory() -> AbstractContextManager[bool]:
+            return pg.index_lock("memory", True)
+
+        store = MarkdownMemoryStore(str(tmp_path / "memory"), pg, lock=advisory)
+        with store.exclusive():
+            with store.exclusive():  # nested: still one lock
+                assert not other.lock_is_free("memory")
+            assert not other.lock_is_free("memory")
+        assert other.lock_is_free("memory")
+    finally:
+        other.close()
+        pg.close()
+        drop_schema(schema)

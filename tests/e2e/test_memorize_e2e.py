@@ -164,6 +164,33 @@ async def test_memory_loop_over_stdio(tmp_path: Path, mode: str) -> None:
     check_files(tmp_path, ids)
 
 
+async def test_memory_loop_with_the_index_in_postgresql(tmp_path: Path) -> None:
+    """The same loop with the index (and the memory's rows) in PostgreSQL: the rows in the
+    database, the files in the memory folder, both still there for a new process."""
+    from tests.postgres_server import drop_schema, fresh_schema_url
+
+    url, schema = fresh_schema_url()
+    env = {**memory_env(tmp_path), "INDEX_PATH": url}
+    sampler = Sampler()
+    try:
+        async with Client(stdio_params(env), sampling_callback=sampler) as client:
+            ids = await first_run(client, sampler)
+            await check_state(client, ids)
+        check_files(tmp_path, ids)
+        async with Client(stdio_params(env), sampling_callback=sampler) as client:
+            await check_state(client, ids)
+        assert not (tmp_path / "index.sqlite").exists()
+        from adapters.postgres.store import PostgresIndex
+
+        pg = PostgresIndex.open(url)
+        try:  # three pairs and the knowledge record; two topics (the second pair reuses one)
+            assert len(pg.memory_files()) == 4 and len(pg.memory_topics()) == 2
+        finally:
+            pg.close()
+    finally:
+        drop_schema(schema)
+
+
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_memory_loop_over_http(tmp_path: Path, mode: str) -> None:
     env = memory_env(tmp_path)

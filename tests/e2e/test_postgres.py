@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import struct
 import subprocess
 import sys
 import threading
@@ -16,7 +17,13 @@ from typing import Any
 import pytest
 
 from adapters.postgres.store import PostgresIndex
+from adapters.sqlite.chunks import SqliteChunkIndex
+from adapters.sqlite.extraction import SqliteExtractionLedger
+from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
+from domain.extraction import CachedExtraction, ExtractionState
+from domain.ports import DocumentCut, ExtractionLedger
+from domain.sections import split_sections
 from tests.http_harness import ACCEPT_BOTH, REPO, HttpServer, send
 from tests.mcp_harness import build_fixture_index, fixture_env
 from tests.postgres_server import drop_schema, fresh_schema_url
@@ -58,7 +65,37 @@ def _snapshot(index: SqliteIndex | PostgresIndex) -> dict[str, Any]:
         "context": index.get_global_context(),
         "vectors": index.vector_count(),
         "nearest": [(h.document.meta.path, round(h.distance, 5)) for h in vector_hits],
+        "metadata": sorted(index.active_metadata(None)),
+        "extraction": _ledger(index).extraction_states(),
+        "cached": _ledger(index).cached_extraction("h-src"),
+        "memory": sorted(_memory(index).memory_files()),
+        "topics": _memory(index).memory_topics(),
+        "chunks": sorted(
+            (row.id, row.path, row.seq, row.text)
+            for m in docs
+            for row in _chunks(index).document_chunks(m.collection, m.path)
+        ),
+        "namespaces": _chunks(index).namespace_ids(["docs", "notes"]),
+        "summaries": _chunks(index).summarized_ids(),
     }
+
+
+def _chunks(index: SqliteIndex | PostgresIndex) -> SqliteChunkIndex | PostgresIndex:
+    if isinstance(index, SqliteIndex):
+        return SqliteChunkIndex(index.connection)
+    return index
+
+
+def _memory(index: SqliteIndex | PostgresIndex) -> SqliteMemoryRows | PostgresIndex:
+    if isinstance(index, SqliteIndex):
+        return SqliteMemoryRows(index.connection)
+    return index
+
+
+def _ledger(index: SqliteIndex | PostgresIndex) -> ExtractionLedger:
+    if isinstance(index, SqliteIndex):
+        return SqliteExtractionLedger(index.connection)
+    return index
 
 
 def test_index_copy_sqlite_to_postgres_and_back(tmp_path: Path, pg_url: str) -> None:
@@ -69,10 +106,31 @@ def test_index_copy_sqlite_to_postgres_and_back(tmp_path: Path, pg_url: str) -> 
         for n, meta in enumerate(index.documents()):
             chunks = [(0, 0, [1.0, 0.1 * n, 0.5]), (1, 40, [0.2, 1.0, 0.1 * n])]
             index.store_chunk_vectors(meta.hash, chunks, "m", "fp", T0)
+            index.put_metadata(meta.collection, meta.path, {"n": n, "tags": ("a", f"t{n}")})
+        ledger = _ledger(index)
+        ledger.remember_extraction(CachedExtraction("h-src", "ok", text_hash="t", pages=2))
+        ledger.record_states("docs", [ExtractionState("docs", "a.pdf", "ok", pages=2)])
+        rows = _memory(index)
+        rows.put_memory_topic("t", struct.pack("<2f", 1.0, 0.5))
+        rows.put_memory_records([("qa-1", "qa", "t", "qa/t/qa-1.md", "fh", "{}", b"\x00" * 8)])
+        chunks = _chunks(index)
+        chunks.prune()
+        cuts = [
+            DocumentCut(m.id, m.hash, split_sections(index.body(m.hash))) for m in index.documents()
+        ]
+        chunks.replace_chunks(cuts)
+        chunks.replace_chunks(cuts[:1])  # ids of the first document's old rows are spent
+        head = index.documents()[0]
+        spent = max(row.id for row in chunks.document_chunks(head.collection, head.path))
+        chunks.replace_chunks([DocumentCut(head.id, head.hash, [])])  # the highest ids go too
+        chunks.put_summary("s1", "{}", T0)
         before = _snapshot(index)
     finally:
         index.close()
     assert before["vectors"] > 0 and before["documents"]
+    assert sum(1 for _, fields in before["metadata"] if fields) == len(before["documents"])
+    assert before["extraction"] and before["cached"] is not None
+    assert before["memory"] and before["topics"] and before["chunks"] and before["summaries"]
 
     done = qmd(env, "index", "copy", str(source), pg_url)
     assert done.returncode == 0, done.stderr
@@ -96,8 +154,22 @@ def test_index_copy_sqlite_to_postgres_and_back(tmp_path: Path, pg_url: str) -> 
     copied = SqliteIndex.open(back)
     try:
         assert _snapshot(copied) == before
+        # chunk ids are never reused, across copies too: new rows get ids past every spent one
+        assert spent > max(row[0] for row in before["chunks"])
+        first = copied.documents()[0]
+        _chunks(copied).replace_chunks([DocumentCut(first.id, first.hash, split_sections("x"))])
+        fresh = _chunks(copied).document_chunks(first.collection, first.path)
+        assert fresh and all(row.id > spent for row in fresh)
     finally:
         copied.close()
+    pg = PostgresIndex.open(pg_url)
+    try:
+        first = pg.documents()[0]
+        pg.replace_chunks([DocumentCut(first.id, first.hash, split_sections("x"))])
+        fresh = pg.document_chunks(first.collection, first.path)
+        assert fresh and all(row.id > spent for row in fresh)
+    finally:
+        pg.close()
     # a non-empty destination is refused, and left as it was
     again = qmd(env, "index", "copy", str(source), pg_url)
     assert again.returncode != 0
@@ -211,3 +283,36 @@ def test_two_http_servers_and_an_indexer_share_one_database(tmp_path: Path, pg_u
         assert sorted(paths) == sorted([*written, "seed.md"])  # none lost, none doubled
     finally:
         index.close()
+
+
+def test_extraction_and_metadata_filters_work_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    """PDF, DOCX and HTML files are extracted into a PostgreSQL index (the ledger's tables
+    there), failures are reported by `status`, and an extractor's author is filterable."""
+    from tests.e2e.conftest import make_qmd
+    from tooling.docgen import build_fixture
+
+    qmd = make_qmd(tmp_path)
+    build_fixture(qmd.root / "docs")
+
+    def run(*args: str) -> str:
+        done = qmd.run(*args, INDEX_PATH=pg_url)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done.stdout + done.stderr
+
+    mask = "**/*.{md,pdf,docx,html}"
+    added = run("collection", "add", str(qmd.root / "docs"), "--name", "docs", "--mask", mask)
+    assert "broken.pdf" in added and "corrupt" in added, added
+    assert "docs/survey.pdf" in run("search", "albatross", "--json")
+    assert "docs/guide.html" in run("search", "lighthouse", "--json")
+    status = run("status")
+    assert "zip-bomb" in status and "docs/survey.pdf" in status, status
+    by_author = '{"key": "author", "operator": "eq", "value": "Pat Pdf"}'
+    assert "docs/survey.pdf" in run("search", "albatross", "--json", "--filter", by_author)
+    other = by_author.replace("Pat Pdf", "Dana Docx")
+    assert "docs/survey.pdf" not in run("search", "albatross", "--json", "--filter", other)
+    pg = PostgresIndex.open(pg_url)
+    try:
+        failed = {s.path: s.reason for s in pg.extraction_states("docs") if s.status == "failed"}
+        assert failed == {"bomb.docx": "zip-bomb", "broken.pdf": "corrupt"}
+    finally:
+        pg.close()

@@ -52,3 +52,12 @@ def test_url_helpers() -> None:
         "postgresql://h/db?sslmode=require",
         None,
     )
+
+
+def test_index_label_names_server_database_and_schema_but_no_credentials() -> None:
+    from adapters.postgres.url import index_label
+
+    url = "postgresql://ana:secret@db.example:5432/team?schema=kb&sslmode=require"
+    assert index_label(url) == "postgresql-db.example-team-kb"
+    assert index_label("postgresql:///notes") == "postgresql-local-notes"
+    assert "/" not in index_label("postgres://h/a%2Fb")
