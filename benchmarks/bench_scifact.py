@@ -14,6 +14,11 @@ Modes (`--modes`, comma-separated, or `all`):
   original-lex the original QMD 2.8.3 itself, same call as compat-lex (needs it installed)
 
     .venv/bin/python -m benchmarks.bench_scifact [--modes search,compat-lex] [--json out.json]
+
+Embedding the abstracts is the long part (about 25 minutes on two cores with MiniLM). To compare
+backends on the same vectors: embed once into SQLite with `--keep`, then pass the kept folder
+to `--reuse DIR`: with `--backend sqlite` its index is queried as is; with `--backend postgres`
+it is copied into a fresh schema by `qmd index copy` (vectors included) and queried there.
 """
 
 from __future__ import annotations
@@ -239,8 +244,7 @@ def report(results: list[ModeResult], meta: dict[str, Any]) -> str:
         f"BEIR SciFact: {meta['docs']} docs, {meta['queries']} test queries, limit "
         f"{meta['limit']}, through MCP stdio",
         f"machine: {meta['machine']}",
-        f"indexing (ours, collection add): {meta['index_s']:.2f} s"
-        + (f"; embed: {meta['embed_s']:.1f} s" if meta.get("embed_s") else ""),
+        _build_line(meta),
         "",
         f"{'mode':<14} {'nDCG@10':>8} {'R@100':>7} {'median':>10} {'empty':>6} {'errors':>6}"
         "  target (nDCG@10)",
@@ -269,6 +273,16 @@ def report(results: list[ModeResult], meta: dict[str, Any]) -> str:
         "reference: BM25 nDCG@10 0.665 (BEIR paper), 0.6647 / R@100 0.9076 (Anserini multifield)"
     )
     return "\n".join(lines)
+
+
+def _build_line(meta: dict[str, Any]) -> str:
+    if meta.get("reused"):
+        line = f"backend: {meta['backend']}; index reused from an earlier --keep run"
+        if "copy_s" in meta:
+            line += f", copied into PostgreSQL by `qmd index copy` in {meta['copy_s']:.1f} s"
+        return line
+    line = f"backend: {meta['backend']}; indexing (ours, collection add): {meta['index_s']:.2f} s"
+    return line + (f"; embed: {meta['embed_s']:.1f} s" if meta.get("embed_s") else "")
 
 
 def _target(result: ModeResult, by_mode: dict[str, ModeResult]) -> str:
@@ -319,6 +333,23 @@ def drop_pg_schema(url: str, schema: str) -> None:
         conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
+def copy_to_postgres(impl: Implementation, source: Path, url: str) -> float:
+    """`qmd index copy` the kept SQLite index into the (empty) schema `url`; returns seconds."""
+    done, seconds = impl.run("index", "copy", str(source), url, timeout=3600)
+    if done.returncode != 0:
+        raise BenchError(f"`qmd index copy` exited {done.returncode}: {done.stderr[-800:]}")
+    print(done.stdout.strip().splitlines()[-1], file=sys.stderr)
+    return seconds
+
+
+def reused_index(folder: Path) -> Path:
+    """The SQLite index of a folder kept by `--keep` (it holds `corpus/` and `ours/`)."""
+    index_file = folder / "ours" / "index.sqlite"
+    if not (folder / "corpus").is_dir() or not index_file.exists():
+        raise BenchError(f"--reuse {folder}: not a folder kept by --keep (no corpus/, ours/)")
+    return index_file
+
+
 def run(args: argparse.Namespace) -> int:
     modes = parse_modes(args.modes)
     data = find_data(args.data)
@@ -327,10 +358,14 @@ def run(args: argparse.Namespace) -> int:
     qrels = load_qrels(data)
     if args.queries:
         qrels = dict(list(qrels.items())[: args.queries])
-    workdir = Path(tempfile.mkdtemp(prefix="qmd-bench-scifact-"))
+    reuse = args.reuse
+    source_index = reused_index(reuse) if reuse else None
+    workdir = reuse or Path(tempfile.mkdtemp(prefix="qmd-bench-scifact-"))
+    schema = f"scifact_{os.getpid()}"
     try:
         folder = workdir / "corpus"
-        write_markdown(docs, folder)
+        if not reuse:
+            write_markdown(docs, folder)
         extra: dict[str, str] = {}
         model = args.embed_model or os.environ.get("QMD_EMBED_MODEL")
         if not model and PREPARED_EMBED.exists():
@@ -343,8 +378,7 @@ def run(args: argparse.Namespace) -> int:
         impl = ours(workdir / "ours", extra)
         if args.backend == "postgres":
             # a fresh schema on the PostgreSQL server (scripts/postgres.sh unless --pg-url)
-            impl.env["INDEX_PATH"] = f"{pg_url(args.pg_url)}?schema=scifact_{os.getpid()}"
-        print(f"ours: indexing {len(docs)} docs ({args.backend}) ...", file=sys.stderr)
+            impl.env["INDEX_PATH"] = f"{pg_url(args.pg_url)}?schema={schema}"
         meta: dict[str, Any] = {
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "machine": machine(),
@@ -354,12 +388,21 @@ def run(args: argparse.Namespace) -> int:
             "modes": modes,
             "embed_model": model,
             "backend": args.backend,
-            "index_s": index(impl, folder),
+            "index_s": 0.0,
         }
+        if source_index and args.backend == "postgres":
+            print(f"ours: qmd index copy {source_index} -> PostgreSQL ...", file=sys.stderr)
+            meta["reused"] = str(source_index)
+            meta["copy_s"] = copy_to_postgres(impl, source_index, impl.env["INDEX_PATH"])
+        elif source_index:
+            meta["reused"] = str(source_index)
+        else:
+            print(f"ours: indexing {len(docs)} docs ({args.backend}) ...", file=sys.stderr)
+            meta["index_s"] = index(impl, folder)
         results: list[ModeResult] = []
         spec_modes = [m for m in modes if m in ("search", "vsearch", "query")]
         embed_failure = ""
-        if EMBED_MODES.intersection(modes):
+        if EMBED_MODES.intersection(modes) and not source_index:
             print("ours: qmd embed ...", file=sys.stderr)
             ok, reason, seconds = embed(impl, args.embed_timeout)
             if ok:
@@ -410,8 +453,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         if args.backend == "postgres" and not args.keep:
-            drop_pg_schema(pg_url(args.pg_url), f"scifact_{os.getpid()}")
-        if args.keep:
+            drop_pg_schema(pg_url(args.pg_url), schema)
+        if args.keep or reuse:
             print(f"kept {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -431,6 +474,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed-timeout", type=float, default=3600, help="seconds for embed")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        metavar="DIR",
+        help="query the embedded index of a folder kept by --keep instead of building one "
+        "(--backend postgres: copied into a fresh schema with `qmd index copy`)",
+    )
     parser.add_argument(
         "--backend",
         choices=("sqlite", "postgres"),
