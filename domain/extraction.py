@@ -13,9 +13,10 @@ content-hash cache.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 # The file extensions (lower case, without the dot) that go through an extractor. Anything else
 # is read as text, exactly as before.
@@ -175,3 +176,43 @@ def report_lines(report: ExtractionReport, limit: int = 10) -> list[str]:
         if count > limit:
             lines.append(f"  ... and {count - limit} more")
     return lines
+
+
+# -- the stored form, shared by the storage adapters (SQLite and PostgreSQL keep the same
+# columns; page lists and metadata are JSON text)
+
+STATE_COLUMNS = (
+    "collection, path, status, reason, detail, source_hash, pages, empty_pages, extracted_at"
+)
+
+
+def pages_from_json(value: Any) -> tuple[int, ...]:
+    """A stored page list; () when the text is not a JSON list of numbers."""
+    try:
+        return tuple(int(p) for p in json.loads(str(value or "[]")))
+    except (ValueError, TypeError):
+        return ()
+
+
+def metadata_from_json(value: Any) -> dict[str, MetadataValue]:
+    """Stored extractor metadata; {} when the text is not a JSON object."""
+    try:
+        raw = json.loads(str(value or "{}"))
+    except ValueError:
+        return {}
+    return dict(raw) if isinstance(raw, dict) else {}
+
+
+def state_from_row(row: Sequence[Any]) -> ExtractionState:
+    """An `ExtractionState` from a row of `STATE_COLUMNS`."""
+    return ExtractionState(
+        collection=str(row[0]),
+        path=str(row[1]),
+        status="ok" if str(row[2]) == "ok" else "failed",
+        reason=str(row[3]),
+        detail=str(row[4]),
+        source_hash=str(row[5]),
+        pages=int(row[6] or 0),
+        empty_pages=pages_from_json(row[7]),
+        extracted_at=str(row[8]),
+    )

@@ -30,7 +30,14 @@ from adapters.postgres.schema import TS_CONFIG, VECTORS_HNSW_DDL, migrate, vecto
 from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold, positive_clauses, render_tsquery
 from adapters.postgres.url import is_postgres_url, redact, split_schema
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
-from domain.extraction import CachedExtraction, ExtractionState, MetadataValue
+from domain.extraction import (
+    STATE_COLUMNS,
+    CachedExtraction,
+    ExtractionState,
+    metadata_from_json,
+    pages_from_json,
+    state_from_row,
+)
 from domain.filters import MetaValue
 from domain.lexquery import LexQuery
 from domain.metadata import as_json, from_json
@@ -113,40 +120,6 @@ def fts_row_sql() -> str:
 
 def fts_params(doc_id: int, collection: str, path: str, title: str, body: str) -> tuple[Any, ...]:
     return (doc_id, fold(f"{collection}/{path}"), fold(title), fold(body[:MAX_INDEXED_CHARS]))
-
-
-_STATE_COLUMNS = (
-    "collection, path, status, reason, detail, source_hash, pages, empty_pages, extracted_at"
-)
-
-
-def _json_pages(value: Any) -> tuple[int, ...]:
-    try:
-        return tuple(int(p) for p in json.loads(str(value or "[]")))
-    except (ValueError, TypeError):
-        return ()
-
-
-def _json_object(value: Any) -> dict[str, MetadataValue]:
-    try:
-        raw = json.loads(str(value or "{}"))
-    except ValueError:
-        return {}
-    return dict(raw) if isinstance(raw, dict) else {}
-
-
-def _extraction_state(row: Sequence[Any]) -> ExtractionState:
-    return ExtractionState(
-        collection=str(row[0]),
-        path=str(row[1]),
-        status="ok" if str(row[2]) == "ok" else "failed",
-        reason=str(row[3]),
-        detail=str(row[4]),
-        source_hash=str(row[5]),
-        pages=int(row[6] or 0),
-        empty_pages=_json_pages(row[7]),
-        extracted_at=str(row[8]),
-    )
 
 
 _LIVE_CHUNKS = (
@@ -745,9 +718,9 @@ class PostgresIndex:
             status="ok" if row[1] == "ok" else "failed",
             text_hash=str(row[2]),
             title=str(row[3]),
-            metadata=_json_object(row[4]),
+            metadata=metadata_from_json(row[4]),
             pages=int(row[5] or 0),
-            empty_pages=_json_pages(row[6]),
+            empty_pages=pages_from_json(row[6]),
             reason=str(row[7]),
             detail=str(row[8]),
         )
@@ -782,7 +755,7 @@ class PostgresIndex:
                 return
             with conn.cursor() as cur:
                 cur.executemany(
-                    f"INSERT INTO extraction_state ({_STATE_COLUMNS}) "
+                    f"INSERT INTO extraction_state ({STATE_COLUMNS}) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
                     "ON CONFLICT (collection, path) DO UPDATE SET status = excluded.status, "
                     "reason = excluded.reason, detail = excluded.detail, "
@@ -807,23 +780,23 @@ class PostgresIndex:
     def extraction_states(self, collection: str | None = None) -> list[ExtractionState]:
         if collection is None:
             rows = self._query(
-                f"SELECT {_STATE_COLUMNS} FROM extraction_state "
+                f"SELECT {STATE_COLUMNS} FROM extraction_state "
                 'ORDER BY collection COLLATE "C", path COLLATE "C"'
             )
         else:
             rows = self._query(
-                f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = %s "
+                f"SELECT {STATE_COLUMNS} FROM extraction_state WHERE collection = %s "
                 'ORDER BY path COLLATE "C"',
                 (collection,),
             )
-        return [_extraction_state(r) for r in rows]
+        return [state_from_row(r) for r in rows]
 
     def extraction_state(self, collection: str, path: str) -> ExtractionState | None:
         rows = self._query(
-            f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = %s AND path = %s",
+            f"SELECT {STATE_COLUMNS} FROM extraction_state WHERE collection = %s AND path = %s",
             (collection, path),
         )
-        return _extraction_state(rows[0]) if rows else None
+        return state_from_row(rows[0]) if rows else None
 
     # ------------------------------------------------------------------ memory rows
 

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from adapters.sqlite.driver import Connection
 from domain.extraction import (
+    STATE_COLUMNS,
     CachedExtraction,
     ExtractionState,
-    MetadataValue,
+    metadata_from_json,
+    pages_from_json,
+    state_from_row,
 )
 
 CACHE_DDL = """
@@ -53,40 +55,6 @@ STATE_DDL = """
       PRIMARY KEY (collection, path)
     )
   """
-
-_STATE_COLUMNS = (
-    "collection, path, status, reason, detail, source_hash, pages, empty_pages, extracted_at"
-)
-
-
-def _pages(value: Any) -> tuple[int, ...]:
-    try:
-        return tuple(int(p) for p in json.loads(str(value or "[]")))
-    except (ValueError, TypeError):
-        return ()
-
-
-def _metadata(value: Any) -> dict[str, MetadataValue]:
-    try:
-        raw = json.loads(str(value or "{}"))
-    except ValueError:
-        return {}
-    return dict(raw) if isinstance(raw, dict) else {}
-
-
-def _state(row: Sequence[Any]) -> ExtractionState:
-    status = str(row[2])
-    return ExtractionState(
-        collection=str(row[0]),
-        path=str(row[1]),
-        status="ok" if status == "ok" else "failed",
-        reason=str(row[3]),
-        detail=str(row[4]),
-        source_hash=str(row[5]),
-        pages=int(row[6] or 0),
-        empty_pages=_pages(row[7]),
-        extracted_at=str(row[8]),
-    )
 
 
 class SqliteExtractionLedger:
@@ -128,9 +96,9 @@ class SqliteExtractionLedger:
             status="ok" if row[1] == "ok" else "failed",
             text_hash=str(row[2]),
             title=str(row[3]),
-            metadata=_metadata(row[4]),
+            metadata=metadata_from_json(row[4]),
             pages=int(row[5] or 0),
-            empty_pages=_pages(row[6]),
+            empty_pages=pages_from_json(row[6]),
             reason=str(row[7]),
             detail=str(row[8]),
         )
@@ -162,7 +130,7 @@ class SqliteExtractionLedger:
         with self._conn.transaction():
             self._conn.execute("DELETE FROM extraction_state WHERE collection = ?", (collection,))
             self._conn.executemany(
-                f"INSERT OR REPLACE INTO extraction_state ({_STATE_COLUMNS}) "
+                f"INSERT OR REPLACE INTO extraction_state ({STATE_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
@@ -185,20 +153,20 @@ class SqliteExtractionLedger:
             return []
         if collection is None:
             rows = self._conn.query(
-                f"SELECT {_STATE_COLUMNS} FROM extraction_state ORDER BY collection, path"
+                f"SELECT {STATE_COLUMNS} FROM extraction_state ORDER BY collection, path"
             )
         else:
             rows = self._conn.query(
-                f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = ? ORDER BY path",
+                f"SELECT {STATE_COLUMNS} FROM extraction_state WHERE collection = ? ORDER BY path",
                 (collection,),
             )
-        return [_state(r) for r in rows]
+        return [state_from_row(r) for r in rows]
 
     def extraction_state(self, collection: str, path: str) -> ExtractionState | None:
         if not self._exists():
             return None
         rows = self._conn.query(
-            f"SELECT {_STATE_COLUMNS} FROM extraction_state WHERE collection = ? AND path = ?",
+            f"SELECT {STATE_COLUMNS} FROM extraction_state WHERE collection = ? AND path = ?",
             (collection, path),
         )
-        return _state(rows[0]) if rows else None
+        return state_from_row(rows[0]) if rows else None
