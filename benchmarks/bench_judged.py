@@ -12,8 +12,9 @@ default (seed 000) surface's use cases: `search` (BM25, any-term fill), `vsearch
 expansion) and `query` (fusion, no rerank: no expansion or rerank model is configured, as on a
 machine with only an embedding model). Relevance is binary; nDCG@10 is averaged over questions.
 
-`query` uses the default fusion (keyword list 1.5 without top-rank bonus, any-term fill 0.25
-from rank 11); `--variants` also measures the other weightings docs/decisions/0031 compares.
+`query` uses the default fusion (one keyword list, weight 2.5, no top-rank bonus:
+docs/decisions/0045); `--variants` also measures the weightings docs/decisions/0031 compared.
+`bench_fusion.py` runs the weightings on this set and SciFact together.
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         if options.variants:
             for label, fill in (
                 ("query, fill in the keyword list (before)", None),
+                ("query, 0031: keyword 1.5 no bonus, fill 0.25/11", FillFusion(0.25, 10, 1.5, 3)),
                 ("query, fill list 0.25 from rank 11", FillFusion(0.25, 10)),
                 ("query, no fill", FillFusion(0.0, 0)),
                 ("query, keyword 2.0 no bonus, fill 0.25/11", FillFusion(0.25, 10, 2.0, 3)),

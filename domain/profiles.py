@@ -24,12 +24,15 @@ class ModelFailure(Enum):
 @dataclass(frozen=True)
 class FillFusion:
     """How hybrid fusion weighs the any-term fill: as its own list with this weight, its ranks
-    starting `rank_offset` places down (so it earns no top-rank bonus)."""
+    starting `rank_offset` places down (so it earns no top-rank bonus). `merged`: the fill
+    instead continues the all-term list as one keyword list (the `search` tool's own ranking),
+    at the keyword list's weight and offset; `weight` and `rank_offset` are then unused."""
 
     weight: float
     rank_offset: int
     keyword_weight: float = 2.0  # the all-term keyword list's weight (the vector list has 2.0)
     keyword_rank_offset: int = 0
+    merged: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,12 +53,14 @@ ORIGINAL_2_8_3 = SearchProfile(
     bm25_only_without_vectors=False,
 )
 
-# Hybrid fusion on the surfaces with the any-term fill, tuned on the judged tldr set
-# (benchmarks/bench_judged.py, docs/decisions/0031): the all-term keyword list weighs 1.5 and
-# earns no top-rank bonus, the any-term fill is its own list at 0.25 from rank 11, so keyword
-# filler cannot outvote the vector list.
+# Hybrid fusion on the surfaces with the any-term fill (docs/decisions/0045, which revises
+# 0031): the keyword list is the `search` tool's own ranking (all-term matches, then the
+# any-term fill) at weight 2.5 against the vector list's 2.0, its ranks starting at 4 so only
+# the vector list earns the top-rank bonus. Measured on two judged sets
+# (benchmarks/bench_fusion.py): the middle of the plateau where `query` beats BM25 on SciFact
+# and ties vectors on tldr.
 DEFAULT_FILL_FUSION = FillFusion(
-    weight=0.25, rank_offset=10, keyword_weight=1.5, keyword_rank_offset=3
+    weight=0.0, rank_offset=0, keyword_weight=2.5, keyword_rank_offset=3, merged=True
 )
 
 SEED_000 = SearchProfile(

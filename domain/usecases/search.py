@@ -568,8 +568,13 @@ class Searcher:
                 strict, loose = self._lex_split(query, LEG_LIMIT, collections)
                 probe = strict + _below(loose, strict)
                 origin = _ListOrigin("fts", "original", query)
-                ranked.add_shifted(strict, fill.keyword_weight, fill.keyword_rank_offset, origin)
-                ranked.add_shifted(loose, fill.weight, fill.rank_offset, origin)
+                if fill.merged:
+                    ranked.add_shifted(probe, fill.keyword_weight, fill.keyword_rank_offset, origin)
+                else:
+                    ranked.add_shifted(
+                        strict, fill.keyword_weight, fill.keyword_rank_offset, origin
+                    )
+                    ranked.add_shifted(loose, fill.weight, fill.rank_offset, origin)
             else:
                 probe = self._lex_by_rule(query, LEG_LIMIT, collections)
                 ranked.add(probe, 2.0, "fts", "original", query)

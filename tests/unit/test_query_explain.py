@@ -217,3 +217,36 @@ def test_contributions_sum_to_the_fused_score(
         assert total + top_rank_bonus(min(e.rank for e in entries)) == fused.score
         assert [e.list_index for e in entries] == sorted(e.list_index for e in entries)
     assert set(traces) == {key for ranked_list in ranked for key in ranked_list}
+
+
+def test_default_surface_fuses_one_keyword_list_without_the_top_rank_bonus() -> None:
+    """REQ-SPEC-QUERY-003: all-term matches and the any-term fill form one keyword list (as
+    `search` ranks them) at weight 2.5 whose ranks start at 4; the vector list keeps 2.0."""
+    app = _app(reranker=False, expander=False)
+    searcher = app.searcher.with_profile(SEED_000)
+    # "refresh tokens": auth.md and tokens.md hold both words, the other two neither; "signed
+    # images": no note holds both, so every keyword hit is any-term fill
+    for query, strict in (("refresh tokens", {"auth.md", "tokens.md"}), ("signed images", set())):
+        results = searcher.hybrid_query(query, SearchRequest(limit=4, explain=True))
+        keyword = {
+            r.document.meta.path: c
+            for r in results
+            for c in _explained(r).contributions
+            if c.source == "fts"
+        }
+        assert keyword, query
+        assert {c.list_index for c in keyword.values()} == {0}  # one keyword list
+        assert {(c.weight, c.rank_offset) for c in keyword.values()} == {(2.5, 3)}
+        lexical = [r.document.meta.path for r in searcher.lex_search(query, SearchRequest(10))]
+        assert sorted(keyword, key=lambda p: keyword[p].rank) == [
+            p for p in lexical if p in keyword
+        ]  # the keyword list is `search`'s own ranking, all-term matches first
+        assert {p for p in keyword if keyword[p].rank <= len(strict)} == strict
+        vector = [c for r in results for c in _explained(r).contributions if c.source == "vec"]
+        assert vector and {c.weight for c in vector} == {2.0}
+        assert {c.rank_offset for c in vector} == {0}
+        for result in results:
+            _check_accounts_for_score(result)
+            if set(_explained(result).contributions) <= set(keyword.values()):
+                # a keyword hit alone earns no bonus: at most 2.5 / (60 + 4)
+                assert _explained(result).top_rank_bonus == 0.0

@@ -1,0 +1,150 @@
+"""Hybrid fusion weightings on two judged sets at once: BEIR SciFact and the tldr questions.
+
+`query`'s keyword/vector weighting was first tuned on the 54 tldr questions alone
+(docs/decisions/0031) and then lost 0.04 nDCG@10 on SciFact, where BM25 is the stronger list.
+This runs every weighting below on both sets, in process, through the default surface's use
+cases (no expansion or rerank model, as `bench_scifact` and `bench_judged` run them), from
+indexes those two benchmarks kept, so a change of weights is judged on both:
+
+    .venv/bin/python -m benchmarks.bench_scifact --modes query --keep   # prints the kept folder
+    .venv/bin/python -m benchmarks.bench_judged --workdir /tmp/tldr     # keeps its index there
+    .venv/bin/python -m benchmarks.bench_fusion --scifact KEPT_FOLDER --tldr /tmp/tldr
+
+The target for each set is the one those benchmarks state: `query` >= max(search, vsearch).
+docs/decisions/0045 records the run that chose the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_judged import DATA as TLDR_DATA
+from benchmarks.bench_judged import MODEL
+from benchmarks.bench_judged import ndcg_at_10 as binary_ndcg_at_10
+from benchmarks.bench_scifact import COLLECTION as SCIFACT
+from benchmarks.bench_scifact import doc_id_of, find_data, load_qrels, load_queries, ndcg_at
+from benchmarks.harness import _base_env, machine
+
+Scorer = Callable[[Any, str], list[Any]]
+
+
+def variants() -> dict[str, Any]:
+    """Label -> FillFusion (None: the fill rides in one keyword list at weight 2 with bonus)."""
+    from domain.profiles import DEFAULT_FILL_FUSION, FillFusion
+
+    table: dict[str, Any] = {
+        "default": DEFAULT_FILL_FUSION,
+        "one keyword list 2.0 with bonus (before 0031)": None,
+        "0031: all-term 1.5/+3, fill list 0.25/+10": FillFusion(0.25, 10, 1.5, 3),
+    }
+    for weight in (1.5, 2.0, 2.5, 3.0, 3.5):
+        for offset in (1, 3):
+            label = f"one keyword list {weight}/+{offset}"
+            table[label] = FillFusion(0.0, 0, weight, offset, merged=True)
+    return table
+
+
+class JudgedSet:
+    """A kept index, its questions, and how one ranked answer scores against them."""
+
+    def __init__(self, name: str, env: dict[str, str], collection: str) -> None:
+        from adapters.bootstrap import build_app
+
+        self.name, self.collection = name, collection
+        self.app = build_app(None, env)
+        self.questions: list[tuple[str, Any]] = []
+        self.score: Callable[[list[str], Any], float] = binary_ndcg_at_10
+        self.doc: Callable[[str], str] = str
+
+    def run(self, mode: str, profile: Any) -> float:
+        from domain.usecases.search import SearchRequest
+
+        searcher = self.app.searcher.with_profile(profile)
+        request = SearchRequest(
+            limit=10, collections=[self.collection], rerank=False, expand=False, min_score=0
+        )
+        call: Scorer = {
+            "search": lambda s, q: s.lex_search(q, request),
+            "vsearch": lambda s, q: s.vector_search(q, request),
+            "query": lambda s, q: s.hybrid_query(q, replace(request, candidate_limit=30)),
+        }[mode]
+        total = 0.0
+        for text, judged in self.questions:
+            ranked = list(
+                dict.fromkeys(self.doc(r.document.meta.path) for r in call(searcher, text))
+            )
+            total += self.score(ranked, judged)
+        return total / len(self.questions)
+
+
+def scifact_set(folder: Path) -> JudgedSet:
+    env = _base_env(folder / "ours" if (folder / "ours").is_dir() else folder)
+    env["QMD_EMBED_MODEL"] = str(MODEL)
+    judged = JudgedSet("SciFact", env, SCIFACT)
+    data = find_data(None)
+    queries, qrels = load_queries(data), load_qrels(data)
+    judged.questions = [(queries[q], qrels[q]) for q in qrels]
+    judged.score = lambda ranked, relevant: ndcg_at(ranked, relevant, 10)
+    judged.doc = doc_id_of
+    return judged
+
+
+def tldr_set(root: Path) -> JudgedSet:
+    env = {
+        "HOME": str(root / "home"),
+        "XDG_CACHE_HOME": str(root / "cache"),
+        "XDG_CONFIG_HOME": str(root / "config"),
+        "QMD_OFFLINE": "1",
+        "QMD_EMBED_MODEL": str(MODEL),
+    }
+    judged = JudgedSet("tldr", env, "tldr")
+    fixture = json.loads((TLDR_DATA / "judged.json").read_text(encoding="utf-8"))
+    judged.questions = [(q["query"], set(q["expected_files"])) for q in fixture["queries"]]
+    return judged
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--scifact", type=Path, required=True, help="bench_scifact --keep folder")
+    parser.add_argument("--tldr", type=Path, required=True, help="bench_judged --workdir folder")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    if not (args.tldr / "cache" / "qmd" / "index.sqlite").is_file():
+        parser.error(f"{args.tldr}: no kept index (run bench_judged --workdir {args.tldr})")
+    from domain.profiles import SEED_000
+
+    print(f"machine: {machine()}", file=sys.stderr)
+    sets = [scifact_set(args.scifact), tldr_set(args.tldr)]
+    figures: dict[str, dict[str, float]] = {}
+    for judged in sets:
+        figures[judged.name] = {m: judged.run(m, SEED_000) for m in ("search", "vsearch")}
+    targets = {name: max(f.values()) for name, f in figures.items()}
+    header = " | ".join(f"{s.name} (target {targets[s.name]:.4f})" for s in sets)
+    print(f"| weighting of the keyword side | {header} | worse margin |")
+    print("|---|" + "---:|" * (len(sets) + 1))
+    for label, fill in variants().items():
+        started = time.perf_counter()
+        profile = replace(SEED_000, fill_fusion=fill)
+        scores = {s.name: s.run("query", profile) for s in sets}
+        for name, value in scores.items():
+            figures[name][label] = value
+        margin = min(scores[n] - targets[n] for n in scores)
+        cells = " | ".join(f"{scores[s.name]:.4f}" for s in sets)
+        print(f"| {label} | {cells} | {margin:+.4f} |", flush=True)
+        print(f"  ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    for judged in sets:
+        judged.app.close()
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
