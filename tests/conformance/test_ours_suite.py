@@ -5,8 +5,7 @@ reasoned baseline entry); `ours-spec` must satisfy every case written from seeds
 `ours-spec-models` runs the spec cases that need vectors, on a fixture embedded with the
 real MiniLM GGUF (`scripts/prepare_models.py`); `ours-spec-rooted` serves the default fixture
 with `--force-root` on its handbook folder; `ours-ldims` the LDIMS surface of seed 003 over
-the default fixture; `ours-spec-remote` runs the embedded cases with that
-with `--force-root` on its handbook folder; `ours-projmem` serves the projmem surface (seed 002)
+the default fixture; `ours-projmem` serves the projmem surface (seed 002)
 over the default fixture; `ours-spec-remote` runs the embedded cases with that
 GGUF served over HTTP by llama_cpp.server (scripts/model_server.py), so remote vectors must
 rank as in-process ones do (about 30 s on the two-core machine); `ours-memorize` runs the
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import yaml
 from psycopg import sql
 
 from conformance.cases import load_cases
@@ -87,11 +87,14 @@ def test_full_suite_passes_against_our_server(
         ("ours-ldims-postgres", "ldims"),
         # seed 002's surface: chunk rows and namespace ids in PostgreSQL
         ("ours-projmem-postgres", "projmem"),
+        # the original's goldens byte for byte, but for the BM25 tie orders its baseline lists
+        ("ours-compat-postgres", "compat-2.8.3"),
     ],
 )
 def test_suite_passes_with_the_index_in_postgresql(impl: str, surface: str, tmp_path: Path) -> None:
-    """The default surface's cases, and the LDIMS surface's, with the index in PostgreSQL (a
-    fresh schema of the session's local server per fixture copy)."""
+    """Each surface's cases with the index in PostgreSQL (a fresh schema of the session's local
+    server per fixture copy). Only compat has expected failures: the cases its baseline names,
+    whose goldens print BM25 tie orders; a listed case that passes fails the run (stale)."""
     report = tmp_path / "report.json"
     env = {**os.environ, "QMD_CONFORMANCE_PG_URL": server_url()}
     proc = run_cli(
@@ -113,13 +116,29 @@ def test_suite_passes_with_the_index_in_postgresql(impl: str, surface: str, tmp_
         if surface in c.surfaces and c.fixture == "default" and "stdio" in c.transports
     ]
     assert cases
+    listed = expected_failures(impl)
+    expected_xfail = sum(len(c.eras) for c in cases if c.id in listed)
     summary = json.loads(report.read_text())["summary"]
-    assert summary == {"passed": sum(len(c.eras) for c in cases), "failed": 0, "skipped": 0}
+    assert summary == {
+        "passed": sum(len(c.eras) for c in cases) - expected_xfail,
+        "failed": 0,
+        "skipped": expected_xfail,
+    }
     with psycopg.connect(server_url(), autocommit=True) as conn:
         for (schema,) in conn.execute(
             "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'conf_qmd_conformance_%'"
         ).fetchall():
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def expected_failures(impl: str) -> set[str]:
+    """The case ids an implementation's baseline lists (all of them with era `all`)."""
+    path = Path(__file__).resolve().parents[2] / "conformance" / "baselines" / f"{impl}.yaml"
+    if not path.is_file():
+        return set()
+    entries = yaml.safe_load(path.read_text(encoding="utf-8"))["expected_failures"] or []
+    assert all(entry["era"] == "all" for entry in entries)
+    return {str(entry["case"]) for entry in entries}
 
 
 @pytest.mark.parametrize("impl", ["ours-compat"])
