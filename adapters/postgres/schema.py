@@ -13,6 +13,8 @@ Tables mirror the SQLite index (docs/decisions/0042): the same names and columns
   SQLite adapter rewrites its FTS5 row.
 * `vectors_vec` is created on the first stored embedding, with the model's dimension, and
   carries an HNSW index on cosine distance.
+* `fts_stats` keeps BM25's corpus figures (documents and their total length), which triggers
+  on `documents_fts` update with every write, so a search does not scan the table for them.
 """
 
 from __future__ import annotations
@@ -153,6 +155,48 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              session_id TEXT PRIMARY KEY,
              summary_json TEXT NOT NULL,
              updated_at TEXT NOT NULL)""",
+    ),
+    # 6: BM25's corpus figures kept current by statement-level triggers on documents_fts
+    # (every writer, a cascade and COPY included); before this, each search counted the
+    # documents and averaged their lengths over the whole table (44 ms at 100,000)
+    (
+        """CREATE TABLE fts_stats (
+             singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+             documents BIGINT NOT NULL,
+             total_len BIGINT NOT NULL)""",
+        "INSERT INTO fts_stats (documents, total_len)"
+        " SELECT COUNT(*), COALESCE(SUM(len), 0) FROM documents_fts",
+        # SET search_path FROM CURRENT: the functions find this schema's table whoever writes
+        """CREATE FUNCTION fts_stats_added() RETURNS trigger LANGUAGE plpgsql
+             SET search_path FROM CURRENT AS $$
+           BEGIN
+             UPDATE fts_stats SET documents = documents + d.n, total_len = total_len + d.l
+               FROM (SELECT COUNT(*) AS n, COALESCE(SUM(len), 0) AS l FROM added) d;
+             RETURN NULL;
+           END $$""",
+        """CREATE FUNCTION fts_stats_removed() RETURNS trigger LANGUAGE plpgsql
+             SET search_path FROM CURRENT AS $$
+           BEGIN
+             UPDATE fts_stats SET documents = documents - d.n, total_len = total_len - d.l
+               FROM (SELECT COUNT(*) AS n, COALESCE(SUM(len), 0) AS l FROM removed) d;
+             RETURN NULL;
+           END $$""",
+        """CREATE FUNCTION fts_stats_changed() RETURNS trigger LANGUAGE plpgsql
+             SET search_path FROM CURRENT AS $$
+           BEGIN
+             UPDATE fts_stats SET total_len = total_len
+               + (SELECT COALESCE(SUM(len), 0) FROM added)
+               - (SELECT COALESCE(SUM(len), 0) FROM removed);
+             RETURN NULL;
+           END $$""",
+        "CREATE TRIGGER fts_stats_on_insert AFTER INSERT ON documents_fts"
+        " REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION fts_stats_added()",
+        "CREATE TRIGGER fts_stats_on_delete AFTER DELETE ON documents_fts"
+        " REFERENCING OLD TABLE AS removed FOR EACH STATEMENT"
+        " EXECUTE FUNCTION fts_stats_removed()",
+        "CREATE TRIGGER fts_stats_on_update AFTER UPDATE ON documents_fts"
+        " REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT"
+        " EXECUTE FUNCTION fts_stats_changed()",
     ),
 )
 

@@ -1045,14 +1045,16 @@ class PostgresIndex:
 
     def _idf(self, clauses: Sequence[str]) -> tuple[list[float], float]:
         """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, counted in one
-        pass over the documents matching any of them; and the average document length."""
+        pass over the documents matching any of them; and the average document length. N and
+        the lengths come from `fts_stats`, which triggers keep current (migration 6)."""
         parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
         counts = ", ".join(f"COUNT(*) FILTER (WHERE f.tsv @@ q.q{i})" for i in range(len(clauses)))
         anything = " | ".join(f"({clause})" for clause in clauses)
         rows = self._query(
             f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS anything)"
-            f" SELECT (SELECT COUNT(*) FROM documents_fts),"
-            f" (SELECT AVG(len) FROM documents_fts), {counts}"
+            " SELECT (SELECT documents FROM fts_stats),"
+            " (SELECT total_len::float8 / GREATEST(documents, 1) FROM fts_stats),"
+            f" {counts}"
             " FROM documents_fts f, q WHERE f.tsv @@ q.anything",
             [*clauses, anything],
         )

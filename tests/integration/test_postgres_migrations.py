@@ -1,6 +1,7 @@
 """An index made before the later tables (schema version 1: QMD 2.8.3's tables only) is brought
 up to date when it is opened: its documents stay, and metadata, the extraction ledger, the
-memory rows and the chunk rows work on it (adapters/postgres/schema.py)."""
+memory rows and the chunk rows work on it (adapters/postgres/schema.py). BM25's corpus figures
+(`fts_stats`, migration 6) start from the rows an older index has and follow every write."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import psycopg
 from psycopg import sql
 
 from adapters.postgres.schema import MIGRATIONS, SCHEMA_VERSION, current_version, migrate
-from adapters.postgres.store import PostgresIndex
+from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql
 from adapters.postgres.url import split_schema
 from domain.extraction import ExtractionState
+from domain.lexquery import parse_lex_query
 from domain.ports import DocumentCut
 from domain.sections import split_sections
 from tests.postgres_server import drop_schema, fresh_schema_url
@@ -39,7 +41,7 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
         index = PostgresIndex.open(url)
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 5
+                assert current_version(conn) == SCHEMA_VERSION == 6
             (doc,) = index.documents()
             index.put_metadata("c", "a.md", {"author": "Ana"})
             assert index.metadata_by_id([doc.id]) == {doc.id: {"author": "Ana"}}
@@ -49,6 +51,63 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
             assert index.memory_topics() == [("t", b"\x00" * 8)]
             index.replace_chunks([DocumentCut(doc.id, "h", split_sections("# A\nalpha"))])
             assert [r.heading_path for r in index.document_chunks("c", "a.md")] == ["A"]
+        finally:
+            index.close()
+    finally:
+        drop_schema(schema)
+
+
+def _figures(index: PostgresIndex) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(what fts_stats holds, what a scan of documents_fts counts)."""
+    with index.connection() as conn:
+        kept = conn.execute("SELECT documents, total_len FROM fts_stats").fetchone()
+        counted = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(len), 0) FROM documents_fts"
+        ).fetchone()
+    assert kept is not None and counted is not None
+    return (int(kept[0]), int(kept[1])), (int(counted[0]), int(counted[1]))
+
+
+def test_bm25_corpus_figures_follow_every_write() -> None:
+    url, schema = fresh_schema_url()
+    conninfo, _ = split_schema(url)
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        # an index written before the figures were kept (version 5), with four documents
+        with psycopg.connect(conninfo, options=f"-c search_path={schema},public") as conn:
+            conn.autocommit = True
+            migrate(conn, MIGRATIONS[:5])
+            for n in range(4):
+                body = f"# Note {n}\n\n" + "word " * (10 * (n + 1))
+                conn.execute(
+                    "INSERT INTO content (hash, doc, created_at) VALUES (%s, %s, %s)",
+                    (f"h{n}", body, T0),
+                )
+                row = conn.execute(
+                    "INSERT INTO documents (collection, path, title, hash, created_at,"
+                    " modified_at) VALUES ('c', %s, %s, %s, %s, %s) RETURNING id",
+                    (f"n{n}.md", f"Note {n}", f"h{n}", T0, T0),
+                ).fetchone()
+                assert row is not None
+                conn.execute(fts_row_sql(), fts_params(int(row[0]), "c", f"n{n}.md", "", body))
+        index = PostgresIndex.open(url, env={})  # migrated to 6 on open
+        try:
+            kept, counted = _figures(index)
+            assert kept == counted and counted[0] == 4
+            with index.transaction():  # a changed body (UPDATE) and a new document (INSERT)
+                index.upsert_document("c", "n0.md", "Note 0", "h9", "# Note 0\n\nshort", T0, T0)
+                index.upsert_document("d", "x.md", "X", "hx", "# X\n\n" + "y " * 50, T0, T0)
+            kept, counted = _figures(index)
+            assert kept == counted and counted[0] == 5
+            index.deactivate_documents("c", ["n1.md"])  # DELETE
+            kept, counted = _figures(index)
+            assert kept == counted and counted[0] == 4
+            index.delete_collection("d")  # the foreign key's cascade
+            kept, counted = _figures(index)
+            assert kept == counted and counted[0] == 3
+            hits = index.search_lex(parse_lex_query("word"), 10, None)
+            assert {h.document.meta.path for h in hits} == {"n2.md", "n3.md"}
         finally:
             index.close()
     finally:
