@@ -228,19 +228,27 @@ class LdimsSurface:
         extraction: ExtractionStates | None = None,
         env: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        *,
+        hard_limit: int | None = None,
+        timeout_s: float | None = None,
     ) -> None:
+        """`hard_limit` and `timeout_s`: the server's resolved settings (flags, then the
+        environment, then `--env-file`); None reads seed 003's variables from `env`."""
         environ = os.environ if env is None else env
         self._services = services
         self._searcher = services.searcher.with_profile(SEED_000)
         self._extraction = extraction
         self._clock = clock
         self.server_version = LDIMS_VERSION
-        self.hard_limit = max(
-            1,
-            int(_positive_number(environ.get("SEARCH_MAX_RESULTS_HARD_LIMIT"), DEFAULT_HARD_LIMIT)),
-        )
-        self.timeout_s = _positive_number(
-            environ.get("MCP_REQUEST_TIMEOUT_SECONDS"), DEFAULT_TIMEOUT_S
+        if hard_limit is None:
+            hard_limit = int(
+                _positive_number(environ.get("SEARCH_MAX_RESULTS_HARD_LIMIT"), DEFAULT_HARD_LIMIT)
+            )
+        self.hard_limit = max(1, hard_limit)
+        self.timeout_s = (
+            _positive_number(environ.get("MCP_REQUEST_TIMEOUT_SECONDS"), DEFAULT_TIMEOUT_S)
+            if timeout_s is None
+            else timeout_s
         )
         self._tools = tool_table([Tool(SEARCH_TOOL, self._search)])
 

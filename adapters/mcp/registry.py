@@ -31,6 +31,9 @@ class SurfaceContext:
     # seed 004's memory, opened once per process on first use (the memorize surface)
     memory: Callable[[], Memorizer] | None = None
     max_results: int | None = None  # the operator's hard limit on search results, if any
+    # the server's request time limit (--request-timeout, QMD_REQUEST_TIMEOUT or seed 003's
+    # MCP_REQUEST_TIMEOUT_SECONDS), for a surface that times itself; None: its own default
+    request_timeout_s: float | None = None
 
 
 SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
@@ -103,7 +106,14 @@ register_surface(
     f"compat-{COMPAT_VERSION}", lambda services, _ctx: CompatSurface(services), (COMPAT_VERSION,)
 )
 register_surface(  # seed 003: SEARCH_TIMEOUT is its own answer to a slow search
-    "ldims", lambda services, _ctx: LdimsSurface(services, services.extraction), times_itself=True
+    "ldims",
+    lambda services, ctx: LdimsSurface(
+        services,
+        services.extraction,
+        hard_limit=ctx.max_results,
+        timeout_s=ctx.request_timeout_s,
+    ),
+    times_itself=True,
 )
 
 

@@ -173,3 +173,27 @@ def test_hard_limit_and_timeout_come_from_the_environment(env: dict[str, str]) -
         }
     finally:
         hurried.kill()
+
+
+def test_hard_limit_and_timeout_come_from_the_flags_too(env: dict[str, str]) -> None:
+    """REQ-LDIMS-TOOL-002 and REQ-LDIMS-ERR-003 with `--max-results` and `--request-timeout`,
+    which win over seed 003's variables as every server setting's flag does."""
+    capped = StdioServer(
+        {**env, "SEARCH_MAX_RESULTS_HARD_LIMIT": "5"}, "--surface", "ldims", "--max-results", "3"
+    )
+    try:
+        capped.initialize()
+        result = capped.call("searchDocuments", {"query": "sales", "maxResults": 10})
+        payload = json.loads(result["content"][0]["text"])
+        assert payload["searchMetadata"]["maxResultsCappedAt"] == 3
+        assert len(payload["results"]) <= 3
+    finally:
+        capped.kill()
+    hurried = StdioServer(env, "--surface", "ldims", "--request-timeout", "0.000001")
+    try:
+        hurried.initialize()
+        result = hurried.call("searchDocuments", {"query": "sales"})
+        assert json.loads(result["content"][0]["text"])["errorCode"] == "SEARCH_TIMEOUT"
+        assert json.loads(result["content"][0]["text"])["errorDetails"] == {"timeoutSeconds": 1e-06}
+    finally:
+        hurried.kill()

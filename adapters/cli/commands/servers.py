@@ -161,6 +161,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
         app.home,
         memory=_memory_opener(app),
         max_results=settings.max_results,
+        request_timeout_s=settings.request_timeout_s,
     )
     timeout_s = transport_timeout(surface, settings.request_timeout_s)
     options = _replace(options, timeout_s=timeout_s)
