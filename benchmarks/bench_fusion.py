@@ -7,8 +7,8 @@ cases (no expansion or rerank model, as `bench_scifact` and `bench_judged` run t
 indexes those two benchmarks kept, so a change of weights is judged on both:
 
     .venv/bin/python -m benchmarks.bench_scifact --modes query --keep   # prints the kept folder
-    .venv/bin/python -m benchmarks.bench_judged --workdir /tmp/tldr     # keeps its index there
-    .venv/bin/python -m benchmarks.bench_fusion --scifact KEPT_FOLDER --tldr /tmp/tldr
+    .venv/bin/python -m benchmarks.bench_judged --workdir .cache/tldr   # keeps its index there
+    .venv/bin/python -m benchmarks.bench_fusion --scifact KEPT_FOLDER --tldr .cache/tldr
 
 The target for each set is the one those benchmarks state: `query` >= max(search, vsearch).
 docs/decisions/0045 records the run that chose the default.
@@ -52,16 +52,23 @@ def variants() -> dict[str, Any]:
 
 
 class JudgedSet:
-    """A kept index, its questions, and how one ranked answer scores against them."""
+    """A kept index, its questions with their judgements, how a ranked list of document names
+    scores against one judgement, and how a result's path names its document."""
 
-    def __init__(self, name: str, env: dict[str, str], collection: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        env: dict[str, str],
+        collection: str,
+        questions: list[tuple[str, Any]],
+        score: Callable[[list[str], Any], float],
+        doc: Callable[[str], str] = str,
+    ) -> None:
         from adapters.bootstrap import build_app
 
         self.name, self.collection = name, collection
+        self.questions, self.score, self.doc = questions, score, doc
         self.app = build_app(None, env)
-        self.questions: list[tuple[str, Any]] = []
-        self.score: Callable[[list[str], Any], float] = binary_ndcg_at_10
-        self.doc: Callable[[str], str] = str
 
     def run(self, mode: str, profile: Any) -> float:
         from domain.usecases.search import SearchRequest
@@ -87,13 +94,16 @@ class JudgedSet:
 def scifact_set(folder: Path) -> JudgedSet:
     env = _base_env(folder / "ours" if (folder / "ours").is_dir() else folder)
     env["QMD_EMBED_MODEL"] = str(MODEL)
-    judged = JudgedSet("SciFact", env, SCIFACT)
     data = find_data(None)
     queries, qrels = load_queries(data), load_qrels(data)
-    judged.questions = [(queries[q], qrels[q]) for q in qrels]
-    judged.score = lambda ranked, relevant: ndcg_at(ranked, relevant, 10)
-    judged.doc = doc_id_of
-    return judged
+    return JudgedSet(
+        "SciFact",
+        env,
+        SCIFACT,
+        [(queries[q], qrels[q]) for q in qrels],
+        lambda ranked, relevant: ndcg_at(ranked, relevant, 10),
+        doc_id_of,
+    )
 
 
 def tldr_set(root: Path) -> JudgedSet:
@@ -104,10 +114,9 @@ def tldr_set(root: Path) -> JudgedSet:
         "QMD_OFFLINE": "1",
         "QMD_EMBED_MODEL": str(MODEL),
     }
-    judged = JudgedSet("tldr", env, "tldr")
     fixture = json.loads((TLDR_DATA / "judged.json").read_text(encoding="utf-8"))
-    judged.questions = [(q["query"], set(q["expected_files"])) for q in fixture["queries"]]
-    return judged
+    questions = [(q["query"], set(q["expected_files"])) for q in fixture["queries"]]
+    return JudgedSet("tldr", env, "tldr", questions, binary_ndcg_at_10)
 
 
 def main(argv: list[str] | None = None) -> int:
