@@ -1013,15 +1013,16 @@ class PostgresIndex:
         params: list[Any] = [*clauses, text]
         for weight in idf:
             params += [weight, average]
+        # ranked and cut to `limit` before the bodies are joined: a common word matches
+        # thousands of rows, and fetching each one's content before the sort cost a third of
+        # a ten-word query's time at 100,000 documents
         statement = (
             f"WITH q AS MATERIALIZED (SELECT {parsed},"
             f" to_tsquery('{TS_CONFIG}', %s) AS everything),"
-            f" matches AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f, q,"
+            f" top AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f"
+            " JOIN documents d ON d.id = f.id, q,"
             f" LATERAL (SELECT {frequencies}) tf"
-            " WHERE f.tsv @@ q.everything)"
-            f" SELECT {_META_COLUMNS}, content.doc, m.rank"
-            " FROM matches m JOIN documents d ON d.id = m.id"
-            " JOIN content ON content.hash = d.hash WHERE d.active = 1"
+            " WHERE f.tsv @@ q.everything AND d.active = 1"
         )
         if collection:
             statement += " AND d.collection = %s"
@@ -1029,7 +1030,12 @@ class PostgresIndex:
         if within is not None:
             statement += " AND d.id = ANY(%s)"
             params.append(sorted(within))
-        statement += " ORDER BY m.rank DESC, d.id LIMIT %s"
+        statement += (
+            " ORDER BY rank DESC, f.id LIMIT %s)"
+            f" SELECT {_META_COLUMNS}, content.doc, top.rank"
+            " FROM top JOIN documents d ON d.id = top.id"
+            " JOIN content ON content.hash = d.hash ORDER BY top.rank DESC, d.id"
+        )
         params.append(int(limit))
         try:
             rows = self._query(statement, params)
