@@ -184,6 +184,9 @@ def report_lines(report: ExtractionReport, limit: int = 10) -> list[str]:
 STATE_COLUMNS = (
     "collection, path, status, reason, detail, source_hash, pages, empty_pages, extracted_at"
 )
+CACHE_COLUMNS = (
+    "source_hash, status, text_hash, title, metadata, pages, empty_pages, reason, detail"
+)
 
 
 def pages_from_json(value: Any) -> tuple[int, ...]:
@@ -215,4 +218,19 @@ def state_from_row(row: Sequence[Any]) -> ExtractionState:
         pages=int(row[6] or 0),
         empty_pages=pages_from_json(row[7]),
         extracted_at=str(row[8]),
+    )
+
+
+def cached_from_row(row: Sequence[Any]) -> CachedExtraction:
+    """A `CachedExtraction` from a row of `CACHE_COLUMNS`."""
+    return CachedExtraction(
+        source_hash=str(row[0]),
+        status="ok" if row[1] == "ok" else "failed",
+        text_hash=str(row[2]),
+        title=str(row[3]),
+        metadata=metadata_from_json(row[4]),
+        pages=int(row[5] or 0),
+        empty_pages=pages_from_json(row[6]),
+        reason=str(row[7]),
+        detail=str(row[8]),
     )

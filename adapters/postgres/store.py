@@ -31,11 +31,11 @@ from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold, positive_clauses,
 from adapters.postgres.url import is_postgres_url, redact, split_schema
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
 from domain.extraction import (
+    CACHE_COLUMNS,
     STATE_COLUMNS,
     CachedExtraction,
     ExtractionState,
-    metadata_from_json,
-    pages_from_json,
+    cached_from_row,
     state_from_row,
 )
 from domain.filters import MetaValue
@@ -706,24 +706,12 @@ class PostgresIndex:
 
     def cached_extraction(self, source_hash: str) -> CachedExtraction | None:
         rows = self._query(
-            "SELECT source_hash, status, text_hash, title, metadata, pages, empty_pages, "
-            "reason, detail FROM extraction_cache WHERE source_hash = %s",
+            f"SELECT {CACHE_COLUMNS} FROM extraction_cache WHERE source_hash = %s",
             (source_hash,),
         )
         if not rows:
             return None
-        row = rows[0]
-        return CachedExtraction(
-            source_hash=str(row[0]),
-            status="ok" if row[1] == "ok" else "failed",
-            text_hash=str(row[2]),
-            title=str(row[3]),
-            metadata=metadata_from_json(row[4]),
-            pages=int(row[5] or 0),
-            empty_pages=pages_from_json(row[6]),
-            reason=str(row[7]),
-            detail=str(row[8]),
-        )
+        return cached_from_row(rows[0])
 
     def remember_extraction(self, outcome: CachedExtraction) -> None:
         self._execute(

@@ -19,11 +19,11 @@ from collections.abc import Sequence
 
 from adapters.sqlite.driver import Connection
 from domain.extraction import (
+    CACHE_COLUMNS,
     STATE_COLUMNS,
     CachedExtraction,
     ExtractionState,
-    metadata_from_json,
-    pages_from_json,
+    cached_from_row,
     state_from_row,
 )
 
@@ -84,24 +84,12 @@ class SqliteExtractionLedger:
         if not self._exists():
             return None
         rows = self._conn.query(
-            "SELECT source_hash, status, text_hash, title, metadata, pages, empty_pages, "
-            "reason, detail FROM extraction_cache WHERE source_hash = ?",
+            f"SELECT {CACHE_COLUMNS} FROM extraction_cache WHERE source_hash = ?",
             (source_hash,),
         )
         if not rows:
             return None
-        row = rows[0]
-        return CachedExtraction(
-            source_hash=str(row[0]),
-            status="ok" if row[1] == "ok" else "failed",
-            text_hash=str(row[2]),
-            title=str(row[3]),
-            metadata=metadata_from_json(row[4]),
-            pages=int(row[5] or 0),
-            empty_pages=pages_from_json(row[6]),
-            reason=str(row[7]),
-            detail=str(row[8]),
-        )
+        return cached_from_row(rows[0])
 
     def remember_extraction(self, outcome: CachedExtraction) -> None:
         self._create()
