@@ -185,7 +185,7 @@ def test_bench_filters_runs(tmp_path: Path) -> None:
 
 
 def test_bench_scale_runs_on_both_backends(tmp_path: Path) -> None:
-    from tests.postgres_server import server_url
+    from tests.postgres_server import drop_schema, server_url
 
     report = tmp_path / "scale.json"
     done = subprocess.run(
@@ -224,6 +224,7 @@ def test_bench_scale_runs_on_both_backends(tmp_path: Path) -> None:
     assert figures["sqlite"]["recall_at_10"] == 1.0  # sqlite-vec's KNN is the exact scan
     assert 0.5 <= figures["postgres"]["recall_at_10"] <= 1.0
     assert set(figures["postgres"]["ef_search_sweep"]) == {"40", "200"}
+    drop_schema("bench_scale_200_2000_embedding_like")  # the schema the script names by size
 
 
 def test_bench_scale_vectors_have_the_local_structure_it_claims() -> None:
