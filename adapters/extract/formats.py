@@ -314,9 +314,17 @@ def _docx_text(element: Any) -> str:
             out.append("\n")
         elif tag == _W + "noBreakHyphen":
             out.append("-")
+        elif tag == _W + "sdt" and _docx_placeholder(child):
+            continue
         elif tag not in _DOCX_SKIPPED and isinstance(tag, str):
             stack.append(iter(child))
     return "".join(out)
+
+
+def _docx_placeholder(sdt: Any) -> bool:
+    """A content control still showing its prompt ("Click or tap here to enter text.")."""
+    properties = sdt.find(_W + "sdtPr")
+    return properties is not None and properties.find(_W + "showingPlcHdr") is not None
 
 
 def _outline_level(properties: Any) -> int | None:
@@ -401,7 +409,7 @@ def _docx_blocks(container: Any) -> Iterable[Any]:
         tag = child.tag
         if tag in (_W + "p", _W + "tbl"):
             yield child
-        elif tag == _W + "sdt":
+        elif tag == _W + "sdt" and not _docx_placeholder(child):
             content = child.find(_W + "sdtContent")
             if content is not None:
                 yield from _docx_blocks(content)
@@ -444,11 +452,15 @@ def _table_markdown(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+_MARKDOWN_HEADING = re.compile(r"^#{1,6} (.+)")
+
+
 def _first_heading(parts: Iterable[str]) -> str:
     """The text of the first markdown heading among extracted blocks ("" when none)."""
     for part in parts:
-        if part.startswith("#"):
-            return part.lstrip("#").strip()
+        match = _MARKDOWN_HEADING.match(part)
+        if match:
+            return match.group(1).strip()
     return ""
 
 

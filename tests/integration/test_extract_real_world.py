@@ -76,6 +76,45 @@ def test_body_text_level_on_a_paragraph_overrides_its_heading_style(tmp_path: Pa
     assert outcome.text == "# Real Heading\n\nDemoted line\n"
 
 
+def test_content_controls_are_read_and_unfilled_prompts_are_not(tmp_path: Path) -> None:
+    """Title pages put their text in content controls (`w:sdt`), which python-docx's body walk
+    skips; one still showing its prompt holds no text of the document."""
+    import docx
+    from docx.oxml.parser import parse_xml
+
+    from adapters.extract.formats import extract_docx
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    document = docx.Document()
+    body = document.element.body
+    body.insert(
+        0,
+        parse_xml(
+            f"<w:sdt {w}><w:sdtPr><w:alias w:val='Title'/></w:sdtPr><w:sdtContent>"
+            "<w:p><w:pPr><w:pStyle w:val='Title'/></w:pPr><w:r><w:t>Annual Harbour Report"
+            "</w:t></w:r></w:p></w:sdtContent></w:sdt>"
+        ),
+    )
+    paragraph = document.add_paragraph("Prepared by ")
+    paragraph._p.append(
+        parse_xml(
+            f"<w:sdt {w}><w:sdtPr><w:showingPlcHdr/></w:sdtPr><w:sdtContent><w:r>"
+            "<w:t>Click or tap here to enter text.</w:t></w:r></w:sdtContent></w:sdt>"
+        )
+    )
+    paragraph._p.append(
+        parse_xml(
+            f"<w:sdt {w}><w:sdtPr/><w:sdtContent><w:r><w:t>the harbour master</w:t></w:r>"
+            "</w:sdtContent></w:sdt>"
+        )
+    )
+    document.save(str(tmp_path / "c.docx"))
+    outcome = extract_docx(str(tmp_path / "c.docx"))
+    assert isinstance(outcome, Extracted)
+    assert outcome.text == "# Annual Harbour Report\n\nPrepared by the harbour master\n"
+    assert outcome.metadata["title"] == "Annual Harbour Report"
+
+
 def test_a_producer_artefact_title_gives_way_to_the_largest_line(
     extractor: WorkerExtractor,
 ) -> None:
