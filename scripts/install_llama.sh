@@ -63,7 +63,8 @@ if (( ${#wheels[@]} == 0 )); then
     start=$SECONDS
     CMAKE_ARGS="${CMAKE_ARGS:-$FLAGS}" \
     CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-        "$PYTHON" -m pip wheel --no-deps -w "$WHEEL_DIR" "llama-cpp-python==$VERSION"
+        "$PYTHON" -m pip wheel --no-deps -w "$WHEEL_DIR" "llama-cpp-python==$VERSION" 9>&-
+    # (9>&-: a compiler cache daemon the build starts must not hold the lock after we exit)
     echo "built in $((SECONDS - start)) s"
     wheels=("$WHEEL_DIR"/llama_cpp_python-"$VERSION"-*.whl)
 else
