@@ -14,6 +14,7 @@ content-hash cache.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -48,6 +49,44 @@ FAILURE_REASONS = (
 )
 
 MetadataValue = str | int | float | bool | list[str]
+
+# Titles that producers write for every document, which name no document (REQ-EXTRACT-011).
+_PLACEHOLDER_TITLE = re.compile(
+    r"""^(?:
+        untitled(?:[\s_-]*\d+)?(?:\s+document)?
+      | (?:new\s+)?(?:document|presentation|book|workbook|sheet|slide|page|title)[\s_-]*\d*
+      | no\s+title | powerpoint\s+presentation | microsoft\s+(?:word|office)\s+document
+    )$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+# "Microsoft Word - Kalman15.doc", "Microsoft PowerPoint - deck.pptx": the printer driver's
+# job name, written as the title by Office's "print to PDF" and older PDF makers.
+_PRODUCER_JOB = re.compile(r"^microsoft\s+(?:office\s+)?(?:word|powerpoint|excel)\s*-", re.I)
+# A title ending in a document file's extension is a file name, not a title.
+_FILE_NAME = re.compile(
+    r"\.(?:docx?|dotx?|docm|rtf|odt|ott|pptx?|ppsx?|odp|xlsx?|ods|pdf|tex|dvi|ps|eps|indd|qxd"
+    r"|pub|wpd|pages|key|txt|md|html?|xml|vsdx?|mdi|tiff?|jpe?g|png)$",
+    re.IGNORECASE,
+)
+_DRIVE_PATH = re.compile(r"^(?:[a-z]:[\\/]|/|\\\\)", re.IGNORECASE)
+
+
+def placeholder_title(title: str) -> bool:
+    """True when a title found in a document's metadata names no document: empty, without a
+    letter, a producer's default ("Untitled", "Document1", "PowerPoint Presentation",
+    "Slide 1"), a print job ("Microsoft Word - Kalman15.doc"), a file name ("report.pdf",
+    "draft_v2.doc") or a path (REQ-EXTRACT-011)."""
+    text = " ".join(title.split())
+    if not any(ch.isalpha() for ch in text):
+        return True
+    return bool(
+        _PLACEHOLDER_TITLE.match(text)
+        or _PRODUCER_JOB.match(text)
+        or _FILE_NAME.search(text)
+        or _DRIVE_PATH.match(text)
+    )
+
+
 ExtractionStatus = Literal["ok", "failed", "pending"]
 
 

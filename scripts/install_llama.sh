@@ -10,12 +10,25 @@
 # Env: PYTHON (default .venv/bin/python), LLAMA_CPP_VERSION (default 0.3.36),
 #      QMD_WHEEL_DIR (default ${XDG_CACHE_HOME:-~/.cache}/qmd-reference/wheels),
 #      CMAKE_BUILD_PARALLEL_LEVEL (default: nproc).
+#
+#   scripts/install_llama.sh --wheel-dir   # print the wheel cache folder and exit
+#
+# Two set-ups at once (two clones, two CI jobs on one machine) build the wheel once: the build
+# runs under an exclusive lock (flock on $WHEEL_DIR/.build.lock); the second waits, then reuses.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-.venv/bin/python}"
 VERSION="${LLAMA_CPP_VERSION:-0.3.36}"
 WHEEL_DIR="${QMD_WHEEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/qmd-reference/wheels}"
+if [[ -n "${QMD_LLAMA_CUDA:-}" ]]; then
+    # A CUDA wheel is a different artefact: keep it apart so a CPU wheel is never mistaken for it.
+    WHEEL_DIR="$WHEEL_DIR/cuda"
+fi
+if [[ "${1:-}" == "--wheel-dir" ]]; then
+    echo "$WHEEL_DIR"
+    exit 0
+fi
 
 installed="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))' 2>/dev/null || true)"
 if [[ "$installed" == "$VERSION" && -z "${QMD_LLAMA_REINSTALL:-}" ]]; then
@@ -24,14 +37,24 @@ if [[ "$installed" == "$VERSION" && -z "${QMD_LLAMA_REINSTALL:-}" ]]; then
 fi
 
 if [[ -n "${QMD_LLAMA_CUDA:-}" ]]; then
-    # A CUDA wheel is a different artefact: keep it apart so a CPU wheel is never mistaken for it.
-    WHEEL_DIR="$WHEEL_DIR/cuda"
     FLAGS="-DGGML_CUDA=on -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF"
 else
     # No -march=native: the wheel must run on any x86-64 CI runner with AVX2, not only this CPU.
     FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF"
 fi
 mkdir -p "$WHEEL_DIR"
+
+# Held from here to the end of the script (fd 9 closes with it): look for the wheel, build it if
+# missing, install it. A set-up that finds the lock taken waits and then finds the wheel.
+if command -v flock >/dev/null; then
+    exec 9>"$WHEEL_DIR/.build.lock"
+    if ! flock -n 9; then
+        echo "waiting for another set-up building llama-cpp-python in $WHEEL_DIR"
+        flock 9
+    fi
+else
+    echo "flock not found: two set-ups at once would each build the wheel" >&2
+fi
 
 shopt -s nullglob
 wheels=("$WHEEL_DIR"/llama_cpp_python-"$VERSION"-*.whl)
@@ -40,7 +63,8 @@ if (( ${#wheels[@]} == 0 )); then
     start=$SECONDS
     CMAKE_ARGS="${CMAKE_ARGS:-$FLAGS}" \
     CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-        "$PYTHON" -m pip wheel --no-deps -w "$WHEEL_DIR" "llama-cpp-python==$VERSION"
+        "$PYTHON" -m pip wheel --no-deps -w "$WHEEL_DIR" "llama-cpp-python==$VERSION" 9>&-
+    # (9>&-: a compiler cache daemon the build starts must not hold the lock after we exit)
     echo "built in $((SECONDS - start)) s"
     wheels=("$WHEEL_DIR"/llama_cpp_python-"$VERSION"-*.whl)
 else

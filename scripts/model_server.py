@@ -9,6 +9,9 @@ remote-model tests, the `ours-spec-remote` conformance profile and benchmarks/be
     python scripts/model_server.py run [--all-roles] -- qmd embed
         # starts a server on a free port, runs the command with QMD_EMBED_MODEL (and, with
         # --all-roles, QMD_RERANK_MODEL / QMD_GENERATE_MODEL) pointing at it, then stops it.
+
+`serve` stops its `llama_cpp.server` child on SIGTERM, SIGHUP and Ctrl-C alike. Env for tests:
+QMD_MODELS_DIR (default .models), QMD_MODEL_SERVER_MODULE (default llama_cpp.server).
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-MODELS_DIR = REPO / ".models"
+# Both overridable so tests can run the real signal handling around a stand-in server.
+MODELS_DIR = Path(os.environ.get("QMD_MODELS_DIR") or REPO / ".models")
+SERVER_MODULE = os.environ.get("QMD_MODEL_SERVER_MODULE") or "llama_cpp.server"
 EMBED_ALIAS = "minilm"
 CHAT_ALIAS = "gemma"
 EMBED_FILE = "all-MiniLM-L6-v2-f16.gguf"
@@ -148,27 +153,55 @@ def start_server(
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as in-process (adapters/models/llama.py)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config_path)],
+            [sys.executable, "-m", SERVER_MODULE, "--config_file", str(config_path)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
         )
     server = ModelServer(port, process, workdir, log_path)
+    try:
+        _wait_until_up(server, api_key, startup_timeout)
+    except BaseException:  # a timeout, or a signal while it loads: never leave it running
+        server.stop()
+        raise
+    return server
+
+
+def _wait_until_up(server: ModelServer, api_key: str | None, startup_timeout: float) -> None:
     deadline = time.monotonic() + startup_timeout
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited ({process.returncode}):\n{server.log()}")
+        if server.process.poll() is not None:
+            raise RuntimeError(
+                f"llama_cpp.server exited ({server.process.returncode}):\n{server.log()}"
+            )
         try:
             request = urllib.request.Request(server.base_url + "/models", headers=headers)
             with urllib.request.urlopen(request, timeout=5) as response:
                 if response.status == 200:
-                    return server
+                    return
         except (OSError, urllib.error.URLError):
             time.sleep(0.2)
-    server.stop()
     raise RuntimeError(f"llama_cpp.server did not answer within {startup_timeout} s")
+
+
+class StopSignalError(Exception):
+    """SIGTERM or SIGHUP arrived: unwind so that `finally` stops the server child."""
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C does; by default they would end this process at
+    once and leave `llama_cpp.server` running, holding its port. A second signal while the
+    child is being stopped is ignored so that the stop completes."""
+
+    def stop(signum: int, _frame: object) -> None:
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        raise StopSignalError(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -196,14 +229,20 @@ def _serve(args: argparse.Namespace) -> int:
     api_key = None
     if args.api_key_file:
         api_key = Path(args.api_key_file).read_text(encoding="utf-8").strip()
-    server = start_server(port=args.port, api_key=api_key, with_chat=not args.embed_only)
-    print(f"serving {EMBED_ALIAS}, {CHAT_ALIAS} at {server.base_url} (Ctrl-C stops)", flush=True)
+    _stop_on_signals()
+    server: ModelServer | None = None
     try:
+        # A signal while this loads unwinds start_server, which stops its child itself.
+        server = start_server(port=args.port, api_key=api_key, with_chat=not args.embed_only)
+        print(
+            f"serving {EMBED_ALIAS}, {CHAT_ALIAS} at {server.base_url} (Ctrl-C stops)", flush=True
+        )
         server.process.wait()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, StopSignalError):
         pass
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     return 0
 
 

@@ -22,7 +22,7 @@ fi
 .venv/bin/python -m compileall -q domain adapters conformance >/dev/null
 
 if [[ "${QMD_SETUP_SKIP_MODELS:-0}" != 1 ]]; then
-  step "llama-cpp-python (built from source once, then cached in .cache/wheels)"
+  step "llama-cpp-python (built from source once, then cached in $(bash scripts/install_llama.sh --wheel-dir))"
   bash scripts/install_llama.sh
   step "llama-cpp-python's server extra (the remote-model tests serve .models/ over HTTP)"
   # The wheel above is installed with --no-deps; its `server` extra's dependencies come here.

@@ -11,7 +11,8 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-# A page is a list of text lines, or None for a scanned page (an image, no text layer).
+# A page is a list of text lines, None for a scanned page (an image, no text layer), or an
+# empty list for a blank page (nothing drawn on it).
 Page = Sequence[str] | None
 
 
@@ -44,6 +45,8 @@ def pdf_bytes(pages: Sequence[Page], title: str = "", author: str = "") -> bytes
         if page is None:
             stream = b"q 612 0 0 792 0 0 cm /Im1 Do Q"
             resources = b"<< /XObject << /Im1 %d 0 R >> >>" % image
+        elif not page:
+            stream, resources = b"", b"<< >>"
         else:
             ops = ["BT /F1 12 Tf 14 TL 72 720 Td"]
             ops += [f"({_escape(line)}) Tj T*" for line in page]

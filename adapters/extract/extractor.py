@@ -7,8 +7,9 @@ worker is killed and the file recorded as `timeout`. A worker that dies mid-file
 a native parser, the memory cap) gives `crashed` for that file; the next file starts a fresh
 worker. Either way `qmd update` goes on (REQ-EXTRACT-006).
 
-`digest` runs here, in the calling process: it reads the file once, in blocks, to hash it (the
-cache key) and refuses files over `max_bytes` (64 MiB by default) before any parser sees them.
+`digest` runs here, in the calling process: it reads the file once, in blocks, to hash it
+behind `EXTRACTION_VERSION` (the cache key) and refuses files over `max_bytes` (64 MiB by
+default) before any parser sees them.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ from domain.extraction import (
 )
 
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
+# Part of every cache key: changed whenever the parsers' output for the same bytes changes
+# (2: tracked changes, outline-level headings, titles from the document, blank pages; issue
+# #26), so `qmd update` re-extracts files an older version cached instead of keeping its text.
+EXTRACTION_VERSION = b"qmd-extraction 2\n"
 DEFAULT_TIMEOUT_S = 60.0
 TIMEOUT_ENV = "QMD_EXTRACT_TIMEOUT"
 WORKER_MODULE = ("-m", "adapters.extract.worker")
@@ -46,7 +51,7 @@ SELF_EXE = "/proc/self/exe"
 
 
 def digest_file(absolute_path: str, max_bytes: int) -> SourceDigest | ExtractionFailure:
-    hasher = hashlib.sha256()
+    hasher = hashlib.sha256(EXTRACTION_VERSION)
     size = 0
     try:
         with open(absolute_path, "rb") as handle:

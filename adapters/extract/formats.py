@@ -29,6 +29,7 @@ from domain.extraction import (
     Extracted,
     ExtractionFailure,
     MetadataValue,
+    placeholder_title,
 )
 
 # Stated limits (REQ-EXTRACT-006); the worker adds a time and a memory limit per file.
@@ -40,6 +41,7 @@ MAX_ZIP_ENTRIES = 20_000
 MAX_SHEET_ROWS = 20_000  # per XLSX sheet; the rest is cut with a note
 
 NO_TEXT_NOTE = "[no text layer on this page]"
+BLANK_PAGE_NOTE = "[blank page]"
 
 Result = Extracted | ExtractionFailure
 
@@ -101,31 +103,110 @@ def extract_pdf(path: str) -> Result:
         return ExtractionFailure(CORRUPT, f"PDFium could not load it: {error}")
     try:
         metadata = _pdf_metadata(document)
+        # The Info title is often a producer's artefact; then the first page with text names
+        # the document (REQ-EXTRACT-011).
+        wants_title = placeholder_title(str(metadata.get("title", "")))
+        found_title = ""
         parts: list[str] = []
         empty: list[int] = []
+        blank = 0
         total = 0
         for index in range(len(document)):
             page = document[index]
             try:
                 textpage = page.get_textpage()
-                text = _clean(textpage.get_text_range())
-                textpage.close()
+                try:
+                    text = _clean(textpage.get_text_range())
+                    if text and wants_title and not found_title:
+                        found_title = _pdf_page_title(textpage)
+                finally:
+                    textpage.close()
+                drawn = bool(text) or _pdf_page_draws(page)
             finally:
                 page.close()
             number = index + 1
-            if not text:
-                empty.append(number)
+            if not text and drawn:
+                empty.append(number)  # an image, a drawing: a scan has no text layer
                 text = NO_TEXT_NOTE
+            elif not text:
+                blank += 1  # nothing on it at all: a blank page, not a scan
+                text = BLANK_PAGE_NOTE
             total += len(text)
             if total > MAX_TEXT_CHARS:
                 return _too_large(total)
             parts.append(f"## Page {number}\n\n{text}")
+        if wants_title:
+            _replace_title(metadata, found_title)
         metadata["pages"] = len(document)
-        if len(empty) == len(document):
-            parts = []  # nothing to index: the use case reports it as no-text-layer
+        if len(empty) + blank == len(document):
+            parts = []  # nothing to index: the use case reports no-text-layer, or empty
         return _finish(parts, metadata, pages=len(document), empty_pages=tuple(empty))
     finally:
         document.close()
+
+
+def _replace_title(metadata: dict[str, MetadataValue], found: str) -> None:
+    """Put the title found in the document in place of a missing or placeholder one; with
+    none found, drop the placeholder (the file name stands in, REQ-EXTRACT-003)."""
+    found = " ".join(found.split())
+    if found and not placeholder_title(found):
+        metadata["title"] = found
+    else:
+        metadata.pop("title", None)
+
+
+def _pdf_page_draws(page: Any) -> bool:
+    """Whether a page without text paints anything: an image (a scan), a path or a shading.
+    A page with no page object at all is blank."""
+    return next(iter(page.get_objects(max_depth=2)), None) is not None
+
+
+MAX_TITLE_CHARS = 200
+
+
+def _pdf_page_title(textpage: Any) -> str:
+    """The title on a page: its lines set in the largest font when that is larger than the
+    page's body text (consecutive lines of that size joined: a title over two lines), else the
+    first line with three letters or more. Lines longer than a title can be are passed over."""
+    import pypdfium2.raw as pdfium_c
+
+    lines: list[tuple[str, float]] = []  # (text, largest font size of its letters)
+    weights: dict[float, int] = {}  # letters per font size: the most common is the body size
+    chars: list[str] = []
+    size = 0.0
+    for index in range(textpage.count_chars()):
+        char = chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, index))
+        if char in "\r\n":
+            if chars:
+                lines.append(("".join(chars).strip(), size))
+            chars, size = [], 0.0
+            continue
+        chars.append(char)
+        if char.isalpha():
+            font = round(float(pdfium_c.FPDFText_GetFontSize(textpage.raw, index)), 1)
+            size = max(size, font)
+            weights[font] = weights.get(font, 0) + 1
+    if chars:
+        lines.append(("".join(chars).strip(), size))
+    candidates = [
+        (text, font)
+        for text, font in lines
+        if sum(ch.isalpha() for ch in text) >= 3 and len(text) <= MAX_TITLE_CHARS
+    ]
+    if not candidates:
+        return ""
+    body = max(weights.items(), key=lambda item: item[1])[0]
+    largest = max(font for _, font in candidates)
+    if largest <= body + 0.5:
+        return candidates[0][0]
+    title: list[str] = []
+    for text, font in lines:
+        if abs(font - largest) <= 0.5 and text:
+            title.append(text)
+        elif title:
+            break
+    joined = " ".join(title)
+    return joined if len(joined) <= MAX_TITLE_CHARS else title[0]
 
 
 def _pdf_metadata(document: Any) -> dict[str, MetadataValue]:
@@ -198,26 +279,166 @@ def _core_metadata(props: Any) -> dict[str, MetadataValue]:
     return metadata
 
 
+# WordprocessingML, read from python-docx's lxml tree: python-docx's `Paragraph.text` reads only
+# runs directly under the paragraph, so text inside a tracked insertion (`w:ins`), a content
+# control (`w:sdt`), a smart tag or a field was lost, and its styles know nothing of outline
+# levels. We walk the XML ourselves (REQ-EXTRACT-002).
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_W_VAL = _W + "val"
 _HEADING_STYLE = re.compile(r"^heading (\d)$", re.IGNORECASE)
+# Removed text (a tracked deletion, the old place of moved text), text boxes (drawn apart
+# from the flow, and stored twice: the drawing and its fallback), properties, field codes.
+_DOCX_SKIPPED = frozenset(
+    _W + name
+    for name in ("del", "moveFrom", "txbxContent", "pPr", "rPr", "instrText", "delInstrText")
+)
+_DOCX_BODY_TEXT = 9  # `w:outlineLvl` 9: body text, even in a style that says otherwise
 
 
-def _docx_paragraph(paragraph: Any, style_names: dict[str, str]) -> str:
-    text = str(paragraph.text).strip()
+def _docx_text(element: Any) -> str:
+    """The visible text of a paragraph as it reads with every tracked change accepted:
+    inserted text kept, deleted text dropped."""
+    out: list[str] = []
+    stack = [iter(element)]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+            continue
+        tag = child.tag
+        if tag == _W + "t":
+            out.append(child.text or "")
+        elif tag == _W + "tab":
+            out.append("\t")
+        elif tag in (_W + "br", _W + "cr"):
+            out.append("\n")
+        elif tag == _W + "noBreakHyphen":
+            out.append("-")
+        elif tag == _W + "sdt" and _docx_placeholder(child):
+            continue
+        elif tag not in _DOCX_SKIPPED and isinstance(tag, str):
+            stack.append(iter(child))
+    return "".join(out)
+
+
+def _docx_placeholder(sdt: Any) -> bool:
+    """A content control still showing its prompt ("Click or tap here to enter text.")."""
+    properties = sdt.find(_W + "sdtPr")
+    return properties is not None and properties.find(_W + "showingPlcHdr") is not None
+
+
+def _outline_level(properties: Any) -> int | None:
+    """`w:outlineLvl` of a `w:pPr` (0 is the top level; 9 is body text), None if unset."""
+    if properties is None:
+        return None
+    level = properties.find(_W + "outlineLvl")
+    if level is None:
+        return None
+    try:
+        return int(level.get(_W_VAL, ""))
+    except ValueError:
+        return None
+
+
+class _DocxStyles:
+    """Paragraph styles by id: name, and outline level with `w:basedOn` inheritance (a style
+    without its own level takes its parent's, as Word does); built-in "Heading N" and "Title"
+    names count when no level is set anywhere up the chain."""
+
+    def __init__(self, styles_element: Any) -> None:
+        self.names: dict[str, str] = {}
+        own: dict[str, int | None] = {}
+        parents: dict[str, str] = {}
+        self.default = ""
+        for style in styles_element.iter(_W + "style"):
+            if style.get(_W + "type") != "paragraph":
+                continue
+            style_id = style.get(_W + "styleId") or ""
+            name = style.find(_W + "name")
+            self.names[style_id] = (name.get(_W_VAL, "") if name is not None else "") or ""
+            own[style_id] = _outline_level(style.find(_W + "pPr"))
+            based = style.find(_W + "basedOn")
+            if based is not None:
+                parents[style_id] = based.get(_W_VAL, "")
+            if style.get(_W + "default") in ("1", "true", "on"):
+                self.default = style_id
+        self.levels = {sid: self._resolve(sid, own, parents) for sid in self.names}
+
+    def _resolve(self, style_id: str, own: dict[str, int | None], parents: dict[str, str]) -> int:
+        seen: set[str] = set()
+        current = style_id
+        while current in own and current not in seen:  # a basedOn loop stops here
+            seen.add(current)
+            level = own[current]
+            if level is not None:
+                return level
+            match = _HEADING_STYLE.match(self.names.get(current, ""))
+            if match:
+                return int(match.group(1)) - 1
+            current = parents.get(current, "")
+        return _DOCX_BODY_TEXT
+
+
+def _docx_paragraph(paragraph: Any, styles: _DocxStyles) -> str:
+    text = _docx_text(paragraph).strip()
     if not text:
         return ""
-    # The style id read from the paragraph's XML and named through a table built once:
-    # python-docx's `paragraph.style` searches the style part on every call (90% of the time).
-    style_id = paragraph._p.style  # CT_P.style: the w:pStyle value, or None
-    style = style_names.get(str(style_id), "") if style_id else ""
-    match = _HEADING_STYLE.match(style)
-    if match:
-        return "#" * min(int(match.group(1)), 6) + " " + text
+    properties = paragraph.find(_W + "pPr")
+    style_element = properties.find(_W + "pStyle") if properties is not None else None
+    style_id = (
+        style_element.get(_W_VAL, "") if style_element is not None else styles.default
+    ) or styles.default
+    style = styles.names.get(style_id, "")
+    level = _outline_level(properties)
+    if level is None:
+        level = styles.levels.get(style_id, _DOCX_BODY_TEXT)
+    if 0 <= level < _DOCX_BODY_TEXT:
+        return "#" * min(level + 1, 6) + " " + text
     if style.lower() == "title":
         return "# " + text
     if style.lower().startswith("list"):
         marker = "1." if "number" in style.lower() else "-"
         return f"{marker} {text}"
     return text
+
+
+def _docx_blocks(container: Any) -> Iterable[Any]:
+    """Paragraphs and tables in reading order, including those inside block content controls
+    (`w:sdt`, common on title pages) and custom XML, which python-docx's body walk skips."""
+    for child in container:
+        tag = child.tag
+        if tag in (_W + "p", _W + "tbl"):
+            yield child
+        elif tag == _W + "sdt" and not _docx_placeholder(child):
+            content = child.find(_W + "sdtContent")
+            if content is not None:
+                yield from _docx_blocks(content)
+        elif tag == _W + "customXml":
+            yield from _docx_blocks(child)
+
+
+def _docx_table(table: Any, parent: Any) -> list[list[str]]:
+    """Rows of cell texts; python-docx's rows give merged cells once per grid column."""
+    from docx.table import Table
+
+    rows: list[list[str]] = []
+    for row in Table(table, parent).rows:
+        row_properties = row._tr.trPr
+        if row_properties is not None and row_properties.find(_W + "del") is not None:
+            continue  # a tracked deleted row
+        cells = []
+        for cell in row.cells:
+            texts = (
+                _docx_text(block) if block.tag == _W + "p" else _docx_cells_text(block, parent)
+                for block in _docx_blocks(cell._tc)
+            )
+            cells.append("\n".join(t.strip() for t in texts if t.strip()))
+        rows.append(cells)
+    return rows
+
+
+def _docx_cells_text(table: Any, parent: Any) -> str:
+    return " ".join(" ".join(c for c in row if c) for row in _docx_table(table, parent))
 
 
 def _table_markdown(rows: list[list[str]]) -> str:
@@ -231,26 +452,39 @@ def _table_markdown(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+_MARKDOWN_HEADING = re.compile(r"^#{1,6} (.+)")
+
+
+def _first_heading(parts: Iterable[str]) -> str:
+    """The text of the first markdown heading among extracted blocks ("" when none)."""
+    for part in parts:
+        match = _MARKDOWN_HEADING.match(part)
+        if match:
+            return match.group(1).strip()
+    return ""
+
+
 def extract_docx(path: str) -> Result:
     problem = zip_problem(path)
     if problem is not None:
         return problem
     import docx
-    from docx.table import Table
 
     try:
         document = docx.Document(path)
     except Exception as error:  # python-docx raises KeyError, ValueError, lxml errors…
         return ExtractionFailure(CORRUPT, f"python-docx could not read it: {error}")
-    style_names = {str(s.style_id): str(s.name or "") for s in document.styles}
+    styles = _DocxStyles(document.styles.element)
     parts: list[str] = []
-    for block in document.iter_inner_content():
-        if isinstance(block, Table):
-            rows = [[cell.text.strip() for cell in row.cells] for row in block.rows]
-            parts.append(_table_markdown(rows))
+    for block in _docx_blocks(document.element.body):
+        if block.tag == _W + "tbl":
+            parts.append(_table_markdown(_docx_table(block, document.part)))
         else:
-            parts.append(_docx_paragraph(block, style_names))
-    return _finish(parts, _core_metadata(document.core_properties))
+            parts.append(_docx_paragraph(block, styles))
+    metadata = _core_metadata(document.core_properties)
+    if placeholder_title(str(metadata.get("title", ""))):
+        _replace_title(metadata, _first_heading(parts))
+    return _finish(parts, metadata)
 
 
 def extract_pptx(path: str) -> Result:
@@ -264,8 +498,12 @@ def extract_pptx(path: str) -> Result:
     except Exception as error:
         return ExtractionFailure(CORRUPT, f"python-pptx could not read it: {error}")
     parts: list[str] = []
+    first_title = ""
     for number, slide in enumerate(deck.slides, start=1):
         lines: list[str] = []
+        title_shape = slide.shapes.title
+        if not first_title and title_shape is not None and title_shape.has_text_frame:
+            first_title = title_shape.text_frame.text
         for shape in slide.shapes:
             if getattr(shape, "has_text_frame", False) and shape.text_frame.text.strip():
                 lines.append(_clean(shape.text_frame.text))
@@ -279,6 +517,8 @@ def extract_pptx(path: str) -> Result:
         body = "\n\n".join(lines) if lines else "[no text on this slide]"
         parts.append(f"## Slide {number}\n\n{body}")
     metadata = _core_metadata(deck.core_properties)
+    if placeholder_title(str(metadata.get("title", ""))):  # "PowerPoint Presentation"
+        _replace_title(metadata, first_title)
     metadata["slides"] = len(parts)
     return _finish(parts, metadata, pages=len(parts))
 
@@ -309,6 +549,8 @@ def extract_xlsx(path: str) -> Result:
             note = f"\n\n[cut after {MAX_SHEET_ROWS:,} rows]" if cut else ""
             parts.append(f"## Sheet: {sheet.title}\n\n{table}{note}")
         metadata = _core_metadata(book.properties)
+        if placeholder_title(str(metadata.get("title", ""))):
+            _replace_title(metadata, "")
         metadata["sheets"] = len(parts)
         return _finish(parts, metadata, pages=len(parts))
     finally:
@@ -342,6 +584,9 @@ def extract_html(path: str) -> Result:
         elif name == "keywords":
             metadata["keywords"] = [k.strip() for k in content.split(",") if k.strip()]
     body = soup.body if soup.body is not None else soup
+    if placeholder_title(str(metadata.get("title", ""))):  # "Untitled", "Document"
+        heading = body.find("h1")
+        _replace_title(metadata, heading.get_text(" ") if heading is not None else "")
     markdown = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(body)
     markdown = re.sub(r"\n{3,}", "\n\n", _clean(markdown))
     return _finish([markdown], metadata)

@@ -22,7 +22,7 @@ from typing import Any
 
 from adapters.http.exchange import HttpReply
 from adapters.mcp.formatting import result_item
-from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, depth_exceeds
+from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, depth_exceeds, encode_json
 from domain.errors import QmdError
 from domain.metadata import as_json
 from domain.model import SubQuery
@@ -37,8 +37,8 @@ INTERNAL_ERROR_TEXT = b"Internal Server Error"
 
 
 def _json_reply(status: int, payload: Any) -> HttpReply:
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return HttpReply(status, body, "application/json")
+    # The wire's encoder, as the original's `JSON.stringify`: a score of 1.0 is `1`.
+    return HttpReply(status, encode_json(payload), "application/json")
 
 
 def internal_error() -> HttpReply:

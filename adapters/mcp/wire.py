@@ -157,9 +157,15 @@ def _wire_value(value: Any) -> Any:
     return value
 
 
+def encode_json(value: Any) -> bytes:
+    """Strict JSON in UTF-8 as JavaScript's `JSON.stringify` writes it (integral floats as
+    `1`); never raises on content. The REST replies use it too."""
+    text = json.dumps(
+        _wire_value(value), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    )
+    return text.encode("utf-8")
+
+
 def encode_frame(message: dict[str, Any]) -> bytes:
     """One line of strict JSON in UTF-8, ending in `\\n`; never raises on content."""
-    text = json.dumps(
-        _wire_value(message), ensure_ascii=False, allow_nan=False, separators=(",", ":")
-    )
-    return text.encode("utf-8") + b"\n"
+    return encode_json(message) + b"\n"

@@ -136,3 +136,30 @@ def test_extracted_metadata_is_filterable(indexed: tuple[Qmd, str]) -> None:
         "search", "albatross", "--json", "--filter", by_author.replace("Pat Pdf", "Dana Docx")
     )
     assert "docs/handbook.docx" in qmd.ok("search", "goggles", "--json", "--type", "docx")
+
+
+def test_real_world_shaped_documents_through_update(tmp_path: Path) -> None:
+    """Issue #26's files, made by LibreOffice (tests/data/extraction): a chapter with tracked
+    changes and publisher heading styles, a PDF titled by a print job with a blank page and an
+    image-only page. Words of insertions are found, deleted ones are not, both documents are
+    titled from their content, and only the image page is reported as lacking text."""
+    import json
+    import shutil
+
+    data = Path(__file__).resolve().parent.parent / "data" / "extraction"
+    qmd = make_qmd(tmp_path)
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    for name in ("tracked-changes.docx", "producer-title.pdf"):
+        shutil.copy(data / name, folder / name)
+    qmd.ok("collection", "add", str(folder), "--name", "papers", "--mask", "**/*.{pdf,docx}")
+    found = json.loads(qmd.ok("search", "acted without knowing", "--json"))
+    assert [hit["file"] for hit in found] == ["qmd://papers/tracked-changes.docx"], found
+    assert found[0]["title"] == "The Lighthouse Keeper's Ledger"
+    assert json.loads(qmd.ok("search", "obsolete", "--json")) == []  # a deleted word
+    kalman = json.loads(qmd.ok("search", "recursive estimator", "--json"))
+    assert [hit["title"] for hit in kalman] == ["Kalman Filtering for Tide Gauges"], kalman
+    status = qmd.ok("status")
+    assert "papers/producer-title.pdf: no text layer on page 3" in status, status
+    text = qmd.ok("get", "papers/producer-title.pdf", "--no-line-numbers")
+    assert "## Page 2\n\n[blank page]\n\n## Page 3\n\n[no text layer on this page]" in text

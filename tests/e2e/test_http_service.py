@@ -151,6 +151,19 @@ def test_rest_query_and_search(compat_server: HttpServer) -> None:
     assert missing.json() == {"error": "Missing required field: searches (array)"}
 
 
+def test_rest_numbers_are_written_as_javascript_writes_them(compat_server: HttpServer) -> None:
+    """The original answers with `JSON.stringify`: a top score of 1.0 is `"score":1`, never
+    `"score":1.0` (JavaScript has one number type), as the stdio surface writes it too."""
+    body = {"searches": [{"type": "lex", "query": "pagination"}], "limit": 3, "rerank": False}
+    for path in ("/query", "/search"):
+        reply = compat_server.request("POST", path, body)
+        assert reply.status == 200
+        top = reply.json()["results"][0]
+        assert top["score"] == 1 and isinstance(top["line"], int)
+        assert b'"score":1,' in reply.body, reply.body[:300]
+        assert b'"score":1.0' not in reply.body
+
+
 def test_foreign_origin_and_host_are_refused_everywhere(compat_server: HttpServer) -> None:
     evil = {"Origin": "http://evil.example"}
     for method, path in (("POST", "/query"), ("POST", "/mcp"), ("GET", "/health")):

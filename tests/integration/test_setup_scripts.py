@@ -1,0 +1,85 @@
+"""scripts/install_llama.sh, run for real with a stand-in interpreter: two set-ups at once
+build the llama-cpp-python wheel once (the second waits on the lock, then reuses the wheel),
+and scripts/setup.sh's banner names the cache folder the wheel really goes to."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+INSTALL = REPO / "scripts" / "install_llama.sh"
+
+# Stands in for `.venv/bin/python`: reports no llama-cpp-python installed, and for
+# `-m pip wheel … -w DIR` records a build, takes a while (as the real 5-minute build does),
+# then leaves a wheel in DIR. Everything else (pip install, the import check) succeeds.
+STAND_IN = """#!{python}
+import os, sys, time
+args = sys.argv[1:]
+if args[:3] == ["-m", "pip", "wheel"]:
+    with open(os.environ["BUILD_LOG"], "a") as log:
+        log.write("build\\n")
+    time.sleep(2)
+    folder = args[args.index("-w") + 1]
+    name = "llama_cpp_python-" + os.environ["LLAMA_CPP_VERSION"] + "-cp3-none-any.whl"
+    open(os.path.join(folder, name + ".part"), "w").close()
+    os.replace(os.path.join(folder, name + ".part"), os.path.join(folder, name))
+    sys.exit(0)
+if args[:1] == ["-c"] and "importlib.metadata" in args[1]:
+    sys.exit(1)  # not installed
+sys.exit(0)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="flock(1) is part of util-linux")
+def test_two_set_ups_at_once_build_the_wheel_once(tmp_path: Path) -> None:
+    stand_in = tmp_path / "python"
+    stand_in.write_text(STAND_IN.format(python=sys.executable))
+    stand_in.chmod(0o755)
+    log = tmp_path / "builds.log"
+    env = {
+        **os.environ,
+        "PYTHON": str(stand_in),
+        "QMD_WHEEL_DIR": str(tmp_path / "wheels"),
+        "LLAMA_CPP_VERSION": "9.9.9",
+        "BUILD_LOG": str(log),
+    }
+    env.pop("QMD_LLAMA_CUDA", None)
+    runs = [
+        subprocess.Popen(
+            ["bash", str(INSTALL)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=120)[0].decode() for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert log.read_text().splitlines() == ["build"], outputs
+    assert sum("reusing" in out for out in outputs) == 1, outputs
+    assert sorted(p.name for p in (tmp_path / "wheels").glob("*.whl")) == [
+        "llama_cpp_python-9.9.9-cp3-none-any.whl"
+    ]
+
+
+def test_setup_banner_names_the_wheel_cache_in_use(tmp_path: Path) -> None:
+    env = {**os.environ, "QMD_WHEEL_DIR": str(tmp_path / "my wheels")}
+    env.pop("QMD_LLAMA_CUDA", None)
+    printed = subprocess.run(
+        ["bash", str(INSTALL), "--wheel-dir"], env=env, capture_output=True, text=True, check=True
+    )
+    assert printed.stdout.strip() == str(tmp_path / "my wheels")
+    cuda = subprocess.run(
+        ["bash", str(INSTALL), "--wheel-dir"],
+        env={**env, "QMD_LLAMA_CUDA": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert cuda.stdout.strip() == str(tmp_path / "my wheels" / "cuda")
+    # setup.sh's banner asks the installer for the folder rather than naming one of its own.
+    setup = (REPO / "scripts" / "setup.sh").read_text()
+    assert "cached in $(bash scripts/install_llama.sh --wheel-dir)" in setup
+    assert ".cache/wheels" not in setup
