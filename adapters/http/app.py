@@ -107,7 +107,8 @@ class QmdHttpApp:
         try:
             peer = scope.get("client")
             client = str(peer[0]) if peer else ""
-            if is_backend_path(path):  # seed 003's LDIMS backend API (REQ-LDIMS-DEPLOY-001)
+            # seed 003's LDIMS backend API (REQ-LDIMS-DEPLOY-001); the original has none
+            if is_backend_path(path) and not self.settings.strict_original:
                 raw = scope.get("raw_path") or path.encode("utf-8")
                 target = (raw.decode("latin-1"), scope.get("query_string", b"").decode("latin-1"))
             else:

@@ -229,3 +229,14 @@ def test_a_url_that_is_not_http_is_refused_at_start(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "LDIMS_API_BASE_URL must be an http:// or https:// URL" in done.stderr
+
+
+def test_the_original_surfaces_server_has_no_backend_api(backend: HttpServer) -> None:
+    """REQ-MCP-HTTP-004: under the original's rules every other path stays 404."""
+    compat = HttpServer(["mcp", "--compat", "2.8.3", "--http", "--port", "0"], backend.env)
+    compat.start()
+    try:
+        reply = compat.request("GET", "/api/documents?query=sales")
+        assert reply.status == 404 and reply.text == "Not Found"
+    finally:
+        compat.stop()
