@@ -26,8 +26,10 @@ from adapters.mcp.ldims import (
     _resource_json,
 )
 from domain.document_backend import (
+    BACKEND_API_ERROR,
     FILTER_NAMES,
     FORBIDDEN,
+    SEARCH_ERROR_CODES,
     BackendError,
     BackendSearch,
     DocumentBackend,
@@ -159,8 +161,10 @@ class IndexBackend:
         result = self.surface.call_tool(SEARCH_TOOL["name"], args)
         payload: dict[str, Any] = json.loads(result["content"][0]["text"])
         if payload.get("isError"):
-            details = payload.get("errorDetails")
-            raise BackendError(str(payload["errorCode"]), details)
+            code, details = str(payload.get("errorCode")), payload.get("errorDetails")
+            if code not in SEARCH_ERROR_CODES:  # a code the backend API does not speak
+                code, details = BACKEND_API_ERROR, {"errorCode": code}
+            raise BackendError(code, details)
         return payload
 
     def document_file(self, file_id: str) -> DocumentFile:

@@ -17,7 +17,8 @@ import pytest
 from adapters.http.ldims_api import answer
 from adapters.ldims_api.client import HttpDocumentBackend
 from adapters.mcp.ldims import LdimsSurface
-from adapters.mcp.ldims_backend import RemoteLdims
+from adapters.mcp.ldims_backend import IndexBackend, RemoteLdims
+from domain.document_backend import BackendError, BackendSearch
 from domain.errors import QmdError
 from domain.extraction import ExtractionState
 from domain.usecases.services import Services
@@ -128,3 +129,19 @@ def test_base_url_must_be_http() -> None:
             HttpDocumentBackend(bad, 1)
         assert refused.value.code == "invalid-argument"
     assert HttpDocumentBackend("http://h:1/api/", 1).base == "http://h:1/api"
+
+
+class NewCodeSurface(LdimsSurface):
+    """A surface answering an error code the backend API does not know (yet)."""
+
+    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
+        text = json.dumps({"isError": True, "errorCode": "SOMETHING_NEW", "errorMessage": "x"})
+        return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def test_an_unknown_error_code_is_a_backend_api_error() -> None:
+    backend = IndexBackend(NewCodeSurface(_services(), env={}))
+    with pytest.raises(BackendError) as failed:
+        backend.search(BackendSearch("alpha", 5))
+    assert failed.value.code == "BACKEND_API_ERROR"
+    assert failed.value.details == {"errorCode": "SOMETHING_NEW"}
