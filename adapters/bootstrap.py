@@ -34,6 +34,7 @@ from adapters.fs.root_scope import (
     RootScopedVectorIndex,
 )
 from adapters.fs.watch import IndexWatcher
+from adapters.ldims_api.client import HttpDocumentBackend
 from adapters.models.bundle import Models
 from adapters.models.idle import IdleUnloader
 from adapters.postgres.url import index_label, is_postgres_url, redact
@@ -41,6 +42,7 @@ from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
+from domain.document_backend import DocumentBackend
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.memory import DEFAULT_FUSION_THRESHOLD, DEFAULT_TOPIC_THRESHOLD, require_threshold
 from domain.ports import (
@@ -472,6 +474,17 @@ def builtin_models() -> dict[str, str]:
     from adapters.models.references import DEFAULT_MODELS
 
     return {str(role): ref for role, ref in DEFAULT_MODELS.items()}
+
+
+LDIMS_BACKEND_VAR = "LDIMS_API_BASE_URL"
+
+
+def document_backend(env: Mapping[str, str], timeout_s: float) -> DocumentBackend | None:
+    """Seed 003's LDIMS backend named by `LDIMS_API_BASE_URL` (e.g. `http://10.0.0.5:8181/api`),
+    reached over HTTP with the service's request timeout; None when unset (the LDIMS surface
+    serves this index). A URL that is not http(s) is `invalid-argument`."""
+    url = env.get(LDIMS_BACKEND_VAR, "").strip()
+    return HttpDocumentBackend(url, timeout_s) if url else None
 
 
 MEMORY_COLLECTION = "memory"

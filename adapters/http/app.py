@@ -33,6 +33,8 @@ from adapters.http.exchange import (
     transport_error,
 )
 from adapters.http.guard import OriginPolicy, token_matches
+from adapters.http.ldims_api import answer as backend_answer
+from adapters.http.ldims_api import backend_timeout, is_backend_path, runs_search
 from adapters.http.rest import internal_error, parse_body, rest_query
 from adapters.mcp.dispatch import id_key
 from adapters.mcp.outgoing import Correlator
@@ -105,7 +107,13 @@ class QmdHttpApp:
         try:
             peer = scope.get("client")
             client = str(peer[0]) if peer else ""
-            reply, label = await self._route(method, path, headers, receive, client, send)
+            # seed 003's LDIMS backend API (REQ-LDIMS-DEPLOY-001); the original has none
+            if is_backend_path(path) and not self.settings.strict_original:
+                raw = scope.get("raw_path") or path.encode("utf-8")
+                target = (raw.decode("latin-1"), scope.get("query_string", b"").decode("latin-1"))
+            else:
+                target = None
+            reply, label = await self._route(method, path, headers, receive, client, send, target)
         except BodyTooLargeError:
             reply = transport_error(
                 413,
@@ -132,6 +140,7 @@ class QmdHttpApp:
         receive: Receive,
         client: str = "",
         send: Send | None = None,
+        backend_target: tuple[str, str] | None = None,
     ) -> tuple[HttpReply | None, str]:
         refusal = self.settings.policy.refusal(headers.get("origin"), headers.get("host"))
         if refusal is not None:
@@ -150,6 +159,8 @@ class QmdHttpApp:
             uptime = math.floor(time.monotonic() - self.started)
             body = b'{"status":"ok","uptime":' + str(uptime).encode() + b"}"
             return HttpReply(200, body, "application/json"), ""
+        if backend_target is not None:
+            return await self._backend(method, *backend_target, receive), ""
         if path in ("/query", "/search"):
             if method != "POST":
                 return NOT_FOUND, ""
@@ -213,6 +224,16 @@ class QmdHttpApp:
         except TimeoutError:
             return _rest_error(504, self._timeout_text()), label
         return reply, label
+
+    async def _backend(self, method: str, raw_path: str, query: str, receive: Receive) -> HttpReply:
+        def work(worker: Worker) -> HttpReply:
+            return backend_answer(worker.services, method, raw_path, query)
+
+        try:  # a search may embed and rerank: the model lane's bounds apply
+            reply = await self._guarded(work, runs_search(raw_path), receive)
+        except (BusyError, TimeoutError):
+            return backend_timeout(self.settings.timeout_s)
+        return reply if reply is not None else NOT_FOUND
 
     async def _mcp(self, plan: McpPlan, receive: Receive, client: str) -> HttpReply | None:
         model = any(may_run_model(name, args) for name, args in plan.tool_calls())

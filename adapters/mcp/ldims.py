@@ -13,7 +13,7 @@ import os
 import posixpath
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.mcp.tools import Tool, call_tool, tool_table
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
@@ -42,6 +42,9 @@ from domain.usecases.metadata import require as require_metadata
 from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services
 from domain.usecases.trace import SearchTrace
+
+if TYPE_CHECKING:
+    from adapters.mcp.ldims_backend import RemoteLdims
 
 LDIMS_VERSION = "1.0.0"
 DEFAULT_MAX_RESULTS = 5
@@ -231,9 +234,12 @@ class LdimsSurface:
         *,
         hard_limit: int | None = None,
         timeout_s: float | None = None,
+        remote: RemoteLdims | None = None,
     ) -> None:
         """`hard_limit` and `timeout_s`: the server's resolved settings (flags, then the
-        environment, then `--env-file`); None reads seed 003's variables from `env`."""
+        environment, then `--env-file`); None reads seed 003's variables from `env`.
+        `remote`: the LDIMS backend to serve from instead of `services` (LDIMS_API_BASE_URL)."""
+        self._remote = remote
         environ = os.environ if env is None else env
         self._services = services
         self._searcher = services.searcher.with_profile(SEED_000)
@@ -279,6 +285,8 @@ class LdimsSurface:
         return call_tool(self._tools, LdimsErrors(), name, arguments)
 
     def _search(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self._remote is not None:  # REQ-LDIMS-DEPLOY-002
+            return self._remote.search(args, self.hard_limit, self._clock)
         try:
             return self._run_search(args)
         except LdimsError as failure:
@@ -400,6 +408,8 @@ class LdimsSurface:
         if not (uri.startswith(URI_PREFIX) and uri.endswith(URI_SUFFIX)):
             raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
         document_id = decode_uri_component(uri[len(URI_PREFIX) : -len(URI_SUFFIX)]).strip("/")
+        if self._remote is not None:  # REQ-LDIMS-DEPLOY-002
+            return self._remote.read(uri, document_id)
         collection, _, path = document_id.partition("/")
         meta = (
             self._services.store.document_by_path(collection, path) if collection and path else None

@@ -9,11 +9,13 @@ from dataclasses import dataclass
 
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
 from adapters.mcp.ldims import LdimsSurface
+from adapters.mcp.ldims_backend import RemoteLdims
 from adapters.mcp.memorize import MemorizeSurface
 from adapters.mcp.projmem import ProjmemSurface
 from adapters.mcp.protocol import Surface
 from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.spec import SpecSurface
+from domain.document_backend import DocumentBackend
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
 from domain.usecases.memorize import Memorizer
 from domain.usecases.services import Services
@@ -34,6 +36,9 @@ class SurfaceContext:
     # the server's request time limit (--request-timeout, QMD_REQUEST_TIMEOUT or seed 003's
     # MCP_REQUEST_TIMEOUT_SECONDS), for a surface that times itself; None: its own default
     request_timeout_s: float | None = None
+    # seed 003's LDIMS backend (LDIMS_API_BASE_URL), for a surface that serves from one;
+    # None: the local index
+    document_backend: DocumentBackend | None = None
 
 
 SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
@@ -42,6 +47,7 @@ _FACTORIES: dict[str, SurfaceFactory] = {}
 _ALIASES: dict[str, str] = {}
 _TALKS_BACK: set[str] = set()
 _TIMES_ITSELF: set[str] = set()
+_READS_WORKING_ENV_FILE: set[str] = set()
 # How much longer the transport waits for a surface that answers its own timeouts (LDIMS's
 # SEARCH_TIMEOUT) before it answers with its generic timeout error instead.
 OWN_TIMEOUT_GRACE_S = 5.0
@@ -53,11 +59,14 @@ def register_surface(
     aliases: tuple[str, ...] = (),
     talks_back: bool = False,
     times_itself: bool = False,
+    reads_working_env_file: bool = False,
 ) -> None:
     """`talks_back`: the surface's tools send the client requests while they run (sampling),
     so the 2025-era HTTP transport answers its POSTs as a live event stream. `times_itself`:
     the surface answers a request past the time limit in its own words, so the transport's
-    own limit comes a little later (`transport_timeout`)."""
+    own limit comes a little later (`transport_timeout`). `reads_working_env_file`: the
+    surface's service is configured by a `.env` in the working folder when no `--env-file`
+    names another (seed 003 §7.1)."""
     _FACTORIES[name] = factory
     for alias in aliases:
         _ALIASES[alias] = name
@@ -65,10 +74,16 @@ def register_surface(
         _TALKS_BACK.add(name)
     if times_itself:
         _TIMES_ITSELF.add(name)
+    if reads_working_env_file:
+        _READS_WORKING_ENV_FILE.add(name)
 
 
 def talks_back(name: str) -> bool:
     return canonical_surface(name) in _TALKS_BACK
+
+
+def reads_working_env_file(name: str) -> bool:
+    return canonical_surface(name) in _READS_WORKING_ENV_FILE
 
 
 def transport_timeout(name: str, timeout_s: float) -> float:
@@ -105,15 +120,18 @@ register_surface(
 register_surface(
     f"compat-{COMPAT_VERSION}", lambda services, _ctx: CompatSurface(services), (COMPAT_VERSION,)
 )
-register_surface(  # seed 003: SEARCH_TIMEOUT is its own answer to a slow search
+# seed 003: SEARCH_TIMEOUT is its own answer to a slow search; its service reads `.env`
+register_surface(
     "ldims",
     lambda services, ctx: LdimsSurface(
         services,
         services.extraction,
         hard_limit=ctx.max_results,
         timeout_s=ctx.request_timeout_s,
+        remote=RemoteLdims(ctx.document_backend) if ctx.document_backend is not None else None,
     ),
     times_itself=True,
+    reads_working_env_file=True,
 )
 
 

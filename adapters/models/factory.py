@@ -101,7 +101,9 @@ def models_from_config(
     )
     reranker: Reranker | None = None
     expander: QueryExpander | None = None
-    if is_remote_ref(refs["rerank"]):
+    if is_off(refs["rerank"]):
+        pass  # no reranking stage: search says it skipped it
+    elif is_remote_ref(refs["rerank"]):
         reranker = RemoteReranker(refs["rerank"], env=environ, cache=cache)
     elif local:
         reranker = LlamaReranker(
@@ -112,7 +114,9 @@ def models_from_config(
             original_rules=original_rules,
         )
     max_tokens = _expand_max_tokens(environ)
-    if is_remote_ref(refs["generate"]):
+    if is_off(refs["generate"]):
+        pass  # no query expansion
+    elif is_remote_ref(refs["generate"]):
         expander = RemoteQueryExpander(
             refs["generate"], env=environ, cache=cache, max_tokens=max_tokens
         )
@@ -125,6 +129,15 @@ def models_from_config(
             max_tokens=max_tokens,
         )
     return Models(embedder=embedder, reranker=reranker, expander=expander, identity=identity)
+
+
+OFF = "none"
+
+
+def is_off(ref: str) -> bool:
+    """`none` as the reranking or query-expansion model turns that stage off (an image that
+    carries only an embedding model, deploy/README.md), instead of fetching the default."""
+    return ref.strip().lower() == OFF
 
 
 def _expand_max_tokens(env: Mapping[str, str]) -> int:

@@ -115,3 +115,15 @@ def test_compat_reranker_without_a_ranking_head_scores_like_the_original(tmp_pat
     # the original's fallback: 0.5 for every candidate, and the model is never loaded
     assert compat.rerank("query", ["a", "b", "a"]) == [0.5, 0.5, 0.5]
     assert isinstance(compat, LlamaReranker) and not compat._model.loaded
+
+
+def test_none_turns_rerank_and_expansion_off(tmp_path: Path) -> None:
+    """The container image's switch (deploy/README.md): `none` builds no adapter for that
+    role instead of fetching the default model; the embedder is unaffected."""
+    env = {"QMD_RERANK_MODEL": "none", "QMD_GENERATE_MODEL": " None "}
+    off = models_from_config({}, str(tmp_path), env)
+    assert off.reranker is None and off.expander is None
+    assert isinstance(off.embedder, LlamaEmbedder)
+    on = models_from_config({}, str(tmp_path), {})
+    assert isinstance(on.reranker, LlamaReranker)
+    assert isinstance(on.expander, LlamaQueryExpander)

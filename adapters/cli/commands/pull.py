@@ -26,6 +26,7 @@ def pull(args: argparse.Namespace) -> int:
     from adapters.bootstrap import builtin_models
     from adapters.config.trust import decide, untrusted_view
     from adapters.config.yaml_config import load_config
+    from adapters.models.factory import is_off
     from adapters.models.references import ROLES, ModelResolver, select_model_refs
     from domain.errors import QmdError
 
@@ -45,6 +46,9 @@ def pull(args: argparse.Namespace) -> int:
     for role in ("embed", "generate", "rerank"):
         assert role in ROLES
         reference = references[role]
+        if is_off(reference):
+            out(f"- {role}: none (that stage is off)\n")
+            continue
         cached = resolver.find_cached(reference)
         if cached is not None:
             out(f"- {reference} -> {cached} ({_size(str(cached))}, cached/checked)\n")

@@ -71,10 +71,21 @@ def _surface_name(args: argparse.Namespace) -> str:
     return surface
 
 
-def _settings(args: argparse.Namespace) -> Any:
-    """Flags, then the environment, then `--env-file`, then the defaults (0032)."""
-    from adapters.config.service import resolve_settings
+def _settings(args: argparse.Namespace, surface: str) -> Any:
+    """Flags, then the environment, then `--env-file`, then the defaults (0032). A surface
+    configured through `.env` (seed 003) reads the working folder's when no file is named."""
+    from adapters.config.service import ENV_FILE_VAR, WORKING_ENV_FILE, resolve_settings
+    from adapters.mcp.registry import reads_working_env_file
     from domain.errors import QmdError
+
+    env_file = args.env_file
+    if (
+        env_file is None
+        and not os.environ.get(ENV_FILE_VAR)
+        and reads_working_env_file(surface)
+        and os.path.isfile(WORKING_ENV_FILE)
+    ):
+        env_file = os.path.abspath(WORKING_ENV_FILE)
 
     flags = {
         "request_timeout": args.request_timeout,
@@ -84,7 +95,7 @@ def _settings(args: argparse.Namespace) -> Any:
         "watch": True if args.watch else None,
     }
     try:
-        return resolve_settings(flags, os.environ, args.env_file)
+        return resolve_settings(flags, os.environ, env_file)
     except QmdError as error:
         raise CommandError(f"qmd: {error.code}: {error.message}", code=2) from error
 
@@ -122,14 +133,20 @@ def _daemon_child_args(argv: list[str]) -> list[str]:
 def _serve(args: argparse.Namespace, transport: str) -> int:
     import logging
 
-    from adapters.bootstrap import build_app, keep_models_warm, watch_collections
+    from adapters.bootstrap import (
+        build_app,
+        document_backend,
+        keep_models_warm,
+        watch_collections,
+    )
     from adapters.mcp.registry import SurfaceContext, canonical_surface, transport_timeout
+    from domain.errors import QmdError
 
     force_root = os.path.realpath(args.force_root) if args.force_root else None
     if force_root is not None and not os.path.isdir(force_root):
         raise CommandError(f"--force-root: not a directory: {args.force_root}", code=2)
     surface = _surface_name(args)
-    settings = _settings(args)
+    settings = _settings(args, surface)
     # the file's variables reach every part of the process that reads the environment
     os.environ.update({k: v for k, v in settings.env.items() if k not in os.environ})
     options = _http_options(args, settings)
@@ -151,6 +168,11 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
             force_root=force_root,
             compat=canonical_surface(surface) == canonical_surface(IMPLEMENTS),
         )
+    try:
+        backend = document_backend(settings.env, settings.request_timeout_s)
+    except QmdError as error:
+        app.close()
+        raise CommandError(f"qmd: {error.code}: {error.message}", code=2) from error
     unloader = keep_models_warm(app.models, settings.models_idle_unload_s)
     app.closers.insert(0, unloader.stop)
     if settings.watch:
@@ -162,6 +184,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
         memory=_memory_opener(app),
         max_results=settings.max_results,
         request_timeout_s=settings.request_timeout_s,
+        document_backend=backend,
     )
     timeout_s = transport_timeout(surface, settings.request_timeout_s)
     options = _replace(options, timeout_s=timeout_s)
@@ -262,7 +285,8 @@ def _service_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--env-file",
         metavar="PATH",
-        help="read settings from this .env file, below the environment (env QMD_ENV_FILE)",
+        help="read settings from this .env file, below the environment (env QMD_ENV_FILE); "
+        "--surface ldims reads ./.env when no file is named",
     )
 
 
