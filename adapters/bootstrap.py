@@ -238,8 +238,8 @@ def _wire_projmem(app: App, adapters: ProjmemAdapters, keeper: ChunkKeeper) -> N
         adapters.notes,
         app.collections,
         app.clock,
-        refusal=adapters.refusal,
     )
+    app.sessions.refusal = adapters.refusal
 
 
 def build_app(

@@ -28,7 +28,7 @@ from domain.sessions import TURN_TEXT_CHARS, SessionRef, Transcript, Turn, TurnW
 DEFAULT_SESSIONS_DIR = os.path.join("~", ".claude", "projects")
 MODIFYING_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 # One JSONL line is parsed whole; a longer one is skipped and counted, so reading a
-# transcript holds at most this much of it at once whatever the file size (REQ-PROJMEM-SESSION-006).
+# transcript holds at most this much of it at once whatever the file size (REQ-PROJMEM-SESSION-005).
 MAX_LINE_BYTES = 8 * 1024 * 1024
 _SKIP_CHUNK = 1024 * 1024
 _TOO_LONG = b"\xff"  # stands for a skipped over-long line: not JSON, so counted as skipped

@@ -56,7 +56,6 @@ class SessionMemory:
         notes: NoteWriter,
         collections: CollectionManager,
         clock: Clock,
-        refusal: QmdError | None = None,
     ) -> None:
         self._sessions = sessions
         self._summaries = summaries
@@ -65,10 +64,10 @@ class SessionMemory:
         self._clock = clock
         # why sessions may not be served here (a vault outside --force-root), set by the
         # composition root; the projmem surface refuses to start with it
-        self.refusal = refusal
+        self.refusal: QmdError | None = None
         # a transcript's figures (turns, compactions, last write) by session id, valid while
         # its file keeps the same size and mtime: listing with a filter re-reads only what
-        # changed (REQ-PROJMEM-SESSION-006)
+        # changed (REQ-PROJMEM-SESSION-005)
         self._figures: dict[str, tuple[tuple[int, int], Transcript]] = {}
 
     @property

@@ -1,4 +1,4 @@
-"""Transcripts are streamed and list figures cached (REQ-PROJMEM-SESSION-006, issue 22
+"""Transcripts are streamed and list figures cached (REQ-PROJMEM-SESSION-005, issue 22
 finding 9): reading a page of a large Claude Code transcript holds one line and one page,
 not the file; `session_list` with a status filter reads an unchanged transcript once."""
 
