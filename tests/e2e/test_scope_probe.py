@@ -429,38 +429,34 @@ def test_nothing_outside_the_root_answers_except_as_missing(
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("transport", [[], ["--http", "--port", "0"]], ids=["stdio", "http"])
 @pytest.mark.parametrize(
     ("surface", "setting", "folder"),
     [("memorize", "QMD_MEMORY_DIR", "memory"), ("projmem", "QMD_SESSIONS_VAULT", "vault")],
 )
 def test_a_written_folder_outside_the_root_refuses_to_start(
-    tmp_path: Path, surface: str, setting: str, folder: str
+    tmp_path: Path, surface: str, setting: str, folder: str, transport: list[str]
 ) -> None:
-    """REQ-SEC-SCOPE-003: named in the error, and nothing created there."""
+    """REQ-SEC-SCOPE-003: named in the error, on every transport, nothing created there."""
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
     env = {**fixture_env(tmp_path), setting: str(outside / folder)}
     env["QMD_EMBED_MODEL"] = str(EMBED_MODEL)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "adapters.cli.main",
-            "mcp",
-            "--surface",
-            surface,
-            "--force-root",
-            str(root),
-        ],
-        env=env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    command = [sys.executable, "-m", "adapters.cli.main", "mcp", *transport]
+    try:
+        done = subprocess.run(
+            [*command, "--surface", surface, "--force-root", str(root)],
+            env=env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired as running:
+        pytest.fail(f"the server started instead of refusing: {running.stderr!r}")
     assert done.returncode != 0 and setting in done.stderr, done
-    assert "outside --force-root" in done.stderr, done.stderr
+    assert "out-of-root" in done.stderr and "outside --force-root" in done.stderr, done.stderr
     assert not (outside / folder).exists()
     assert not done.stdout.strip()
 
