@@ -594,7 +594,7 @@ def open_memory(app: App, env: Mapping[str, str] | None = None) -> Memorizer:
     app.closers.insert(0, store.close)
     memorizer = Memorizer(store, app.models.embedder, app.clock, memory_thresholds(env))
     collection = next((c for c in app.store.list_collections() if c.path == folder), None)
-    if collection is None and app.store.get_collection(MEMORY_COLLECTION) is None:
+    if collection is None and not app.collections.name_taken(MEMORY_COLLECTION):
         collection, _ = app.collections.add(folder, MEMORY_COLLECTION, "**/*.md")
     if collection is not None:
         indexed = collection

@@ -86,7 +86,7 @@ class CollectionManager:
         chosen = name or posixpath.basename(root)
         if not chosen or "/" in chosen:
             raise QmdError(INVALID_ARGUMENT, f"Invalid collection name: {chosen!r}")
-        if self._store.get_collection(chosen) is not None:
+        if self.name_taken(chosen):
             raise QmdError(CONFLICT, f"Collection '{chosen}' already exists.")
         for existing in self._store.list_collections():
             if existing.path == root and existing.pattern == pattern:
@@ -100,6 +100,14 @@ class CollectionManager:
         if self._cache is not None:
             self._cache.clear()
         return collection, self.index(collection, progress)
+
+    def name_taken(self, name: str) -> bool:
+        """A collection of that name exists in the index or the config, seen or not: a
+        scoped view (`--force-root`) hides outside collections, and adding one under a
+        hidden name would overwrite it (REQ-SEC-SCOPE-003)."""
+        if self._store.get_collection(name) is not None:
+            return True
+        return any(c.name == name for c in self._config.load_collections())
 
     def remove(self, name: str) -> int:
         self.get(name)

@@ -163,10 +163,9 @@ class SessionMemory:
             if posixpath.normpath(collection.path) == folder:
                 self._collections.index(collection)
                 return collection.name
-        taken = {c.name for c in self._collections.list()}
         name = VAULT_COLLECTION
         number = 2
-        while name in taken:
+        while self._collections.name_taken(name):
             name, number = f"{VAULT_COLLECTION}-{number}", number + 1
         self._collections.add(folder, name)
         return name

@@ -306,6 +306,9 @@ def probe_memorize(client: Client, world: World) -> Iterator[Exchange]:
     # nothing was written outside, and the inside store got its file
     assert sorted(p.name for p in (world.outside / "memory").rglob("*.md")) == before
     assert list((world.root / "memory").rglob("*.md")), "store_qa wrote nothing inside"
+    # the hidden `memory` collection of the unrooted server is not taken over
+    config = (Path(world.env["QMD_CONFIG_DIR"]) / "index.yml").read_text(encoding="utf-8")
+    assert str(world.outside / "memory") in config and str(world.root / "memory") not in config
 
 
 def probe_projmem(client: Client, world: World) -> Iterator[Exchange]:
