@@ -411,6 +411,8 @@ def _wire(
     )
     app.force_root = policy.root
     app.scope = policy
+    if policy.root is not None:  # a rooted server adds and indexes only inside folders
+        app.collections.admits = policy.allows
     app.closers.append(index.close)
     if not isinstance(index, SqliteIndex):
         app.backend = "postgresql"

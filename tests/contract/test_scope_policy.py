@@ -108,3 +108,28 @@ def test_transcripts_are_admitted_by_real_path(tmp_path: Path) -> None:
         "here",
         "linked",
     ]
+
+
+def test_a_rooted_app_adds_and_indexes_only_inside_folders(tmp_path: Path) -> None:
+    """`collection add` and indexing under --force-root ask the same policy."""
+    from adapters.bootstrap import build_app
+    from tests.mcp_harness import fixture_env
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "notes").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nzebra\n", encoding="utf-8")
+    (root / "notes" / "a.md").write_text("# A\n\nkettle\n", encoding="utf-8")
+    env = fixture_env(tmp_path)
+    app = build_app(env=env, with_models=False, force_root=str(root))
+    try:
+        with pytest.raises(QmdError) as caught:
+            app.collections.add(str(outside), "out")
+        assert caught.value.code == OUT_OF_ROOT
+        _added, counts = app.collections.add(str(root / "notes"), "notes")
+        assert counts.indexed == 1
+    finally:
+        app.close()
+    config = Path(env["QMD_CONFIG_DIR"]) / "index.yml"
+    assert "notes" in config.read_text(encoding="utf-8")
+    assert str(outside) not in config.read_text(encoding="utf-8")
