@@ -26,12 +26,14 @@ from adapters.fs.claude_sessions import ClaudeCodeSessions, VaultFolder
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
 from adapters.fs.front_matter import YamlFrontMatter
-from adapters.fs.memory import MarkdownMemoryStore
-from adapters.fs.root_scope import (
+from adapters.fs.memory import MarkdownMemoryStore, MemoryRows
+from adapters.fs.scope import (
+    FolderScopedMemoryRows,
     RootScope,
     RootScopedLexicalIndex,
     RootScopedStore,
     RootScopedVectorIndex,
+    ScopePolicy,
 )
 from adapters.fs.watch import IndexWatcher
 from adapters.ldims_api.client import HttpDocumentBackend
@@ -45,6 +47,7 @@ from adapters.sqlite.store import SqliteIndex
 from domain.document_backend import DocumentBackend
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.memory import DEFAULT_FUSION_THRESHOLD, DEFAULT_TOPIC_THRESHOLD, require_threshold
+from domain.model import Collection
 from domain.ports import (
     ChunkIndex,
     Clock,
@@ -88,6 +91,9 @@ class ProjmemAdapters:
     summaries: SummaryStore
     notes: NoteWriter
     timer: Callable[[], float] = time.perf_counter
+    # why the session vault may not be written (a vault outside --force-root): the projmem
+    # surface refuses to start with it
+    refusal: QmdError | None = None
 
 
 @dataclass
@@ -113,6 +119,8 @@ class App:
     # the approval state of a project-local `.qmd/index.yml` (adapters.config.trust)
     trust: TrustDecision | None = None
     force_root: str | None = None
+    # root, trust and allow-list: every part that reads or writes a file asks it
+    scope: ScopePolicy = field(default_factory=ScopePolicy)
     closers: list[Any] = field(default_factory=list)
     chunks: ChunkSearch | None = None
     sessions: SessionMemory | None = None
@@ -227,8 +235,13 @@ def _wire_projmem(app: App, adapters: ProjmemAdapters, keeper: ChunkKeeper) -> N
         app.store, app.searcher, adapters.chunks, adapters.figures, adapters.timer
     )
     app.sessions = SessionMemory(
-        adapters.sessions, adapters.summaries, adapters.notes, app.collections, app.clock
+        adapters.sessions,
+        adapters.summaries,
+        adapters.notes,
+        app.collections,
+        app.clock,
     )
+    app.sessions.refusal = adapters.refusal
 
 
 def build_app(
@@ -244,8 +257,10 @@ def build_app(
     """The production graph: the index (SQLite file or PostgreSQL URL) + YAML config + file
     system (+ GGUF models).
 
-    With `force_root`, every read the use cases make goes through the root scope
-    (`adapters.fs.root_scope`): the app sees only collections whose folders lie inside it.
+    One scope policy (`adapters.fs.scope`) is built here from `force_root` and the trust
+    decision and reaches every part that reads or writes a file: with `force_root` the app
+    sees only collections whose folders lie inside it, and an unapproved local config's
+    outside collections are never indexed (not by `--watch` either).
     `compat`: the models follow the original 2.8.3's rules (the `--compat` MCP server).
     """
     environ = os.environ if env is None else env
@@ -253,6 +268,7 @@ def build_app(
     index = open_index(db_path, environ)
     config = load_config(config_path)
     trust = decide(config, config_path, environ, builtin_models())
+    scope = scope_policy(force_root, trust, environ.get("HOME"))
     if os.path.exists(config_path):
         sync_config_to_store(
             config,
@@ -277,8 +293,8 @@ def build_app(
         config_path,
         models,
         environ.get("HOME"),
-        force_root,
-        _projmem_adapters(index, environ),
+        scope,
+        _projmem_adapters(index, environ, scope),
     )
     app.db_path, app.config_path = db_path, config_path
     app.trust = trust
@@ -311,12 +327,32 @@ def open_index(location: str, env: Mapping[str, str]) -> SqliteIndex | PostgresI
     return SqliteIndex.open(location, env)
 
 
+def scope_policy(
+    force_root: str | None, trust: TrustDecision | None, home: str | None
+) -> ScopePolicy:
+    """The process's one scope policy: the root, and the collections an unapproved
+    project-local config names outside its project (never indexed, REQ-SEC-SCOPE-002)."""
+    withheld = (
+        [name for name, _path in trust.gated.paths]
+        if trust is not None and not trust.allowed
+        else []
+    )
+    return ScopePolicy(force_root, withheld, home)
+
+
 def _projmem_adapters(
-    index: SqliteIndex | PostgresIndex, environ: Mapping[str, str]
+    index: SqliteIndex | PostgresIndex,
+    environ: Mapping[str, str],
+    scope: ScopePolicy | None = None,
 ) -> ProjmemAdapters:
     """Chunk tables in the index file; sessions from `QMD_SESSIONS_DIR` (default
     `~/.claude/projects`); summary notes into `QMD_SESSIONS_VAULT` (default
-    `$XDG_DATA_HOME/qmd/sessions`, else `~/.local/share/qmd/sessions`)."""
+    `$XDG_DATA_HOME/qmd/sessions`, else `~/.local/share/qmd/sessions`).
+
+    Under a root, a transcript whose real path lies outside it is absent (the sessions
+    folder is read-only, so it is confined), and a vault outside it makes the projmem surface
+    refuse to start (it is written to), REQ-SEC-SCOPE-003."""
+    policy = scope or ScopePolicy()
     home = environ.get("HOME") or os.path.expanduser("~")
     sessions_dir = environ.get("QMD_SESSIONS_DIR") or os.path.join(home, ".claude", "projects")
     data_home = environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
@@ -324,12 +360,18 @@ def _projmem_adapters(
     tables: SqliteChunkIndex | PostgresIndex = (
         SqliteChunkIndex(index.connection) if isinstance(index, SqliteIndex) else index
     )
+    refusal: QmdError | None = None
+    try:
+        policy.require_inside("QMD_SESSIONS_VAULT", os.path.expanduser(vault))
+    except QmdError as error:
+        refusal = error
     return ProjmemAdapters(
         chunks=tables,
         figures=tables,
-        sessions=ClaudeCodeSessions(sessions_dir),
+        sessions=ClaudeCodeSessions(sessions_dir, admit=policy.contains_path),
         summaries=tables,
         notes=VaultFolder(vault),
+        refusal=refusal,
     )
 
 
@@ -338,14 +380,14 @@ def _wire(
     config_path: str,
     models: Models,
     home: str | None,
-    force_root: str | None,
+    policy: ScopePolicy,
     projmem: ProjmemAdapters | None = None,
 ) -> App:
     store: DocumentStore = index
     lexical: LexicalIndex = index
     vectors: VectorIndex = index
-    if force_root is not None:
-        scope = RootScope(force_root, index)
+    if policy.root is not None:
+        scope = RootScope(policy, index)
         scoped_store = RootScopedStore(index, scope)
         store = scoped_store
         lexical = RootScopedLexicalIndex(index, scope)
@@ -369,7 +411,10 @@ def _wire(
         metadata=index,
         projmem=projmem,
     )
-    app.force_root = force_root
+    app.force_root = policy.root
+    app.scope = policy
+    if policy.root is not None:  # a rooted server adds and indexes only inside folders
+        app.collections.admits = policy.allows
     app.closers.append(index.close)
     if not isinstance(index, SqliteIndex):
         app.backend = "postgresql"
@@ -401,8 +446,8 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
     beside a writer such as `qmd update`), wired like `app` itself."""
     environ = os.environ if env is None else env
     index = open_index(app.db_path, environ)
-    projmem = _projmem_adapters(index, environ)
-    reader = _wire(index, app.config_path, app.models, app.home, app.force_root, projmem)
+    projmem = _projmem_adapters(index, environ, app.scope)
+    reader = _wire(index, app.config_path, app.models, app.home, app.scope, projmem)
     if not isinstance(index, SqliteIndex):
         return IndexReader(reader.services(), index.interrupt, reader.close)
     raw = index.connection.raw
@@ -417,7 +462,9 @@ def keep_models_warm(models: Models, idle_s: float) -> IdleUnloader:
 
 def watch_collections(app: App, env: Mapping[str, str] | None = None) -> IndexWatcher:
     """Re-index a collection of `app`'s index soon after its files change, on a thread and
-    connection of its own (adapters/fs/watch.py). `app.close()` stops it."""
+    connection of its own (adapters/fs/watch.py). `app.close()` stops it. Only collections
+    the app's scope policy allows are watched and re-indexed, start-up catch-up included:
+    not one outside the root, not one an unapproved local config names (REQ-SEC-SCOPE-002)."""
     environ = os.environ if env is None else env
     opened: list[App] = []
 
@@ -425,15 +472,22 @@ def watch_collections(app: App, env: Mapping[str, str] | None = None) -> IndexWa
         if not opened:  # opened on the watcher's thread, which alone uses it
             index = open_index(app.db_path, environ)
             projmem = _projmem_adapters(index, environ)
-            # wired like the app (chunks kept in step), without models: it never embeds
-            opened.append(_wire(index, app.config_path, Models(), app.home, None, projmem))
+            # wired like the app (chunks kept in step), without models: it never embeds; it
+            # writes every collection's rows, so its own store is not scoped (what it is
+            # asked to re-index is)
+            opened.append(_wire(index, app.config_path, Models(), app.home, ScopePolicy(), projmem))
         return opened[0]
+
+    def allowed() -> list[Collection]:
+        return [c for c in writer().store.list_collections() if app.scope.allows(c)]
 
     def reindex(name: str) -> None:
         manager = writer().collections
-        manager.index(manager.get(name))
+        collection = manager.get(name)
+        if app.scope.allows(collection):
+            manager.index(collection)
 
-    watcher = IndexWatcher(lambda: writer().store.list_collections(), reindex).start()
+    watcher = IndexWatcher(allowed, reindex).start()
 
     def stop() -> None:
         watcher.stop()
@@ -533,20 +587,29 @@ def _memory_store(app: App, folder: str, env: Mapping[str, str]) -> MarkdownMemo
         def lock() -> AbstractContextManager[bool]:
             return index_lock("memory", True)
 
-        return MarkdownMemoryStore(folder, index, lock=lock, on_close=index.close)
+        return MarkdownMemoryStore(folder, _scoped_rows(app, index, folder), lock, index.close)
     rows = SqliteMemoryRows.open(app.db_path, env)
-    return MarkdownMemoryStore(folder, rows, on_close=rows.close)
+    return MarkdownMemoryStore(folder, _scoped_rows(app, rows, folder), on_close=rows.close)
+
+
+def _scoped_rows(app: App, rows: MemoryRows, folder: str) -> MemoryRows:
+    """Under a root, the index's memory rows as seen from this folder alone: records stored
+    from a folder elsewhere (by an unrooted server) are absent (REQ-SEC-SCOPE-004)."""
+    return FolderScopedMemoryRows(rows, folder) if app.scope.root is not None else rows
 
 
 def open_memory(app: App, env: Mapping[str, str] | None = None) -> Memorizer:
     """Seed 004's memory over `app`'s index: the markdown store in the memory folder (made a
     QMD collection named `memory` when no collection covers it yet), the app's embedder."""
     folder = memory_folder(app, env)
+    # under --force-root the memory's files must lie inside: refuse before anything is
+    # created (REQ-SEC-SCOPE-003)
+    app.scope.require_inside("QMD_MEMORY_DIR", folder)
     store = _memory_store(app, folder, os.environ if env is None else env)
     app.closers.insert(0, store.close)
     memorizer = Memorizer(store, app.models.embedder, app.clock, memory_thresholds(env))
     collection = next((c for c in app.store.list_collections() if c.path == folder), None)
-    if collection is None and app.store.get_collection(MEMORY_COLLECTION) is None:
+    if collection is None and not app.collections.name_taken(MEMORY_COLLECTION):
         collection, _ = app.collections.add(folder, MEMORY_COLLECTION, "**/*.md")
     if collection is not None:
         indexed = collection

@@ -92,10 +92,15 @@ class MergeGroup:
 
 
 def require_text(name: str, value: str, limit: int) -> str:
-    """The trimmed value, or `invalid-argument` when it is empty or longer than `limit`."""
+    """The trimmed value, or `invalid-argument` when it is empty, longer than `limit`, or holds
+    a NUL or a lone surrogate (neither survives a UTF-8 markdown file, REQ-MEM-STORE-007)."""
     text = value.strip()
     if not text:
         raise QmdError(INVALID_ARGUMENT, f"{name} must not be empty")
+    if "\x00" in text:
+        raise QmdError(INVALID_ARGUMENT, f"{name} must not contain NUL (U+0000)")
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        raise QmdError(INVALID_ARGUMENT, f"{name} must not contain lone surrogates")
     if len(text) > limit:
         raise QmdError(
             INVALID_ARGUMENT, f"{name} is {len(text)} characters long; the limit is {limit}"
@@ -250,7 +255,9 @@ def parse_record(text: str) -> MemoryRecord | None:
     if end < 0:
         return None
     fields: dict[str, object] = {}
-    for line in text[3:end].splitlines():
+    # only "\n" ends a front-matter line: str.splitlines() would also cut at U+2028, U+2029,
+    # U+0085 and others inside a value (REQ-MEM-STORE-007)
+    for line in text[3:end].split("\n"):
         key, sep, raw = line.partition(":")
         if sep and key.strip() in _FIELDS:
             fields[key.strip()] = _value(raw.strip())

@@ -32,7 +32,7 @@ from domain.model import (
     VectorHit,
 )
 from domain.sections import Section
-from domain.sessions import SessionRef, Transcript
+from domain.sessions import SessionRef, Transcript, TurnWindow
 
 
 @dataclass(frozen=True)
@@ -378,7 +378,9 @@ class ChunkIndex(Protocol):
         """The live rows of one document, in sequence order (none: not indexed or not chunked)."""
         ...
 
-    def live_chunk_count(self) -> int: ...
+    def live_chunk_count(self, collections: Sequence[str] | None = None) -> int:
+        """Live rows in all collections, or in those named."""
+        ...
 
 
 class NamespaceRegistry(Protocol):
@@ -396,7 +398,9 @@ class SessionSource(Protocol):
         """Every session, most recently written first."""
         ...
 
-    def read_session(self, session_id: str) -> Transcript | None: ...
+    def read_session(self, session_id: str, window: TurnWindow | None = None) -> Transcript | None:
+        """The session's figures, and the text of the turns in `window` (None: every turn)."""
+        ...
 
 
 class SummaryStore(Protocol):

@@ -21,11 +21,19 @@ TURN_TEXT_CHARS = 4000  # a longer turn is cut (the transcript file keeps it who
 TRANSCRIPT_CHARS = 60_000  # one page of transcript text at most
 
 
+# (first turn number, how many turns) whose text a reader keeps; the rest are only counted
+TurnWindow = tuple[int, int]
+
+
 @dataclass(frozen=True)
 class SessionRef:
     session_id: str
     project: str
     modified_at: str  # ISO 8601 UTC, the transcript file's last write
+    # the file's size and last write in nanoseconds: what a cache of its figures is keyed by
+    # (-1 / 0: unknown, never cached)
+    size: int = -1
+    mtime_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,7 @@ class Turn:
     text: str
     tools: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
+    chars: int = -1  # the whole text's length when `text` holds only its start (-1: all of it)
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,12 @@ class Transcript:
     started_at: str | None = None
     ended_at: str | None = None
     files_modified: tuple[str, ...] = field(default=())
+    # how many turns the session has; `turns` may hold only a window of them (-1: all)
+    turn_count: int = -1
+
+    @property
+    def total_turns(self) -> int:
+        return self.turn_count if self.turn_count >= 0 else len(self.turns)
 
 
 def parse_iso(value: str) -> datetime | None:
@@ -102,18 +117,19 @@ def render_transcript(
         raise QmdError(INVALID_ARGUMENT, "fromTurn must be at least 1")
     if not 1 <= max_turns <= MAX_TURNS:
         raise QmdError(INVALID_ARGUMENT, f"maxTurns must be between 1 and {MAX_TURNS}")
-    turns = transcript.turns
+    total = transcript.total_turns
+    page = [t for t in transcript.turns if from_turn <= t.number < from_turn + max_turns]
     body: list[str] = []
     used = 0
     last = 0
-    for turn in turns[from_turn - 1 : from_turn - 1 + max_turns]:
+    for turn in page:
         block = _turn_block(turn)
         if body and used + len(block) > TRANSCRIPT_CHARS:
             break
         body.append(block)
         used += len(block)
         last = turn.number
-    next_turn = last + 1 if last and last < len(turns) else None
+    next_turn = last + 1 if last and last < total else None
     ref = transcript.ref
     header = [
         f"Session: {ref.session_id}",
@@ -121,7 +137,7 @@ def render_transcript(
         f"Duration: {duration_text(transcript)}"
         + (f" ({transcript.started_at} to {transcript.ended_at})" if transcript.started_at else ""),
         "Files modified: " + (", ".join(transcript.files_modified) or "(none)"),
-        f"Turns: {len(turns)}"
+        f"Turns: {total}"
         + (f" (showing {from_turn}-{last})" if last else f" (none from {from_turn})"),
     ]
     if transcript.skipped_lines:
@@ -137,8 +153,9 @@ def _turn_block(turn: Turn) -> str:
     if turn.tools:
         lines.append("Tools: " + ", ".join(turn.tools))
     text = turn.text
-    if len(text) > TURN_TEXT_CHARS:
-        text = text[:TURN_TEXT_CHARS] + f"\n[... {len(turn.text) - TURN_TEXT_CHARS} more chars]"
+    whole = max(turn.chars, len(text))
+    if whole > TURN_TEXT_CHARS:
+        text = text[:TURN_TEXT_CHARS] + f"\n[... {whole - TURN_TEXT_CHARS} more chars]"
     lines.append(text)
     return "\n".join(lines) + "\n"
 
@@ -246,7 +263,7 @@ def summary_note(summary: SessionSummary, transcript: Transcript) -> str:
         "## Session",
         "",
         f"- Duration: {duration_text(transcript)}",
-        f"- Turns: {len(transcript.turns)}",
+        f"- Turns: {transcript.total_turns}",
         "- Files modified: " + (", ".join(transcript.files_modified) or "(none)"),
         "",
     ]

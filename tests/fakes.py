@@ -48,7 +48,7 @@ from domain.model import (
 from domain.paths import scan_order_key
 from domain.ports import ChunkRow, CollectionCount, DocumentCut, UpsertOutcome
 from domain.sections import Section
-from domain.sessions import SessionRef, Transcript
+from domain.sessions import SessionRef, Transcript, TurnWindow
 
 DIMENSION_MISMATCH = (
     "Embedding dimension mismatch: existing vectors are {existing}d but the current model "
@@ -763,9 +763,12 @@ class InMemoryChunkIndex:
         chosen = [r for r in rows if r is not None and (r.collection, r.path) == (collection, path)]
         return sorted(chosen, key=lambda r: r.seq)
 
-    def live_chunk_count(self) -> int:
+    def live_chunk_count(self, collections: Sequence[str] | None = None) -> int:
         live = self._live()
-        return sum(self._located(i, live) is not None for i in self._rows)
+        rows = [self._located(i, live) for i in self._rows]
+        return sum(
+            r is not None and (collections is None or r.collection in collections) for r in rows
+        )
 
     def namespace_ids(self, names: Sequence[str]) -> dict[str, int]:
         for name in names:
@@ -799,8 +802,13 @@ class InMemorySessions:
         refs = [t.ref for t in self._transcripts.values()]
         return sorted(refs, key=lambda r: (r.modified_at, r.session_id), reverse=True)
 
-    def read_session(self, session_id: str) -> Transcript | None:
-        return self._transcripts.get(session_id)
+    def read_session(self, session_id: str, window: TurnWindow | None = None) -> Transcript | None:
+        transcript = self._transcripts.get(session_id)
+        if transcript is None or window is None:
+            return transcript
+        first, count = window
+        kept = tuple(t for t in transcript.turns if first <= t.number < first + count)
+        return replace(transcript, turns=kept, turn_count=transcript.total_turns)
 
 
 def app_over(store: InMemoryStore, models: Models | None = None) -> App:

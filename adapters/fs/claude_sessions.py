@@ -18,16 +18,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from domain.sessions import SessionRef, Transcript, Turn
+from domain.sessions import TURN_TEXT_CHARS, SessionRef, Transcript, Turn, TurnWindow
 
 DEFAULT_SESSIONS_DIR = os.path.join("~", ".claude", "projects")
 MODIFYING_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
-MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024  # a larger file is read up to here
+# One JSONL line is parsed whole; a longer one is skipped and counted, so reading a
+# transcript holds at most this much of it at once whatever the file size (REQ-PROJMEM-SESSION-005).
+MAX_LINE_BYTES = 8 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
+_TOO_LONG = b"\xff"  # stands for a skipped over-long line: not JSON, so counted as skipped
 
 
 def _iso(epoch: float) -> str:
@@ -39,14 +43,39 @@ def _iso(epoch: float) -> str:
 class _TurnBuilder:
     role: str
     timestamp: str
+    number: int
+    keep: bool  # inside the window asked for: its text, tools and files are kept
     texts: list[str] = field(default_factory=list)
+    chars: int = 0  # the whole text's length, kept or not
     tools: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
 
+    def add_text(self, text: str) -> None:
+        joined = len(text) + (2 if self.chars else 0)
+        if self.keep and self.chars < TURN_TEXT_CHARS:
+            self.texts.append(text[: TURN_TEXT_CHARS - self.chars + 2])
+        self.chars += joined
+
+    def turn(self) -> Turn:
+        text = "\n\n".join(self.texts)
+        return Turn(
+            number=self.number,
+            role=self.role,
+            timestamp=self.timestamp,
+            text=text[:TURN_TEXT_CHARS] if self.chars > TURN_TEXT_CHARS else text,
+            tools=tuple(self.tools),
+            files_modified=tuple(self.modified),
+            chars=self.chars,
+        )
+
 
 class ClaudeCodeSessions:
-    def __init__(self, root: str) -> None:
+    """`admit(path)`: whether a transcript file may be read at all (the scope policy: under
+    `--force-root`, one whose real path lies outside the root is absent)."""
+
+    def __init__(self, root: str, admit: Callable[[str], bool] | None = None) -> None:
         self._root = os.path.expanduser(root)
+        self._admit = admit or (lambda _path: True)
 
     @property
     def root(self) -> str:
@@ -69,31 +98,54 @@ class ClaudeCodeSessions:
             for name in names:
                 if name.endswith(".jsonl") and not name.startswith("agent-"):
                     path = os.path.join(folder, name)
-                    if os.path.isfile(path):
+                    if os.path.isfile(path) and self._admit(os.path.abspath(path)):
                         yield name[: -len(".jsonl")], project, path
+
+    @staticmethod
+    def _ref(session_id: str, project: str, path: str) -> tuple[float, SessionRef]:
+        info = os.stat(path)
+        ref = SessionRef(
+            session_id, project, _iso(info.st_mtime), size=info.st_size, mtime_ns=info.st_mtime_ns
+        )
+        return info.st_mtime, ref
 
     def list_sessions(self) -> list[SessionRef]:
         refs: list[tuple[float, SessionRef]] = []
         for session_id, project, path in self._files():
             try:
-                mtime = os.stat(path).st_mtime
+                refs.append(self._ref(session_id, project, path))
             except OSError:
                 continue
-            refs.append((mtime, SessionRef(session_id, project, _iso(mtime))))
         refs.sort(key=lambda item: (-item[0], item[1].session_id))
         return [ref for _, ref in refs]
 
-    def read_session(self, session_id: str) -> Transcript | None:
+    def read_session(self, session_id: str, window: TurnWindow | None = None) -> Transcript | None:
         for found_id, project, path in self._files():
             if found_id == session_id:
                 try:
-                    mtime = os.stat(path).st_mtime
+                    _mtime, ref = self._ref(session_id, project, path)
                     with open(path, "rb") as handle:
-                        data = handle.read(MAX_TRANSCRIPT_BYTES)
+                        return parse_lines(_bounded_lines(handle), ref, window)
                 except OSError:
                     return None
-                return parse_transcript(data, SessionRef(session_id, project, _iso(mtime)))
         return None
+
+
+def _bounded_lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, read one at a time; a line longer than MAX_LINE_BYTES is passed
+    over in chunks and stands as one unparseable line."""
+    while True:
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while True:
+                rest = handle.readline(_SKIP_CHUNK)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield _TOO_LONG
+            continue
+        yield line
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -104,14 +156,36 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return []
 
 
-def parse_transcript(data: bytes, ref: SessionRef) -> Transcript:
+def parse_transcript(data: bytes, ref: SessionRef, window: TurnWindow | None = None) -> Transcript:
     """Turns, compactions, timestamps and files from the raw JSONL bytes of one session."""
-    turns: list[_TurnBuilder] = []
-    skipped = compactions = 0
+    return parse_lines(data.split(b"\n"), ref, window)
+
+
+def parse_lines(
+    lines: Iterable[bytes], ref: SessionRef, window: TurnWindow | None = None
+) -> Transcript:
+    """The transcript from its JSONL lines, streamed: only the turns in `window` (first turn
+    number, how many; None: every turn) keep their text, so memory stays bounded by one line
+    and one page whatever the file size."""
+    first, count = window if window is not None else (1, None)
+    kept: list[Turn] = []
+    current: _TurnBuilder | None = None
+    number = skipped = compactions = 0
     cwd: str | None = None
-    stamps: list[str] = []
-    modified: list[str] = []
-    for raw in data.split(b"\n"):
+    earliest: str | None = None
+    latest: str | None = None
+    modified: dict[str, None] = {}
+
+    def start(role: str, when: str) -> _TurnBuilder:
+        nonlocal current, number
+        if current is not None and current.keep:
+            kept.append(current.turn())
+        number += 1
+        keep = number >= first and (count is None or number < first + count)
+        current = _TurnBuilder(role, when, number, keep)
+        return current
+
+    for raw in lines:
         if not raw.strip():
             continue
         try:
@@ -124,8 +198,9 @@ def parse_transcript(data: bytes, ref: SessionRef) -> Transcript:
             continue
         kind = record.get("type")
         stamp = record.get("timestamp")
-        if isinstance(stamp, str) and kind in ("user", "assistant", "system"):
-            stamps.append(stamp)
+        if isinstance(stamp, str) and stamp and kind in ("user", "assistant", "system"):
+            earliest = stamp if earliest is None or stamp < earliest else earliest
+            latest = stamp if latest is None or stamp > latest else latest
         if isinstance(record.get("cwd"), str):
             cwd = record["cwd"]
         if kind == "system" and record.get("subtype") == "compact_boundary":
@@ -145,44 +220,37 @@ def parse_transcript(data: bytes, ref: SessionRef) -> Transcript:
             texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
             texts = [t for t in texts if t.strip()]
             if texts and not record.get("isMeta"):
-                turns.append(_TurnBuilder("user", when, texts))
+                turn = start("user", when)
+                for text in texts:
+                    turn.add_text(text)
             continue
-        if not turns or turns[-1].role != "assistant":
-            turns.append(_TurnBuilder("assistant", when))
-        current = turns[-1]
+        if current is None or current.role != "assistant":
+            start("assistant", when)
+        assert current is not None
         for block in blocks:
             if block.get("type") == "text" and str(block.get("text", "")).strip():
-                current.texts.append(str(block["text"]))
+                current.add_text(str(block["text"]))
             elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
                 name = block["name"]
-                if name not in current.tools:
+                if current.keep and name not in current.tools:
                     current.tools.append(name)
                 target = _file_of(block.get("input"))
                 if name in MODIFYING_TOOLS and target:
-                    if target not in current.modified:
+                    if current.keep and target not in current.modified:
                         current.modified.append(target)
-                    if target not in modified:
-                        modified.append(target)
-    ordered = sorted(s for s in stamps if s)
+                    modified.setdefault(target)
+    if current is not None and current.keep:
+        kept.append(current.turn())
     return Transcript(
         ref=ref,
-        turns=tuple(
-            Turn(
-                number=number,
-                role=t.role,
-                timestamp=t.timestamp,
-                text="\n\n".join(t.texts),
-                tools=tuple(t.tools),
-                files_modified=tuple(t.modified),
-            )
-            for number, t in enumerate(turns, start=1)
-        ),
+        turns=tuple(kept),
         compactions=compactions,
         skipped_lines=skipped,
         cwd=cwd,
-        started_at=ordered[0] if ordered else None,
-        ended_at=ordered[-1] if ordered else None,
+        started_at=earliest,
+        ended_at=latest,
         files_modified=tuple(modified),
+        turn_count=number,
     )
 
 

@@ -120,12 +120,18 @@ def _record_from(raw: str, vector: tuple[float, ...]) -> MemoryRecord:
     )
 
 
+def _read(path: Path) -> str:
+    """The file's text exactly: no newline translation (a "\r" in an answer stays one)."""
+    with open(path, encoding="utf-8", newline="") as stream:
+        return stream.read()
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, flush it to disk, rename it over."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".md", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
@@ -214,7 +220,7 @@ class MarkdownMemoryStore:
         for record in records:
             path = self._path_for(record)
             text = render_record(record)
-            current = path.read_text(encoding="utf-8") if path.is_file() else None
+            current = _read(path) if path.is_file() else None
             if current != text:
                 write_atomically(path, text)
             relative = path.relative_to(self.folder).as_posix()
@@ -251,7 +257,7 @@ class MarkdownMemoryStore:
                     path.unlink()  # a write that never reached its rename
                 continue
             try:
-                text = path.read_text(encoding="utf-8")
+                text = _read(path)
             except (OSError, UnicodeDecodeError):
                 continue
             record = parse_record(text)

@@ -321,6 +321,9 @@ class ProjmemSurface:
     def __init__(self, services: Services) -> None:
         if services.chunks is None or services.sessions is None:
             raise QmdError(UNAVAILABLE, "The projmem surface needs chunk rows and sessions")
+        if services.sessions.refusal is not None:
+            # a session vault outside --force-root: refuse to start, naming the setting
+            raise services.sessions.refusal
         self._chunks: ChunkSearch = services.chunks.with_profile(SEED_000)
         self._sessions: SessionMemory = services.sessions
         handlers: dict[str, ToolHandler] = {

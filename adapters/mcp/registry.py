@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from adapters.fs.scope import RootGuard
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
 from adapters.mcp.ldims import LdimsSurface
 from adapters.mcp.ldims_backend import RemoteLdims
 from adapters.mcp.memorize import MemorizeSurface
 from adapters.mcp.projmem import ProjmemSurface
 from adapters.mcp.protocol import Surface
-from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.spec import SpecSurface
 from domain.document_backend import DocumentBackend
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError

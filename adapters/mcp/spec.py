@@ -10,6 +10,7 @@ import json
 from importlib import resources
 from typing import Any
 
+from adapters.fs.scope import RootGuard
 from adapters.mcp.formatting import (
     RESOURCE_TEMPLATE,
     SPEC_DOCUMENT_CHARS,
@@ -24,7 +25,6 @@ from adapters.mcp.formatting import (
     status_text_spec,
     text_result,
 )
-from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.tools import Tool, ToolHandler, call_tool, input_validation_message, tool_table
 from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording

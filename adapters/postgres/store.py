@@ -911,14 +911,14 @@ class PostgresIndex:
         )
         return [_chunk_row(r) for r in rows]
 
-    def live_chunk_count(self) -> int:
-        return int(
-            self._scalar(
-                "SELECT COUNT(*) FROM pyqmd_chunks c JOIN documents d ON d.id = c.doc_id "
-                "AND d.hash = c.hash AND d.active = 1"
-            )
-            or 0
+    def live_chunk_count(self, collections: Sequence[str] | None = None) -> int:
+        live = (
+            "SELECT COUNT(*) FROM pyqmd_chunks c JOIN documents d ON d.id = c.doc_id "
+            "AND d.hash = c.hash AND d.active = 1"
         )
+        if collections is None:
+            return int(self._scalar(live) or 0)
+        return int(self._scalar(f"{live} WHERE d.collection = ANY(%s)", (list(collections),)) or 0)
 
     def namespace_ids(self, names: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(names))

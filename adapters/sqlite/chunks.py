@@ -140,14 +140,20 @@ class SqliteChunkIndex:
         )
         return [_row(r) for r in rows]
 
-    def live_chunk_count(self) -> int:
-        return int(
-            self._conn.scalar(
-                "SELECT COUNT(*) FROM pyqmd_chunks c JOIN documents d ON d.id = c.doc_id "
-                "AND d.hash = c.hash AND d.active = 1"
-            )
-            or 0
+    def live_chunk_count(self, collections: Sequence[str] | None = None) -> int:
+        live = (
+            "SELECT COUNT(*) FROM pyqmd_chunks c JOIN documents d ON d.id = c.doc_id "
+            "AND d.hash = c.hash AND d.active = 1"
         )
+        if collections is None:
+            return int(self._conn.scalar(live) or 0)
+        names = list(dict.fromkeys(collections))
+        total = 0
+        for start in range(0, len(names), _ID_BATCH):
+            part = names[start : start + _ID_BATCH]
+            marks = ",".join("?" * len(part))
+            total += int(self._conn.scalar(f"{live} WHERE d.collection IN ({marks})", part) or 0)
+        return total
 
     # ---------------------------------------------------------------- namespaces
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
+from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, OUT_OF_ROOT, QmdError
 from domain.extraction import ExtractionState, is_extracted
 from domain.model import (
     DEFAULT_PATTERN,
@@ -55,6 +55,9 @@ class CollectionManager:
         self._extraction: DocumentExtraction | None = None
         # set by the composition root: records each document's metadata (REQ-META-001)
         self.metadata: MetadataRecorder | None = None
+        # set by the composition root under --force-root: may this collection be added and
+        # indexed at all (the scope policy, REQ-SEC-SCOPE-001); None: every one may
+        self.admits: Callable[[Collection], bool] | None = None
 
     def use_extraction(self, extraction: DocumentExtraction) -> None:
         """Index PDF, DOCX, PPTX, XLSX and HTML files through `extraction` (REQ-EXTRACT-001);
@@ -86,7 +89,7 @@ class CollectionManager:
         chosen = name or posixpath.basename(root)
         if not chosen or "/" in chosen:
             raise QmdError(INVALID_ARGUMENT, f"Invalid collection name: {chosen!r}")
-        if self._store.get_collection(chosen) is not None:
+        if self.name_taken(chosen):
             raise QmdError(CONFLICT, f"Collection '{chosen}' already exists.")
         for existing in self._store.list_collections():
             if existing.path == root and existing.pattern == pattern:
@@ -95,11 +98,20 @@ class CollectionManager:
                     f"A collection already exists for this path and pattern: {existing.name}",
                 )
         collection = Collection(name=chosen, path=root, pattern=pattern)
+        self._require_admitted(collection)
         self._config.save_collection(collection)
         self._store.put_collection(collection)
         if self._cache is not None:
             self._cache.clear()
         return collection, self.index(collection, progress)
+
+    def name_taken(self, name: str) -> bool:
+        """A collection of that name exists in the index or the config, seen or not: a
+        scoped view (`--force-root`) hides outside collections, and adding one under a
+        hidden name would overwrite it (REQ-SEC-SCOPE-003)."""
+        if self._store.get_collection(name) is not None:
+            return True
+        return any(c.name == name for c in self._config.load_collections())
 
     def remove(self, name: str) -> int:
         self.get(name)
@@ -206,11 +218,16 @@ class CollectionManager:
     ) -> UpdateCounts:
         """Index one collection folder. `extra_metadata`: more fields per relative path (an
         extractor's title, author, pages...), merged into the documents' metadata."""
+        self._require_admitted(collection)
         scan = self._source.scan(collection)
         # One transaction per collection: several times faster than a commit per file, and
         # an interrupted update leaves the previous state intact.
         with self._store.transaction():
             return self._index_files(collection, scan, progress, extra_metadata or {})
+
+    def _require_admitted(self, collection: Collection) -> None:
+        if self.admits is not None and not self.admits(collection):
+            raise QmdError(OUT_OF_ROOT, f"Outside the permitted root: {collection.path}")
 
     def _index_files(
         self,

@@ -180,7 +180,7 @@ class DocumentExtraction:
         'pending' (no outcome recorded yet: found by a scan still running, or never updated).
         A markdown or other text file needs no extraction: always 'ok'. The caller checks
         that the document exists (this answers for any path)."""
-        state = self._ledger.extraction_state(collection, path)
+        state = self._seen(collection, path)
         if state is not None:
             return state
         return ExtractionState(collection, path, "pending" if is_extracted(path) else "ok")
@@ -188,21 +188,30 @@ class DocumentExtraction:
     def recorded_state(self, collection: str, path: str) -> ExtractionState | None:
         """What the last update recorded for this document, None when nothing was (a text
         file, or a path no update has seen): unlike `state_of`, never a guess."""
+        return self._seen(collection, path)
+
+    def _seen(self, collection: str, path: str) -> ExtractionState | None:
+        """The recorded state, only for a collection the store shows: under `--force-root`
+        an outside document's failed extraction answers as missing, like the document
+        itself (REQ-SEC-SCOPE-001)."""
+        if self._store.get_collection(collection) is None:
+            return None
         return self._ledger.extraction_state(collection, path)
 
     def metadata_of(self, collection: str, path: str) -> dict[str, MetadataValue]:
         """The metadata the extractor found for a document (title, author, created, pages…)."""
-        state = self._ledger.extraction_state(collection, path)
+        state = self._seen(collection, path)
         if state is None or not state.source_hash:
             return {}
         cached = self._ledger.cached_extraction(state.source_hash)
         return dict(cached.metadata) if cached is not None else {}
 
     def report(self, collections: set[str] | None = None) -> ExtractionReport:
+        shown = {c.name for c in self._store.list_collections()}
         states = [
             s
             for s in self._ledger.extraction_states()
-            if collections is None or s.collection in collections
+            if s.collection in shown and (collections is None or s.collection in collections)
         ]
         return ExtractionReport(
             failed=tuple(s for s in states if s.status == "failed"),

@@ -334,7 +334,8 @@ class ChunkSearch:
             by_kind[kind] = by_kind.get(kind, 0) + 1
         return ProjmemStatus(
             documents=sum(counts.values()),
-            chunks=self._chunks.live_chunk_count(),
+            # only the collections the store shows (under --force-root: inside the root)
+            chunks=self._chunks.live_chunk_count([c.name for c in collections]),
             namespaces=sorted(namespaces, key=lambda n: n.id),
             embedding_dimensions=self._figures.embedding_dimensions(),
             llm_cache_entries=self._figures.llm_cache_entries(),

@@ -17,6 +17,7 @@ from domain.sessions import (
     SessionSummary,
     Transcript,
     TranscriptPage,
+    TurnWindow,
     note_name,
     render_transcript,
     session_status,
@@ -28,6 +29,7 @@ from domain.usecases.collections import CollectionManager
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
 VAULT_COLLECTION = "sessions"
+NO_TURNS: TurnWindow = (1, 0)  # read for the figures only: no turn keeps its text
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,13 @@ class SessionMemory:
         self._notes = notes
         self._collections = collections
         self._clock = clock
+        # why sessions may not be served here (a vault outside --force-root), set by the
+        # composition root; the projmem surface refuses to start with it
+        self.refusal: QmdError | None = None
+        # a transcript's figures (turns, compactions, last write) by session id, valid while
+        # its file keeps the same size and mtime: listing with a filter re-reads only what
+        # changed (REQ-PROJMEM-SESSION-005)
+        self._figures: dict[str, tuple[tuple[int, int], Transcript]] = {}
 
     @property
     def vault_folder(self) -> str:
@@ -75,30 +84,47 @@ class SessionMemory:
         summarized = self._summaries.summarized_ids()
         now = self._clock.now_iso()
         listed: list[SessionListing] = []
-        for ref in self._sessions.list_sessions():
+        refs = self._sessions.list_sessions()
+        for ref in refs:
             summary = ref.session_id in summarized
             if has_summary is not None and summary != has_summary:
                 continue
-            transcript = self._sessions.read_session(ref.session_id)
+            transcript = self._figures_of(ref)
             if transcript is None:
                 continue
             state = session_status(transcript, now)
             if status is not None and state != status:
                 continue
             listed.append(
-                SessionListing(ref, state, summary, len(transcript.turns), transcript.skipped_lines)
+                SessionListing(
+                    ref, state, summary, transcript.total_turns, transcript.skipped_lines
+                )
             )
             if len(listed) >= limit:
                 break
+        present = {ref.session_id for ref in refs}
+        for gone in [key for key in self._figures if key not in present]:
+            del self._figures[gone]
         return listed
 
-    def _transcript(self, session_id: str | None) -> Transcript:
+    def _figures_of(self, ref: SessionRef) -> Transcript | None:
+        """The session's figures, from the cache while its file is unchanged."""
+        key = (ref.size, ref.mtime_ns)
+        cached = self._figures.get(ref.session_id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        transcript = self._sessions.read_session(ref.session_id, NO_TURNS)
+        if transcript is not None and ref.size >= 0 and ref.mtime_ns > 0:
+            self._figures[ref.session_id] = (key, transcript)
+        return transcript
+
+    def _transcript(self, session_id: str | None, window: TurnWindow = NO_TURNS) -> Transcript:
         if session_id is None:
             refs = self._sessions.list_sessions()
             if not refs:
                 raise QmdError(NOT_FOUND, "No sessions found")
             session_id = refs[0].session_id
-        transcript = self._sessions.read_session(session_id)
+        transcript = self._sessions.read_session(session_id, window)
         if transcript is None:
             raise QmdError(NOT_FOUND, f"Session not found: {session_id}")
         return transcript
@@ -109,7 +135,11 @@ class SessionMemory:
         from_turn: int = 1,
         max_turns: int = DEFAULT_MAX_TURNS,
     ) -> TranscriptPage:
-        return render_transcript(self._transcript(session_id), from_turn, max_turns)
+        # only the page's turns are kept in memory (the checks come first: a bad window
+        # is refused without reading anything)
+        render_transcript(_EMPTY, from_turn, max_turns)
+        transcript = self._transcript(session_id, (from_turn, max_turns))
+        return render_transcript(transcript, from_turn, max_turns)
 
     def summary(self, session_id: str) -> str | None:
         return self._summaries.get_summary(session_id)
@@ -119,6 +149,8 @@ class SessionMemory:
             raise QmdError(INVALID_ARGUMENT, "sessionId must not be empty")
         transcript = self._transcript(session_id)  # the session must exist
         summary = validate_summary(session_id, args)
+        if self.refusal is not None:  # nothing is written where it may not be
+            raise self.refusal
         self._summaries.put_summary(session_id, summary.to_json(), self._clock.now_iso())
         name = self._notes.write_note(note_name(session_id), summary_note(summary, transcript))
         collection = self._vault_collection()
@@ -131,10 +163,12 @@ class SessionMemory:
             if posixpath.normpath(collection.path) == folder:
                 self._collections.index(collection)
                 return collection.name
-        taken = {c.name for c in self._collections.list()}
         name = VAULT_COLLECTION
         number = 2
-        while name in taken:
+        while self._collections.name_taken(name):
             name, number = f"{VAULT_COLLECTION}-{number}", number + 1
         self._collections.add(folder, name)
         return name
+
+
+_EMPTY = Transcript(SessionRef("", "", ""), ())

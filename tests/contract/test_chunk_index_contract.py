@@ -128,3 +128,18 @@ def test_summaries_are_stored_and_replaced(pair: Pair) -> None:
     pair.chunks.put_summary("s1", '{"overview": "b"}', T)
     assert pair.chunks.get_summary("s1") == '{"overview": "b"}'
     assert pair.chunks.summarized_ids() == {"s1"}
+
+
+def test_live_count_of_named_collections_only(pair: Pair) -> None:
+    """What `projmem_status` counts under --force-root: the inside collections alone."""
+    doc = _add(pair, "a.md", BODY)
+    pair.chunks.replace_chunks([DocumentCut(doc, content_hash(BODY), split_sections(BODY))])
+    pair.store.upsert_document("other", "b.md", "b", content_hash(EDITED), EDITED, T, T)
+    other = pair.store.document_by_path("other", "b.md")
+    assert other is not None
+    cut = DocumentCut(int(other.id), content_hash(EDITED), split_sections(EDITED))
+    pair.chunks.replace_chunks([cut])
+    assert pair.chunks.live_chunk_count() == 5
+    assert pair.chunks.live_chunk_count(["notes"]) == 3
+    assert pair.chunks.live_chunk_count(["other", "nowhere"]) == 2
+    assert pair.chunks.live_chunk_count([]) == 0

@@ -64,7 +64,7 @@ def qa(n: int, topic: str = "t", **changes: object) -> MemoryRecord:
 def file_text(memory: MemoryLike, record: MemoryRecord) -> str:
     if isinstance(memory, InMemoryMemoryStore):
         return memory.files[record_path(record)]
-    return (memory.folder / record_path(record)).read_text(encoding="utf-8")
+    return (memory.folder / record_path(record)).read_bytes().decode("utf-8")
 
 
 def edit(memory: MemoryLike, record: MemoryRecord, text: str | None) -> None:
@@ -160,3 +160,27 @@ def test_exclusive_holds_postgresql_advisory_lock(tmp_path: Path) -> None:
         other.close()
         pg.close()
         drop_schema(schema)
+
+
+# every character str.splitlines() treats as a line break, and a few more that must survive
+AWKWARD = "a\u2028b\u2029c\u0085d\x0be\x0cf\x1cg\x1dh\x1ei\rj é \U0001f600 \u200d x\u0301"
+
+
+def test_any_unicode_text_round_trips_byte_for_byte(memory: MemoryLike) -> None:
+    """REQ-MEM-STORE-007 (issue 22 finding 8): read back from the folder, unchanged."""
+    record = qa(1, question=f"Q {AWKWARD}?", topic=f"T {AWKWARD}", text=f"A {AWKWARD}\r\nend")
+    knowledge = qa(
+        2, kind=KNOWLEDGE, question="", sources=("qa-1",), source_questions=(record.question,)
+    )
+    memory.put([record, knowledge])
+    loaded = {r.id: r for r in memory.load()}
+    for stored in (record, knowledge):
+        again = loaded[stored.id]
+        assert (again.question, again.topic, again.text, again.source_questions) == (
+            stored.question,
+            stored.topic,
+            stored.text,
+            stored.source_questions,
+        )
+        assert again.vector == stored.vector  # unchanged files keep their vectors
+    assert parse_record(file_text(memory, record)) == record

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.fs.root_scope import (
+from adapters.fs.scope import (
     RootScope,
     RootScopedLexicalIndex,
     RootScopedStore,

@@ -284,7 +284,8 @@ def test_summary_is_validated_stored_exported_and_searchable(server: Any) -> Non
 
 def test_force_root_hides_chunks_outside_the_root_by_id_too(server: Any) -> None:
     """A chunk id must not reach a document that no path can reach (seed 001 INV-1)."""
-    env = server.env
+    # the session vault must lie inside the root too, or the surface refuses to start
+    env = {**server.env, "QMD_SESSIONS_VAULT": str(server.root / "claude" / "vault")}
     outside = server.call("projmem_search", {"query": "Redis sliding expiry"})
     chunk_id = outside["structuredContent"]["results"][0]["chunkId"]
     rooted = StdioServer(env, "--surface", "projmem", "--force-root", str(server.root / "claude"))

@@ -138,3 +138,33 @@ def test_repair_finishes_or_undoes_interrupted_merges_and_reembeds_edits() -> No
     assert store.get(a.id).vector  # type: ignore[union-attr]
     assert fresh.repair() == 0  # nothing left to do
     assert {r.kind for r in store.records()} == {QA, KNOWLEDGE}
+
+
+def test_nul_and_lone_surrogates_are_refused_with_a_stable_code() -> None:
+    """REQ-MEM-STORE-007: they cannot live in a UTF-8 markdown file; nothing is written."""
+    m, store = memory()
+    for bad in ("a\x00b", "a\ud800b"):
+        for question, answer, topic in ((bad, "a", "t"), ("q", bad, "t"), ("q", "a", bad)):
+            with pytest.raises(QmdError) as caught:
+                m.store_qa(question, answer, topic)
+            assert caught.value.code == INVALID_ARGUMENT
+        with pytest.raises(QmdError) as caught:
+            m.query_qa(bad, "context")
+        assert caught.value.code == INVALID_ARGUMENT
+    assert store.files == {}
+
+
+def test_separators_inside_a_question_survive_the_file() -> None:
+    """Issue 22 finding 8: U+2028, U+2029 and U+0085 are no line ends in front matter."""
+    m, store = memory()
+    question = "Why\u2028does\u2029this\u0085work?"
+    stored = m.store_qa(question, "Because\u2028.", "topic\u2029one")
+    (text,) = store.files.values()
+    parsed = parse_record(text)
+    assert parsed is not None
+    assert (parsed.question, parsed.text, parsed.topic) == (
+        question,
+        "Because\u2028.",
+        "topic\u2029one",
+    )
+    assert stored.record.question == question

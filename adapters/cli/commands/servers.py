@@ -186,6 +186,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
         request_timeout_s=settings.request_timeout_s,
         document_backend=backend,
     )
+    _preflight(app, surface, context)
     timeout_s = transport_timeout(surface, settings.request_timeout_s)
     options = _replace(options, timeout_s=timeout_s)
     if transport == "stdio":
@@ -202,6 +203,20 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
             timeout_s=timeout_s,
         )
     return _serve_http(app, surface, context, options, with_stdio=transport == "both")
+
+
+def _preflight(app: Any, surface: str, context: Any) -> None:
+    """Build the surface once before any transport starts, so one that cannot serve here (a
+    folder it writes outside --force-root, REQ-SEC-SCOPE-003) refuses to start on every
+    transport alike (HTTP builds its sessions only when requests come)."""
+    from adapters.mcp.registry import create_surface
+    from domain.errors import QmdError
+
+    try:
+        create_surface(surface, app.services(), context)
+    except QmdError as error:
+        app.close()
+        raise CommandError(f"qmd: {error.code}: {error.message}", code=1) from error
 
 
 def _memory_opener(app: Any) -> Any:

@@ -1,12 +1,19 @@
-"""`--force-root DIR`: the index as seen from inside DIR, below every surface and transport.
+"""The one scope policy: which folders a process may read and write, decided once by the
+composition root and handed to every part that touches a file (docs/spec/security.md,
+REQ-SEC-SCOPE-*).
 
-Seed 001 INV-1 asks for a fail-closed boundary. It is enforced here, once, by decorating the
-storage ports the use cases read: a collection exists for the server only when its folder,
-canonicalised (`~` expanded and relative paths taken against `index.yml`'s folder when the
-config was mirrored, symlinks resolved now), lies inside DIR. Everything else — documents,
-docids, `qmd://` URIs, suffix matches, glob listings, search hits, status rows, suggestions —
-comes only from those collections, so an outside document is indistinguishable from one that
-does not exist. An empty allow-list allows nothing.
+Three inputs make it: the `--force-root DIR` root (None: no root), the collections an
+unapproved project-local `.qmd/index.yml` names outside its project (trust: never indexed,
+also not by `--watch`), and, derived from both, the allow-list of collections, decided afresh
+on every call because the index and its configuration may change while a server runs.
+
+Seed 001 INV-1 asks for a fail-closed boundary. It is enforced by decorating the storage ports
+the use cases read: a collection exists for the server only when its folder, canonicalised
+(`~` expanded and relative paths taken against `index.yml`'s folder when the config was
+mirrored, symlinks resolved now), lies inside DIR. Everything else — documents, docids,
+`qmd://` URIs, suffix matches, glob listings, search hits, status rows, chunk rows and counts,
+extraction states, memory records, session transcripts — comes only from inside, so an outside
+thing is indistinguishable from one that does not exist. An empty allow-list allows nothing.
 
 The scanner never follows links and skips files whose real path leaves their collection
 (`FileSystemSource`), so a document of an allowed collection was inside DIR when it was indexed.
@@ -14,12 +21,17 @@ The scanner never follows links and skips files whose real path leaves their col
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 
+from adapters.fs.memory import MemoryRows
+from domain.errors import OUT_OF_ROOT, QmdError
 from domain.lexquery import LexQuery
 from domain.model import Collection, DocumentMeta, LexHit, VectorHit
+from domain.paths import parse_line_ref
 from domain.ports import CollectionCount, DocumentStore, LexicalIndex, UpsertOutcome, VectorIndex
 
 
@@ -28,21 +40,96 @@ def is_inside(root: str, path: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-class RootScope:
-    """Which collections lie inside the root, decided afresh on every call (the index and its
-    configuration may change while a server runs)."""
+class ScopePolicy:
+    """Root, trust and allow-list in one object, built once per process (`scope_policy` in the
+    composition root). Without a root and with nothing withheld it allows everything."""
 
-    def __init__(self, root: str, store: DocumentStore) -> None:
-        self.root = os.path.realpath(root)
-        self._store = store
+    def __init__(
+        self,
+        root: str | None = None,
+        withheld: Iterable[str] = (),
+        home: str | None = None,
+    ) -> None:
+        self.root = os.path.realpath(root) if root else None
+        # collections an unapproved local config names outside its project (trust)
+        self.withheld = frozenset(withheld)
+        self.home = home
 
     def contains_path(self, path: str) -> bool:
-        """An absolute filesystem path, resolved through symlinks, lies inside the root."""
+        """An absolute filesystem path, resolved through symlinks, lies inside the root (any
+        path does when there is no root)."""
+        if self.root is None:
+            return True
         return os.path.isabs(path) and is_inside(self.root, os.path.realpath(path))
 
     def allows(self, collection: Collection) -> bool:
-        # A relative or empty folder has no canonical place: fail closed.
-        return bool(collection.path) and self.contains_path(collection.path)
+        """May this collection be indexed, watched and served? Not when trust withholds it,
+        nor, under a root, when its folder is not inside (a relative or empty folder has no
+        canonical place: fail closed)."""
+        if collection.name in self.withheld:
+            return False
+        return self.root is None or (bool(collection.path) and self.contains_path(collection.path))
+
+    def require_inside(self, setting: str, path: str) -> None:
+        """A folder a surface writes into must lie inside the root: `out-of-root` naming the
+        setting that chose it, before anything is read or written (REQ-SEC-SCOPE-003)."""
+        if self.root is None or self.contains_path(os.path.abspath(path)):
+            return
+        raise QmdError(
+            OUT_OF_ROOT,
+            f"{setting}: {path} lies outside --force-root {self.root}; "
+            f"set {setting} to a folder inside it",
+        )
+
+    def check_reference(self, reference: str) -> None:
+        """Raise `out-of-root` for a filesystem-path reference (absolute, or `~`) that
+        resolves outside the root. Decided on the string and the root alone, so the refusal
+        is the same whether or not anything exists there (seed 001: the request path must
+        canonicalize inside DIR)."""
+        if self.root is None:
+            return
+        target = parse_line_ref(reference).target.strip()
+        if self.home and (target == "~" or target.startswith("~/")):
+            target = self.home + target[1:]
+        if not os.path.isabs(target):
+            return
+        # Lexically outside is refused before any symlink is followed, so the answer never
+        # depends on what exists outside the root.
+        if not is_inside(self.root, os.path.normpath(target)) or not is_inside(
+            self.root, os.path.realpath(target)
+        ):
+            raise QmdError(OUT_OF_ROOT, f"Outside the permitted root: {reference}")
+
+
+class RootGuard:
+    """The default surface's up-front refusal of filesystem-path references outside the root
+    (`ScopePolicy.check_reference` for a surface built from its context alone)."""
+
+    def __init__(self, root: str | None, home: str | None = None) -> None:
+        self._policy = ScopePolicy(root, home=home)
+
+    def check_reference(self, reference: str) -> None:
+        self._policy.check_reference(reference)
+
+
+class RootScope:
+    """Which collections the policy allows, decided afresh on every call (the index and its
+    configuration may change while a server runs)."""
+
+    def __init__(self, root: str | ScopePolicy, store: DocumentStore) -> None:
+        self.policy = root if isinstance(root, ScopePolicy) else ScopePolicy(root)
+        self._store = store
+
+    @property
+    def root(self) -> str | None:
+        return self.policy.root
+
+    def contains_path(self, path: str) -> bool:
+        return self.policy.contains_path(path)
+
+    def allows(self, collection: Collection) -> bool:
+        # a collection without a folder is allowed only when there is no root at all
+        return self.policy.allows(collection)
 
     def collections(self) -> list[Collection]:
         return [c for c in self._store.list_collections() if self.allows(c)]
@@ -230,3 +317,63 @@ class RootScopedVectorIndex:
             for hit in self._inner.search_vectors(vector, limit, name, within)
         ]
         return sorted(hits, key=lambda hit: hit.distance)[:limit]
+
+
+class FolderScopedMemoryRows:
+    """Seed 004's memory rows as seen from one memory folder: a record exists only while its
+    file lies in that folder, a topic only while a visible record names it. The rows are per
+    index, so records another server stored from another folder (outside the root) are
+    absent here, and never deleted by this server's repair (REQ-SEC-SCOPE-004)."""
+
+    def __init__(self, inner: MemoryRows, folder: str) -> None:
+        self._inner = inner
+        self._folder = Path(folder)
+
+    def _visible_files(self) -> list[tuple[str, str, str, bytes]]:
+        return [
+            row
+            for row in self._inner.memory_files()
+            if row[1] and ".." not in row[1].split("/") and (self._folder / row[1]).is_file()
+        ]
+
+    def _visible_ids(self) -> set[str]:
+        return {row[0] for row in self._visible_files()}
+
+    def memory_topics(self) -> list[tuple[str, bytes]]:
+        visible = self._visible_ids()
+        records = (json.loads(raw) for raw, _vector in self._inner.memory_records(None, None))
+        named = {record["topic"] for record in records if record["id"] in visible}
+        return [(name, vector) for name, vector in self._inner.memory_topics() if name in named]
+
+    def put_memory_topic(self, name: str, vector: bytes) -> None:
+        self._inner.put_memory_topic(name, vector)
+
+    def memory_record(self, record_id: str) -> tuple[str, bytes] | None:
+        return self._inner.memory_record(record_id) if record_id in self._visible_ids() else None
+
+    def memory_records(self, topic: str | None, kind: str | None) -> list[tuple[str, bytes]]:
+        visible = self._visible_ids()
+        return [
+            (raw, vector)
+            for raw, vector in self._inner.memory_records(topic, kind)
+            if json.loads(raw)["id"] in visible
+        ]
+
+    def memory_path(self, record_id: str) -> str | None:
+        return self._inner.memory_path(record_id) if record_id in self._visible_ids() else None
+
+    def memory_files(self) -> list[tuple[str, str, str, bytes]]:
+        return self._visible_files()
+
+    def put_memory_records(
+        self, rows: Sequence[tuple[str, str, str, str, str, str, bytes]]
+    ) -> None:
+        self._inner.put_memory_records(rows)
+
+    def sync_memory_records(
+        self,
+        gone: Sequence[str],
+        paths: Mapping[str, str],
+        refreshed: Sequence[tuple[str, str, str]],
+    ) -> None:
+        self._inner.sync_memory_records(gone, paths, refreshed)
