@@ -155,6 +155,25 @@ class PostgresError(QmdError):
     pass
 
 
+def schema_exists(url: str) -> bool:
+    """Whether the URL's `?schema=` exists already (False without one: the user's default)."""
+    conninfo, schema = split_schema(url)
+    if not schema:
+        return False
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    return row is not None
+
+
+def drop_schema(url: str) -> None:
+    """Drop the URL's `?schema=` with everything in it (a copy that made it and failed)."""
+    conninfo, schema = split_schema(url)
+    if not schema:
+        return
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
 class PostgresIndex:
     """One index in one PostgreSQL schema (`?schema=` in the URL, else the user's default)."""
 
