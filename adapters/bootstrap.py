@@ -122,6 +122,8 @@ class App:
     # (lock name, wait) -> held?: a lock every process writing this index shares (advisory
     # locks on PostgreSQL); None: the CLI's lock files beside the SQLite file
     index_lock: Callable[[str, bool], AbstractContextManager[bool]] | None = None
+    # lock name -> who holds it (`pid N on HOST: qmd embed`), for refusals; None: lock files
+    lock_holder: Callable[[str], str | None] | None = None
 
     @property
     def index_display(self) -> str:
@@ -372,6 +374,7 @@ def _wire(
     if not isinstance(index, SqliteIndex):
         app.backend = "postgresql"
         app.index_lock = _advisory_lock(index)
+        app.lock_holder = index.lock_holder
     return app
 
 
