@@ -141,3 +141,24 @@ def test_hnsw_insert_and_search_on_an_avx2_cpu_without_avx512() -> None:
     assert "ERROR" not in output, output[-3000:]
     nearest = [line for line in done.stdout.splitlines() if "nearest =" in line]
     assert len(nearest) == 3 and '"3"' in nearest[0], done.stdout[-3000:]
+
+
+@pytest.mark.skipif(not X86_64, reason="an x86-64 instruction-set check")
+def test_start_refuses_a_pgvector_this_cpu_cannot_run(tmp_path: Path) -> None:
+    """On a CPU below the binary's needs, scripts/postgres.sh names the missing instruction
+    set and starts nothing, instead of a server that dies at its first vector operation."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 popcnt\n")
+    env = {**os.environ, "QMD_CPUINFO": str(cpuinfo), "QMD_PG_DIR": str(tmp_path / "pg")}
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "postgres.sh"), "start"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "x86-64-v3 (avx2)" in done.stderr and "SIGILL" in done.stderr, done.stderr
+    assert "refusing to start" in done.stderr
+    assert not (tmp_path / "pg" / "data").exists()  # nothing initialised, nothing started
