@@ -18,6 +18,7 @@ import os
 import struct
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -458,6 +459,27 @@ def copy_index(
     file and the schema clean-up around this."""
     if _count(dest, "documents") or _count(dest, "content"):
         raise QmdError(CONFLICT, NOT_EMPTY)
+    with _snapshot(source):
+        return _copy_rows(source, dest, progress)
+
+
+@contextmanager
+def _snapshot(source: Index) -> Iterator[None]:
+    """Every read of the source in one snapshot: a writer running beside the copy cannot make
+    its tables disagree with each other (documents without their content) or with the counts
+    the copy is verified against."""
+    if isinstance(source, SqliteIndex):
+        with source.connection.transaction(immediate=False):  # a read transaction (WAL)
+            yield
+        return
+    with source.transaction(), source.connection() as conn:
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+def _copy_rows(
+    source: Index, dest: Index, progress: Callable[[int, int], None] | None
+) -> dict[str, int]:
     expected = counts(source)
     total = sum(_count(source, t.name) for t in TABLES) + expected["vectors"]
     done = 0

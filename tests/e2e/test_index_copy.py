@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from adapters.cli.index_copy import LOCAL_CONFIG_KEYS, TABLES
+from adapters.cli.index_copy import LOCAL_CONFIG_KEYS, TABLES, copy_to, open_any
 from adapters.postgres.store import PostgresIndex
 from adapters.postgres.url import split_schema
 from adapters.sqlite.chunks import SqliteChunkIndex
@@ -256,3 +256,58 @@ def test_a_non_empty_sqlite_destination_is_refused_and_kept(tmp_path: Path) -> N
     again = qmd(env, "index", "copy", str(source), str(dest))
     assert again.returncode != 0 and "not empty" in again.stderr
     assert dest.read_bytes() == before
+
+
+def test_a_copy_reads_one_snapshot_while_its_source_is_written(
+    tmp_path: Path, pg_urls: list[str]
+) -> None:
+    """A writer adds a document while the copy runs (from its first progress tick): the copy
+    holds the source as it was when it started, whole and verified, in both directions."""
+    source, _ = build_source(tmp_path)
+    pg_url, _ = pg_urls
+
+    def add_document(location: str) -> None:
+        rows = [
+            ("content", ("hash", "doc", "created_at"), ("h-late", "late body", T0)),
+            (
+                "documents",
+                ("collection", "path", "title", "hash", "created_at", "modified_at", "active"),
+                ("docs", "late.md", "Late", "h-late", T0, T0, 1),
+            ),
+        ]
+        postgres = location.startswith("postgresql://")
+        mark = "%s" if postgres else "?"
+        statements = [
+            (f"INSERT INTO {t} ({', '.join(c)}) VALUES ({', '.join([mark] * len(v))})", v)
+            for t, c, v in rows
+        ]
+        if postgres:
+            conninfo, schema = split_schema(location)
+            with psycopg.connect(conninfo, options=f"-c search_path={schema}") as conn:
+                for statement, values in statements:
+                    conn.execute(statement, values)
+            return
+        writer = SqliteIndex.open(location)
+        try:
+            for statement, values in statements:
+                writer.connection.raw.execute(statement, values)
+        finally:
+            writer.close()
+
+    for src, dest in ((str(source), pg_url), (pg_url, str(tmp_path / "back.sqlite"))):
+        before = table_counts(src)
+        written: list[bool] = []
+
+        def progress(done: int, total: int, src: str = src, written: list[bool] = written) -> None:
+            if not written:
+                written.append(True)
+                add_document(src)
+
+        index = open_any(src)
+        try:
+            copy_to(index, dest, progress)
+        finally:
+            index.close()
+        assert written
+        assert table_counts(dest)["documents"] == before["documents"]
+        assert table_counts(src)["documents"] == before["documents"] + 1  # the writer's row
