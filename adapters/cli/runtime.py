@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -54,35 +54,95 @@ def open_app(args: argparse.Namespace, *, with_models: bool = False) -> Iterator
         app.close()
 
 
+def lock_file_path(db_path: str, purpose: str) -> str:
+    """The lock file of one SQLite index for one kind of writer (`update`, `embed`): beside the
+    index file and named after it, so named indexes sharing a folder never block each other."""
+    return f"{os.path.abspath(db_path)}.{purpose}.lock"
+
+
+def _this_process() -> str:
+    """`pid N: qmd ARGS` for a lock file (URLs without their passwords)."""
+    from adapters.postgres.url import redact
+
+    words = [redact(word) if "://" in word else word for word in sys.argv[1:]]
+    return f"pid {os.getpid()}: " + " ".join(["qmd", *words])
+
+
+@contextmanager
+def file_lock(
+    db_path: str, purpose: str, wait: bool, waiting: Callable[[str], None] | None = None
+) -> Iterator[tuple[bool, str]]:
+    """flock on the index's `purpose` lock file: (held, holder). Not held (wait False): holder
+    says who holds it, as that process wrote it (`pid N: qmd embed`). With `wait`, `waiting`
+    hears the holder before this blocks. The kernel releases the lock even on SIGKILL."""
+    import fcntl
+
+    with open(lock_file_path(db_path, purpose), "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "a process that did not say which"
+            if not wait:
+                yield False, holder
+                return
+            if waiting is not None:
+                waiting(holder)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(_this_process() + "\n")
+            handle.flush()
+            yield True, ""
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def index_lock(
+    app: App, purpose: str, wait: bool, waiting: Callable[[str], None] | None = None
+) -> Iterator[tuple[bool, str]]:
+    """The lock of `app`'s index for `purpose`, per index: a lock file beside a SQLite index,
+    an advisory lock in a PostgreSQL index's schema. (held, holder) as `file_lock`."""
+    if app.index_lock is None:
+        with file_lock(app.db_path, purpose, wait, waiting) as state:
+            yield state
+        return
+    with app.index_lock(purpose, False) as held:
+        if held or not wait:
+            holder = "" if held else _advisory_holder(app, purpose)
+            yield held, holder
+            return
+    if waiting is not None:
+        waiting(_advisory_holder(app, purpose))
+    with app.index_lock(purpose, True):
+        yield True, ""
+
+
+def _advisory_holder(app: App, purpose: str) -> str:
+    found = app.lock_holder(purpose) if app.lock_holder is not None else None
+    return found or "a process that did not say which"
+
+
 @contextmanager
 def index_writer_lock(app: App) -> Iterator[None]:
     """One `qmd update` / `qmd collection add` at a time per index, waiting as long as it
     takes: a collection is rewritten in one transaction, which can outlast SQLite's busy
     timeout on a large folder. flock is released by the kernel even on SIGKILL; on PostgreSQL
     it is an advisory lock, which the server releases when the session ends."""
-    import fcntl
 
-    if app.index_lock is not None:
-        with app.index_lock("update", False) as held:
-            if held:
-                yield
-                return
-        err("Another update of this index is running; waiting for it to finish...")
-        with app.index_lock("update", True):
-            yield
-        return
-    db_path = app.db_path
-    lock_path = os.path.join(os.path.dirname(os.path.abspath(db_path)), ".qmd-update.lock")
-    with open(lock_path, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            err("Another update of this index is running; waiting for it to finish...")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    def waiting(holder: str) -> None:
+        err(
+            f"Another update of the index {app.index_display} is running ({holder}); "
+            "waiting for it to finish..."
+        )
+
+    with index_lock(app, "update", True, waiting):
+        yield
 
 
 def report_skipped(counts: UpdateCounts) -> None:

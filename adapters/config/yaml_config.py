@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -285,6 +285,30 @@ def resolve_paths(
     name = normalize_index_name(index_name, cwd)
     db_path = environ.get("INDEX_PATH") or os.path.join(cache_dir(environ), f"{name}.sqlite")
     return db_path, os.path.join(config_dir(environ), f"{name}.yml")
+
+
+def own_config_path(shared_config_path: str, label: str) -> str:
+    """The `index.yml` of an index that keeps its own collections beside the shared one:
+    `NAME@LABEL.yml` next to `NAME.yml` (docs/decisions/0047)."""
+    stem, extension = os.path.splitext(shared_config_path)
+    return f"{stem}@{label}{extension or '.yml'}"
+
+
+def first_own_config(
+    shared: QmdConfig, held: Sequence[Collection], global_context: str | None
+) -> QmdConfig:
+    """The first `index.yml` of an index that gets its own: the shared file's settings
+    (models, editor, unknown keys) once, and the collections the index itself holds documents
+    of, as it stores them; never the shared file's other collections."""
+    names = {collection.name for collection in held}
+    return QmdConfig(
+        collections={collection.name: collection for collection in held},
+        global_context=global_context,
+        models=dict(shared.models),
+        editor_uri=shared.editor_uri,
+        extra={key: value for key, value in shared.extra.items() if key != "index_url"},
+        collection_extra={k: v for k, v in shared.collection_extra.items() if k in names},
+    )
 
 
 # ---------------------------------------------------------------------------------- sync

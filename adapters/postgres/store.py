@@ -15,6 +15,7 @@ import json
 import math
 import os
 import random
+import socket
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -155,6 +156,30 @@ class PostgresError(QmdError):
     pass
 
 
+def _holder_label(lock: str) -> str:
+    """`pid N on HOST: qmd LOCK` (PostgreSQL keeps 63 bytes of an application_name)."""
+    return f"pid {os.getpid()} on {socket.gethostname()}: qmd {lock}"[:63]
+
+
+def schema_exists(url: str) -> bool:
+    """Whether the URL's `?schema=` exists already (False without one: the user's default)."""
+    conninfo, schema = split_schema(url)
+    if not schema:
+        return False
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    return row is not None
+
+
+def drop_schema(url: str) -> None:
+    """Drop the URL's `?schema=` with everything in it (a copy that made it and failed)."""
+    conninfo, schema = split_schema(url)
+    if not schema:
+        return
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
 class PostgresIndex:
     """One index in one PostgreSQL schema (`?schema=` in the URL, else the user's default)."""
 
@@ -272,13 +297,35 @@ class PostgresIndex:
                 if not held and wait:
                     conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
                     held = True
+                if held:  # who holds it, for another process's refusal (lock_holder)
+                    conn.execute(
+                        "SELECT set_config('application_name', %s, false)",
+                        (_holder_label(name),),
+                    )
                 try:
                     yield held
                 finally:
                     if held:
                         conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+                        conn.execute("SELECT set_config('application_name', 'qmd', false)")
             finally:
                 conn.autocommit = False
+
+    def lock_holder(self, name: str) -> str | None:
+        """Who holds this index's advisory lock `name`: the label its holder set
+        (`pid N on HOST: qmd embed`), or None when nobody does."""
+        key = f"qmd-{name}:{self.schema or ''}"
+        # pg_advisory_lock(bigint) shows in pg_locks as two 32-bit halves, objsubid 1
+        row = self._scalar(
+            "SELECT a.application_name FROM pg_locks l "
+            "JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND l.classid = ((hashtext(%s)::bigint >> 32) & 4294967295)::oid "
+            "AND l.objid = (hashtext(%s)::bigint & 4294967295)::oid LIMIT 1",
+            (key, key),
+        )
+        return str(row) if row else None
 
     def lock_is_free(self, name: str) -> bool:
         key = f"qmd-{name}:{self.schema or ''}"

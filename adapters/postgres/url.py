@@ -41,3 +41,19 @@ def index_label(url: str) -> str:
         pieces.append(schema)
     raw = "-".join(pieces)
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in raw)
+
+
+def config_label(url: str) -> str:
+    """A file-name-safe name of the index a URL points at, for its own `index.yml`:
+    `postgresql-HOST[-PORT]-DATABASE[-SCHEMA]` (no user, no password; the port too, unlike
+    `index_label`, so two servers of one machine do not share a file)."""
+    parts = urlsplit(url)
+    _, schema = split_schema(url)
+    pieces = ["postgresql", parts.hostname or "local"]
+    if parts.port:
+        pieces.append(str(parts.port))
+    pieces.append(parts.path.strip("/") or "postgres")
+    if schema:
+        pieces.append(schema)
+    raw = "-".join(pieces)
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in raw)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from adapters.cli.runtime import lock_file_path
 from tests.mcp_harness import REPO, fixture_env
 
 EMBED_MODEL = REPO / ".models" / "all-MiniLM-L6-v2-f16.gguf"
@@ -34,7 +35,7 @@ def test_embed_blocked_by_another_embed_fails_and_says_nothing_was_embedded(
         )
 
     assert qmd("collection", "add", str(corpus), "--name", "c").returncode == 0
-    lock = Path(env["INDEX_PATH"]).parent / ".qmd-embed.lock"
+    lock = lock_file_path(env["INDEX_PATH"], "embed")  # the index's own lock (issue 26)
     with open(lock, "a+", encoding="utf-8") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         blocked = qmd("embed")

@@ -61,3 +61,27 @@ def test_index_label_names_server_database_and_schema_but_no_credentials() -> No
     assert index_label(url) == "postgresql-db.example-team-kb"
     assert index_label("postgresql:///notes") == "postgresql-local-notes"
     assert "/" not in index_label("postgres://h/a%2Fb")
+
+
+def test_a_postgresql_index_keeps_its_own_config_unless_index_yml_names_it(
+    tmp_path: Path,
+) -> None:
+    """docs/decisions/0047: `--index-url` / INDEX_PATH=URL use `NAME@LABEL.yml`; `NAME.yml`
+    that says `index_url:` that very URL is shared on purpose; SQLite keeps `NAME.yml`."""
+    from adapters.postgres.url import config_label
+
+    env = _env(tmp_path)
+    shared = str(tmp_path / "config" / "work.yml")
+    own = str(tmp_path / "config" / "work@postgresql-db.example-5432-kb-team.yml")
+    assert config_label(URL) == "postgresql-db.example-5432-kb-team"
+    assert index_location("work", {**env, "INDEX_PATH": URL}) == (URL, own)
+    assert index_location("work", env, URL) == (URL, own)
+    assert index_location("work", {**env, "INDEX_PATH": "/x/i.sqlite"}) == ("/x/i.sqlite", shared)
+    Path(shared).write_text(f"index_url: {URL}\n", encoding="utf-8")
+    assert index_location("work", env) == (URL, shared)
+    assert index_location("work", env, URL) == (URL, shared)
+    other = "postgresql://localhost/other"
+    assert index_location("work", env, other) == (
+        other,
+        str(tmp_path / "config" / "work@postgresql-localhost-other.yml"),
+    )

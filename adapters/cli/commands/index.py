@@ -18,32 +18,39 @@ def index_help(args: argparse.Namespace) -> int:
 
 
 def copy(args: argparse.Namespace) -> int:
-    from adapters.cli.index_copy import copy_index, describe, open_any
-    from adapters.postgres.store import redact
+    import os
 
-    if args.src == args.dest:
+    from adapters.cli.index_copy import copy_to, describe, open_any
+    from adapters.postgres.store import is_postgres_url, redact
+
+    def same(a: str, b: str) -> bool:
+        if is_postgres_url(a) or is_postgres_url(b):
+            return a == b
+        return os.path.abspath(a) == os.path.abspath(b)
+
+    if same(args.src, args.dest):
         raise CommandError("qmd index copy: SRC and DEST are the same index")
+    if not is_postgres_url(args.src) and not os.path.isfile(args.src):
+        raise CommandError(f"qmd index copy: no index file {args.src}")
     source = open_any(args.src)
     try:
-        dest = open_any(args.dest)
+        live = sys.stderr.isatty()
+        started = time.monotonic()
+        last = 0.0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if live and (now - last > 0.1 or done >= total):
+                last = now
+                sys.stderr.write("\r" + fmt.progress_line("copy", done, total, width=20))
+                sys.stderr.flush()
+
         try:
-            live = sys.stderr.isatty()
-            started = time.monotonic()
-            last = 0.0
-
-            def progress(done: int, total: int) -> None:
-                nonlocal last
-                now = time.monotonic()
-                if live and (now - last > 0.1 or done >= total):
-                    last = now
-                    sys.stderr.write("\r" + fmt.progress_line("copy", done, total, width=20))
-                    sys.stderr.flush()
-
-            found = copy_index(source, dest, progress)
+            found = copy_to(source, args.dest, progress)
+        finally:
             if live:
                 sys.stderr.write("\r\x1b[K")
-        finally:
-            dest.close()
     finally:
         source.close()
     elapsed = time.monotonic() - started

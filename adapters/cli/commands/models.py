@@ -5,21 +5,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable, chunk_strategy, non_negative_int, positive_int
 from adapters.cli.runtime import (
     err,
+    index_lock,
     maintenance,
     open_app,
     out,
 )
 
 if TYPE_CHECKING:
-    from adapters.bootstrap import App
+    pass
 
 
 def embed_progress_line(done: int, total: int, chunks: int, elapsed: float, width: int = 20) -> str:
@@ -32,29 +31,6 @@ def embed_progress_line(done: int, total: int, chunks: int, elapsed: float, widt
         f"Embedding [{'#' * filled}{'-' * (width - filled)}] {done}/{total} docs, "
         f"{chunks} chunks, {rate:.1f} chunks/s, ETA {eta}"
     )
-
-
-@contextmanager
-def _embed_lock(app: App) -> Iterator[bool]:
-    """An exclusive lock beside the index (an advisory lock in PostgreSQL), so two `qmd embed`
-    runs cannot interleave writes."""
-    import fcntl
-
-    if app.index_lock is not None:
-        with app.index_lock("embed", False) as held:
-            yield held
-        return
-    lock_path = os.path.join(os.path.dirname(os.path.abspath(app.db_path)), ".qmd-embed.lock")
-    with open(lock_path, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def embed(args: argparse.Namespace) -> int:
@@ -72,19 +48,21 @@ def embed(args: argparse.Namespace) -> int:
         )
     with open_app(args, with_models=True) as app:
         embedder = app.models.embedder
-        if embedder is None:
-            raise CommandError(
-                "qmd embed: llama-cpp-python is not installed, so no embedding model can run. "
-                "Install it with scripts/install_llama.sh."
-            )
-        with _embed_lock(app) as locked:
+        # the lock first: a run that cannot write loads no model
+        with index_lock(app, "embed", False) as (locked, holder):
             if not locked:
                 # Nothing was embedded by this run: say so and fail (tobi/qmd #724, #935).
                 err(
                     "Another embed process is already running; this run embedded nothing. "
+                    f"It embeds the index {app.index_display} ({holder}). "
                     "Run 'qmd embed' again when it has finished.\n"
                 )
                 return 1
+            if embedder is None:
+                raise CommandError(
+                    "qmd embed: llama-cpp-python is not installed, so no embedding model can "
+                    "run. Install it with scripts/install_llama.sh."
+                )
             use_case = EmbedIndex(app.store, app.vectors, embedder, app.clock)
             # QMD_FIT_CHUNKS=0: the original's 900-token chunks whatever the model reads, for
             # indexes compared chunk for chunk with the original's (model-backed goldens).
