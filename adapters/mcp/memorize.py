@@ -283,6 +283,7 @@ class MemorizeSurface:
             "thresholds": {
                 "topic": stored.thresholds.topic,
                 "fusion": stored.thresholds.fusion,
+                "calibratedFor": stored.calibration or None,
             },
             "suggestion": {"mergeable": bool(suggestion), "records": suggestion},
         }
