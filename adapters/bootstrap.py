@@ -49,7 +49,7 @@ from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
 from domain.document_backend import DocumentBackend
 from domain.errors import INVALID_ARGUMENT, QmdError
-from domain.memory import DEFAULT_FUSION_THRESHOLD, DEFAULT_TOPIC_THRESHOLD, require_threshold
+from domain.memory import require_threshold
 from domain.model import Collection
 from domain.ports import (
     ChunkIndex,
@@ -593,19 +593,17 @@ def memory_folder(app: App, env: Mapping[str, str] | None = None) -> str:
 
 
 def memory_thresholds(env: Mapping[str, str] | None = None) -> Thresholds:
-    """`QMD_MEMORY_TOPIC_THRESHOLD` and `QMD_MEMORY_FUSION_THRESHOLD`, each in 0..1."""
+    """`QMD_MEMORY_TOPIC_THRESHOLD` and `QMD_MEMORY_FUSION_THRESHOLD`, each in 0..1; unset,
+    the embedding model's calibration applies (domain/memory.py CALIBRATIONS)."""
     environ = os.environ if env is None else env
-    values = []
-    for name, default in (
-        ("QMD_MEMORY_TOPIC_THRESHOLD", DEFAULT_TOPIC_THRESHOLD),
-        ("QMD_MEMORY_FUSION_THRESHOLD", DEFAULT_FUSION_THRESHOLD),
-    ):
+    values: list[float | None] = []
+    for name in ("QMD_MEMORY_TOPIC_THRESHOLD", "QMD_MEMORY_FUSION_THRESHOLD"):
         raw = environ.get(name, "").strip()
         try:
             number = float(raw) if raw else None
         except ValueError:
             raise QmdError(INVALID_ARGUMENT, f"{name} must be a number between 0 and 1") from None
-        values.append(require_threshold(name, number, default))
+        values.append(None if number is None else require_threshold(name, number, 0.0))
     return Thresholds(topic=values[0], fusion=values[1])
 
 

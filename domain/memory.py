@@ -14,7 +14,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from domain.errors import INVALID_ARGUMENT, QmdError
@@ -30,11 +30,89 @@ MAX_CONTEXT_CHARS = 8_000
 MAX_RESOURCE_CHARS = 16_000  # a knowledge:// read is bounded (REQ-MEM-RES-002)
 MAX_KNOWLEDGE_CHARS = 32_000  # a fused text longer than this is cut, with a marker
 
-# Chosen from benchmarks/bench_memorize_topics.py (docs/decisions/0038).
-DEFAULT_TOPIC_THRESHOLD = 0.45
-DEFAULT_FUSION_THRESHOLD = 0.80
 DEFAULT_QUERY_LIMIT = 5
 MAX_GROUP_SIZE = 8
+
+
+# -- thresholds per embedding model (REQ-MEM-CAL-*) -----------------------------------------
+
+LATIN = "latin"
+OTHER = "other"
+
+
+def script_of(text: str) -> str:
+    """`latin` when every letter of `text` is Latin (English, most European languages), else
+    `other` (Chinese, Japanese, Cyrillic, ...): models separate the two very differently."""
+    for char in text:
+        if char.isalpha() and not unicodedata.name(char, "").startswith("LATIN"):
+            return OTHER
+    return LATIN
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The thresholds measured for one embedding model on the labelled sets of
+    benchmarks/data/memorize-*, by benchmarks/bench_memorize_fusion.py (docs/decisions/0049).
+
+    `model` is the model file's name (or a served model's id) the figures belong to and `sha256`
+    the digest of the file measured. Each threshold is for one script class (`script_of`); None
+    means the model cannot tell that script's texts apart at any threshold, so similarity alone
+    never reuses a topic or suggests a fusion there (an exact topic name still matches)."""
+
+    model: str
+    sha256: str
+    topic: float | None
+    fusion: float | None
+    topic_other: float | None
+    fusion_other: float | None
+
+    def topic_for(self, *texts: str) -> float | None:
+        """The topic threshold for comparing `texts`: the stricter class when they differ."""
+        return self.topic_other if any(script_of(t) == OTHER for t in texts) else self.topic
+
+    def fusion_for(self, *texts: str) -> float | None:
+        return self.fusion_other if any(script_of(t) == OTHER for t in texts) else self.fusion
+
+
+CALIBRATIONS: tuple[Calibration, ...] = (
+    # The bundled test model (scripts/prepare_models.py). English: topics 0.45 (pairwise
+    # precision 0.979), fusion 0.60 (precision 0.960, recall 0.471). Chinese and Japanese:
+    # its vocabulary maps most CJK characters to one unknown token (报税 and 长跑 embed
+    # identically), and precision stays below 0.6 at every threshold: refused.
+    Calibration(
+        model="all-MiniLM-L6-v2-f16.gguf",
+        sha256="fbfdb16fe16c84d1190abc8d3b235cd19dc9fe5d18b90830236e626fa38ba8bd",
+        topic=0.45,
+        fusion=0.60,
+        topic_other=None,
+        fusion_other=None,
+    ),
+)
+
+# A model nobody measured: only near-identical texts are treated as the same. A wrong reuse
+# mixes unrelated knowledge, which costs more than a duplicate topic or a missed suggestion;
+# QMD_MEMORY_TOPIC_THRESHOLD / QMD_MEMORY_FUSION_THRESHOLD set measured values instead.
+FALLBACK_CALIBRATION = Calibration(
+    model="", sha256="", topic=0.90, fusion=0.90, topic_other=0.95, fusion_other=0.95
+)
+
+# What the tests and the conformance profile report for the bundled model (kept for callers).
+DEFAULT_TOPIC_THRESHOLD = CALIBRATIONS[0].topic
+DEFAULT_FUSION_THRESHOLD = CALIBRATIONS[0].fusion
+
+
+def model_file_name(model: str) -> str:
+    """The file name in a model reference (`hf:org/repo/file.gguf`, a path, or a bare id)."""
+    return re.split(r"[/\\]", model.strip())[-1].lower()
+
+
+def calibration_for(model: str) -> Calibration:
+    """The calibration measured for `model` (matched by file name), else the fallback."""
+    name = model_file_name(model)
+    for calibration in CALIBRATIONS:
+        if calibration.model.lower() == name:
+            return calibration
+    return FALLBACK_CALIBRATION
 
 
 @dataclass(frozen=True)
@@ -142,12 +220,38 @@ def closest_topic(vector: Sequence[float], topics: Sequence[Topic]) -> tuple[Top
     return best
 
 
+def reusable_topic(
+    vector: Sequence[float],
+    text: str,
+    topics: Sequence[Topic],
+    threshold: Callable[[str, str], float | None],
+) -> tuple[Topic, float] | None:
+    """The most similar topic whose similarity to `text` reaches `threshold(text, name)`
+    (None: never by similarity), ties to the name that sorts first; None when no topic does."""
+    best: tuple[Topic, float] | None = None
+    for topic in sorted(topics, key=lambda t: t.name):
+        limit = threshold(text, topic.name)
+        score = cosine(vector, topic.vector)
+        if limit is not None and score >= limit and (best is None or score > best[1]):
+            best = (topic, score)
+    return best
+
+
 def similar_groups(
-    records: Sequence[MemoryRecord], threshold: float, max_size: int = MAX_GROUP_SIZE
+    records: Sequence[MemoryRecord],
+    threshold: float | Callable[[str, str], float | None],
+    max_size: int = MAX_GROUP_SIZE,
 ) -> list[MergeGroup]:
     """Groups of at least two unmerged QA records of one topic, each member at least
-    `threshold` similar to the group's first record (its seed). Seeds are taken oldest first,
+    `threshold` similar to the group's first record (its seed); a callable threshold is asked
+    per pair of questions (None: that pair is never grouped). Seeds are taken oldest first,
     so the grouping of the same records is always the same."""
+
+    def limit(a: MemoryRecord, b: MemoryRecord) -> float | None:
+        if isinstance(threshold, int | float):
+            return float(threshold)
+        return threshold(a.question, b.question)
+
     pending = sorted(
         (r for r in records if r.kind == QA and not r.merged), key=lambda r: (r.created, r.id)
     )
@@ -156,14 +260,14 @@ def similar_groups(
     for seed in pending:
         if seed.id in used:
             continue
-        mates = [
-            r
-            for r in pending
-            if r.id not in used
-            and r.id != seed.id
-            and r.topic == seed.topic
-            and cosine(seed.vector, r.vector) >= threshold
-        ][: max_size - 1]
+        mates = []
+        for r in pending:
+            if r.id in used or r.id == seed.id or r.topic != seed.topic:
+                continue
+            bound = limit(seed, r)
+            if bound is not None and cosine(seed.vector, r.vector) >= bound:
+                mates.append(r)
+        mates = mates[: max_size - 1]
         if not mates:
             continue
         members = (seed, *mates)

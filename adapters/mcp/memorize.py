@@ -283,6 +283,7 @@ class MemorizeSurface:
             "thresholds": {
                 "topic": stored.thresholds.topic,
                 "fusion": stored.thresholds.fusion,
+                "calibratedFor": stored.calibration or None,
             },
             "suggestion": {"mergeable": bool(suggestion), "records": suggestion},
         }
@@ -320,6 +321,10 @@ class MemorizeSurface:
             text = (
                 "No topic matches this context closely enough "
                 f"(threshold {found.threshold}); nothing is stored for it yet."
+                if found.threshold is not None
+                else "The embedding model cannot tell topics apart in this context's script, "
+                "so none is matched by similarity (REQ-MEM-CAL-003); give a topic's exact "
+                "name as the context."
             )
             payload["message"] = text
         elif not answers:
@@ -372,7 +377,8 @@ class MemorizeSurface:
                 "requestState": _encode_state(state),
             }
         state = _decode_state(context.request_state)
-        report = MergeReport(float(state.get("threshold", 0.0)))
+        planned = state.get("threshold")  # None: refused for Latin text (REQ-MEM-CAL-003)
+        report = MergeReport(None if planned is None else float(planned))
         answers = _Answers(context.input_responses or {})
         for key, entry in sorted(state["groups"].items()):
             group = self._memory.regroup(key, str(entry.get("topic")), entry.get("ids"))

@@ -10,9 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from domain.errors import MODEL_UNAVAILABLE, QmdError
 from domain.memory import (
-    DEFAULT_FUSION_THRESHOLD,
     DEFAULT_QUERY_LIMIT,
-    DEFAULT_TOPIC_THRESHOLD,
     KNOWLEDGE,
     MAX_ANSWER_CHARS,
     MAX_CONTEXT_CHARS,
@@ -20,11 +18,13 @@ from domain.memory import (
     MAX_QUESTION_CHARS,
     MAX_TOPIC_CHARS,
     QA,
+    Calibration,
     MemoryRecord,
     MergeGroup,
     Scored,
     Topic,
     bounded,
+    calibration_for,
     closest_topic,
     cosine,
     fusion_prompt,
@@ -32,6 +32,7 @@ from domain.memory import (
     qa_id,
     require_text,
     require_threshold,
+    reusable_topic,
     similar_groups,
 )
 from domain.ports import Clock, Embedder, Fuser, MemoryStore
@@ -39,8 +40,12 @@ from domain.ports import Clock, Embedder, Fuser, MemoryStore
 
 @dataclass(frozen=True)
 class Thresholds:
-    topic: float = DEFAULT_TOPIC_THRESHOLD
-    fusion: float = DEFAULT_FUSION_THRESHOLD
+    """Thresholds in force. Given to `Memorizer`, a number overrides the model's calibration
+    for every script (QMD_MEMORY_*_THRESHOLD) and None keeps it; reported with a stored record,
+    None means similarity alone cannot reuse a topic or suggest a fusion for its text."""
+
+    topic: float | None = None
+    fusion: float | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class Stored:
     topic: TopicChoice
     suggestion: list[Scored]
     thresholds: Thresholds
+    calibration: str  # the model file the thresholds were measured on; "" for the fallback
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ class Found:
     topic: str | None
     similarity: float | None
     answers: list[Scored]
-    threshold: float
+    threshold: float | None
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,7 @@ class Skipped:
 
 @dataclass
 class MergeReport:
-    threshold: float
+    threshold: float | None
     merged: list[MemoryRecord] = field(default_factory=list)  # the knowledge records made
     skipped: list[Skipped] = field(default_factory=list)
 
@@ -88,11 +94,17 @@ class Memorizer:
         embedder: Embedder | None,
         clock: Clock,
         thresholds: Thresholds | None = None,
+        calibration: Calibration | None = None,
     ) -> None:
         self._store = store
         self._embedder = embedder
         self._clock = clock
         self.thresholds = thresholds or Thresholds()
+        # Similarities mean different things per model: use the figures measured for this one
+        # (REQ-MEM-CAL-001), the conservative fallback for a model nobody measured.
+        self.calibration = calibration or calibration_for(
+            embedder.model_name if embedder is not None else ""
+        )
         self._repaired = False
         self._repair_lock = threading.Lock()
         self._listeners: list[Callable[[str], None]] = []
@@ -127,6 +139,21 @@ class Memorizer:
             )
         return [tuple(v) for v in self._embedder.embed_queries(list(texts))]
 
+    def topic_threshold(self, a: str, b: str) -> float | None:
+        """The similarity at which texts `a` and `b` name one topic (None: never)."""
+        if self.thresholds.topic is not None:
+            return self.thresholds.topic
+        return self.calibration.topic_for(a, b)
+
+    def fusion_threshold(self, a: str, b: str) -> float | None:
+        """The similarity at which questions `a` and `b` may be fused (None: never)."""
+        if self.thresholds.fusion is not None:
+            return self.thresholds.fusion
+        return self.calibration.fusion_for(a, b)
+
+    def _reported(self, topic: str, question: str) -> Thresholds:
+        return Thresholds(self.topic_threshold(topic, topic), self.fusion_threshold(question, ""))
+
     def ensure_repaired(self) -> None:
         """Repair once per process, before the first use (REQ-MEM-STORE-006)."""
         with self._repair_lock:
@@ -147,7 +174,7 @@ class Memorizer:
             existing = self._store.get(record_id)
             if existing is not None:
                 choice = TopicChoice(existing.topic, True, topic, None)
-                return Stored(existing, False, choice, self._suggest(existing), self.thresholds)
+                return self._stored(existing, False, choice)
             choice = self._choose_topic(topic, topic_vector)
             now = self._clock.now_iso()
             record = MemoryRecord(
@@ -162,16 +189,27 @@ class Memorizer:
             )
             self._store.put([record])
         self._written()
-        return Stored(record, True, choice, self._suggest(record), self.thresholds)
+        return self._stored(record, True, choice)
+
+    def _stored(self, record: MemoryRecord, created: bool, choice: TopicChoice) -> Stored:
+        return Stored(
+            record,
+            created,
+            choice,
+            self._suggest(record),
+            self._reported(choice.requested, record.question),
+            self.calibration.model,
+        )
 
     def _choose_topic(self, requested: str, vector: tuple[float, ...]) -> TopicChoice:
         topics = self._store.topics()
         exact = next((t for t in topics if t.name == requested), None)
         if exact is not None:
             return TopicChoice(exact.name, True, requested, 1.0)
+        reuse = reusable_topic(vector, requested, topics, self.topic_threshold)
+        if reuse is not None:
+            return TopicChoice(reuse[0].name, True, requested, reuse[1])
         best = closest_topic(vector, topics)
-        if best is not None and best[1] >= self.thresholds.topic:
-            return TopicChoice(best[0].name, True, requested, best[1])
         self._store.add_topic(Topic(requested, vector))
         return TopicChoice(requested, False, requested, None if best is None else best[1])
 
@@ -179,12 +217,14 @@ class Memorizer:
         """Unmerged QA records of the topic similar enough to fuse with `record`."""
         if record.merged:
             return []
-        scored = [
-            Scored(other, cosine(record.vector, other.vector))
-            for other in self._store.records(record.topic, QA)
-            if other.id != record.id and not other.merged
-        ]
-        hits = [s for s in scored if s.score >= self.thresholds.fusion]
+        hits = []
+        for other in self._store.records(record.topic, QA):
+            if other.id == record.id or other.merged:
+                continue
+            limit = self.fusion_threshold(record.question, other.question)
+            score = cosine(record.vector, other.vector)
+            if limit is not None and score >= limit:
+                hits.append(Scored(other, score))
         return sorted(hits, key=lambda s: (-s.score, s.record.id))
 
     # -- query ----------------------------------------------------------------------------
@@ -194,11 +234,18 @@ class Memorizer:
         context = require_text("context", context, MAX_CONTEXT_CHARS)
         question_vector, context_vector = self._embed([question, context])
         self.ensure_repaired()
-        best = closest_topic(context_vector, self._store.topics())
-        threshold = self.thresholds.topic
-        if best is None or best[1] < threshold:
+        topics = self._store.topics()
+        exact = next((t for t in topics if t.name == context), None)
+        reuse = (exact, 1.0) if exact is not None else None
+        # a refused threshold still lets the topic's own name find it (REQ-MEM-CAL-003)
+        reuse = reuse or reusable_topic(context_vector, context, topics, self.topic_threshold)
+        if reuse is None:
+            best = closest_topic(context_vector, topics)
+            near = None if best is None else best[0].name
+            threshold = self.topic_threshold(context, near or context)
             return Found(None, None if best is None else best[1], [], threshold)
-        topic, similarity = best
+        topic, similarity = reuse
+        threshold = self.topic_threshold(context, topic.name)
         scored = [
             Scored(r, cosine(question_vector, r.vector))
             for r in self._store.records(topic.name, QA)
@@ -215,23 +262,28 @@ class Memorizer:
         if any(t.name == name for t in topics):
             return name
         (vector,) = self._embed([name])
-        best = closest_topic(vector, topics)
-        return best[0].name if best is not None and best[1] >= self.thresholds.topic else None
+        reuse = reusable_topic(vector, name, topics, self.topic_threshold)
+        return None if reuse is None else reuse[0].name
 
     def plan_merge(
         self, topic: str | None, threshold: float | None
-    ) -> tuple[list[MergeGroup], float]:
-        chosen = require_threshold("threshold", threshold, self.thresholds.fusion)
+    ) -> tuple[list[MergeGroup], float | None]:
+        """The groups to fuse and the threshold reported: the one given, else the fusion
+        threshold of Latin-script questions (other scripts have their own, REQ-MEM-CAL-002)."""
+        given = None if threshold is None else require_threshold("threshold", threshold, 0.0)
+        limit: float | Callable[[str, str], float | None]
+        limit = self.fusion_threshold if given is None else given
+        chosen = given if given is not None else self.fusion_threshold("", "")
         if topic is not None:
             topic = require_text("topic", topic, MAX_TOPIC_CHARS)
         self._embed([topic or "merge"])  # a missing model fails here, at once
         self.ensure_repaired()
         if topic is None:
-            return similar_groups(self._store.records(None, QA), chosen), chosen
+            return similar_groups(self._store.records(None, QA), limit), chosen
         resolved = self.resolve_topic(topic)
         if resolved is None:
             return [], chosen
-        return similar_groups(self._store.records(resolved, QA), chosen), chosen
+        return similar_groups(self._store.records(resolved, QA), limit), chosen
 
     def regroup(self, key: str, topic: str, ids: object) -> MergeGroup | None:
         """A planned group again, from its record ids (a 2026-07-28 retry carries only those);
