@@ -13,7 +13,7 @@ import os
 import posixpath
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from adapters.mcp.tools import Tool, call_tool, tool_table
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
@@ -43,8 +43,17 @@ from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services
 from domain.usecases.trace import SearchTrace
 
-if TYPE_CHECKING:
-    from adapters.mcp.ldims_backend import RemoteLdims
+
+class RemoteLdims(Protocol):
+    """What answers for the surface when LDIMS_API_BASE_URL names a backend
+    (adapters.mcp.ldims_backend); declared here so the surface does not import its adapter."""
+
+    def search(
+        self, args: Mapping[str, Any], hard_limit: int, clock: Callable[[], float]
+    ) -> dict[str, Any]: ...
+
+    def read(self, uri: str, document_id: str) -> dict[str, Any]: ...
+
 
 LDIMS_VERSION = "1.0.0"
 DEFAULT_MAX_RESULTS = 5
