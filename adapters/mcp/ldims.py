@@ -321,6 +321,8 @@ class LdimsSurface:
             self._unfinished = finished
             return failure_result(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
         self._unfinished = None
+        if time.monotonic() > deadline:  # it ended, but after the limit: late is a timeout
+            return failure_result(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
         answer = outcome[0]
         if isinstance(answer, LdimsError):
             return failure_result(answer.code, answer.details)
