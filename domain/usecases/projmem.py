@@ -244,7 +244,8 @@ class ChunkSearch:
         report = self._report("deep", started, results, trace)
         report.expanded = list(trace.expansions)
         report.strong_signal = trace.strong_signal
-        report.reranked = "reranking" in trace.steps
+        reranking = trace.steps.get("reranking")
+        report.reranked = reranking is not None and reranking.ran
         if not report.reranked:  # no reranker score exists: say so rather than 0
             report.hits = [replace(hit, reranker_score=None) for hit in report.hits]
         report.stages = _stages(trace, options, bool(scope))
@@ -393,7 +394,7 @@ def _stages(trace: SearchTrace, options: DeepOptions, searched: bool) -> list[St
     stages: list[Stage] = []
     for name in PIPELINE:
         tally = trace.steps.get(name)
-        if tally is not None and searched:
+        if tally is not None and tally.ran and searched:
             stages.append(Stage(name, tally.seconds * 1000.0, "", tally.count_in, tally.count_out))
         else:
             stages.append(Stage(name, 0.0, _skipped_why(name, trace, options, searched)))

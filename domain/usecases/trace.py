@@ -45,6 +45,7 @@ class StepTally:
     seconds: float = 0.0
     count_in: int = 0
     count_out: int = 0
+    ran: bool = False  # counted: the step did its work (a timed model call may have failed)
 
 
 StageListener = Callable[[str, float | None], None]  # (stage, None at start | seconds at end)
@@ -97,6 +98,7 @@ class SearchTrace:
         tally = self.steps.setdefault(name, StepTally())
         tally.count_in += count_in
         tally.count_out += count_out
+        tally.ran = True
 
     def degraded(self, stage: str, reason: str) -> None:
         """Record a skipped stage once (a stage skipped for several sub-queries is one note)."""
