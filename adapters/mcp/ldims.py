@@ -450,6 +450,9 @@ class LdimsSurface:
     def read_resource(self, uri: str) -> dict[str, Any]:
         if not (uri.startswith(URI_PREFIX) and uri.endswith(URI_SUFFIX)):
             raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+        behind = self._unfinished
+        if behind is not None:  # a search past its limit still reads this connection
+            behind.wait(self.timeout_s)
         document_id = decode_uri_component(uri[len(URI_PREFIX) : -len(URI_SUFFIX)]).strip("/")
         collection, _, path = document_id.partition("/")
         meta = (
