@@ -107,9 +107,10 @@ def run_http_server(
     if with_stdio:
         session = Session(create_surface(surface, app.services(), context))
 
-        def beside(stop: Callable[[], None]) -> None:
+        def beside(_stop: Callable[[], None]) -> None:
+            # The end of stdin ends the stdio session only (a server under nohup or a
+            # supervisor has none); HTTP serves until SIGTERM (REQ-HTTP-BOTH-001).
             serve_stdio(session, pools=http_app.pools, timeout_s=options.timeout_s)
-            stop()  # the client that started us has gone: stop serving HTTP too
 
     try:
         return serve(http_app, sock, options.host, beside)

@@ -97,15 +97,24 @@ def get_body(
 
 
 def multi_get_body(
-    body: str, max_lines: int | None, numbered: bool, max_chars: int = COMPAT_DOCUMENT_CHARS
+    body: str,
+    max_lines: int | None,
+    numbered: bool,
+    max_chars: int = COMPAT_DOCUMENT_CHARS,
+    number_marker: bool = True,
 ) -> str:
-    """`multi_get`: truncate to `max_lines` with a note, THEN number (the note gets a number);
-    then cut to `max_chars` like `get_body`."""
+    """`multi_get`: truncate to `max_lines` with a note, THEN number (the note gets a number,
+    as the original does); then cut to `max_chars` like `get_body`. Without `number_marker`
+    only the document's own lines are numbered and the note follows them unnumbered
+    (REQ-SPEC-MGET-005)."""
     if max_lines:
         lines = body.split("\n")
         if len(lines) > max_lines:
             kept = "\n".join(lines[:max_lines])
-            body = f"{kept}\n\n[... truncated {len(lines) - max_lines} more lines]"
+            marker = f"[... truncated {len(lines) - max_lines} more lines]"
+            if not number_marker:
+                return f"{get_body(kept, None, None, numbered, max_chars)}\n\n{marker}"
+            body = f"{kept}\n\n{marker}"
     return get_body(body, None, None, numbered, max_chars)
 
 
@@ -213,13 +222,11 @@ def status_text_2_8_3(status: IndexStatus) -> str:
 
 
 def status_text_spec(status: IndexStatus) -> str:
-    """The summary with each collection's name, the value the `collection` argument takes
-    (REQ-SPEC-STATUS-003)."""
+    """The summary as seed 000 shows it, one `    - <folder> (<N> docs)` line per collection
+    (REQ-SPEC-STATUS-003); the names the `collection` argument takes are in the structured
+    result."""
     lines = _status_head(status)
-    lines += [
-        f"    - {c.name} (qmd://{c.name}/): {_js_str(c.path)} ({c.documents} docs)"
-        for c in status.collections
-    ]
+    lines += [f"    - {_js_str(c.path)} ({c.documents} docs)" for c in status.collections]
     return "\n".join(lines)
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from adapters.mcp.tools import Tool, call_tool, tool_table
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
+from adapters.version import package_version
 from domain.errors import INVALID_ARGUMENT, DocumentNotFoundError, QmdError
 from domain.filters import (
     Condition as FilterCondition,
@@ -36,7 +39,7 @@ from domain.filters import (
 from domain.model import DocumentMeta, SearchResult
 from domain.paths import decode_uri_component
 from domain.ports import ExtractionStates
-from domain.profiles import SEED_000
+from domain.profiles import COMMAND_LINE_STRICT, SEED_000
 from domain.scoring import js_round
 from domain.usecases.metadata import require as require_metadata
 from domain.usecases.search import SearchRequest
@@ -55,10 +58,14 @@ class RemoteLdims(Protocol):
     def read(self, uri: str, document_id: str) -> dict[str, Any]: ...
 
 
-LDIMS_VERSION = "1.0.0"
 DEFAULT_MAX_RESULTS = 5
 DEFAULT_HARD_LIMIT = 50  # SEARCH_MAX_RESULTS_HARD_LIMIT
 DEFAULT_TIMEOUT_S = 30.0  # MCP_REQUEST_TIMEOUT_SECONDS
+# The cosine similarity below which a document the query's words do not match is not
+# relevant in semantic mode (REQ-LDIMS-TOOL-006). Calibrated for the bundled embedding model
+# (all-MiniLM-L6-v2) by benchmarks/bench_ldims_floor.py; LDIMS_SEMANTIC_MIN_SCORE sets it for
+# another model.
+SEMANTIC_FLOOR = 0.35
 CONTEXT_CHARS = 300
 URI_PREFIX = "ldims://docs/"
 META_KEY = "ldims/metadata"
@@ -129,9 +136,11 @@ SEARCH_TOOL: dict[str, Any] = {
                         "'semantic' for meaning-based matches",
                     },
                 },
+                "additionalProperties": False,
             },
         },
         "required": ["query"],
+        "additionalProperties": False,  # REQ-SPEC-ARGS-001
     },
     "annotations": {"readOnlyHint": True, "openWorldHint": False},
 }
@@ -232,6 +241,7 @@ def _context(result: SearchResult) -> str:
 class LdimsSurface:
     name = "ldims"
     answers_malformed_messages = True
+    answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
     wording: ProtocolWording = JsonRpcWording()
 
     def __init__(
@@ -244,6 +254,7 @@ class LdimsSurface:
         hard_limit: int | None = None,
         timeout_s: float | None = None,
         remote: RemoteLdims | None = None,
+        version: str | None = None,
     ) -> None:
         """`hard_limit` and `timeout_s`: the server's resolved settings (flags, then the
         environment, then `--env-file`); None reads seed 003's variables from `env`.
@@ -252,9 +263,12 @@ class LdimsSurface:
         environ = os.environ if env is None else env
         self._services = services
         self._searcher = services.searcher.with_profile(SEED_000)
+        # the same engine matching every word of a query (the original's lexical rule)
+        self._all_terms = services.searcher.with_profile(COMMAND_LINE_STRICT)
         self._extraction = extraction
         self._clock = clock
-        self.server_version = LDIMS_VERSION
+        # qmd's own version, as on every surface but compat (REQ-SPEC-VERSION-001)
+        self.server_version = version or package_version()
         if hard_limit is None:
             hard_limit = int(
                 _positive_number(environ.get("SEARCH_MAX_RESULTS_HARD_LIMIT"), DEFAULT_HARD_LIMIT)
@@ -265,7 +279,11 @@ class LdimsSurface:
             if timeout_s is None
             else timeout_s
         )
+        self.semantic_floor = _positive_number(
+            environ.get("LDIMS_SEMANTIC_MIN_SCORE"), SEMANTIC_FLOOR
+        )
         self._tools = tool_table([Tool(SEARCH_TOOL, self._search)])
+        self._unfinished: threading.Event | None = None  # a search past its deadline
 
     def capabilities(self) -> dict[str, Any]:
         return {"resources": {"listChanged": False}, "tools": {"listChanged": False}}
@@ -294,12 +312,40 @@ class LdimsSurface:
         return call_tool(self._tools, LdimsErrors(), name, arguments)
 
     def _search(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The search runs on a thread of its own so that the answer comes at the configured
+        time exactly, SEARCH_TIMEOUT if the search has not finished (REQ-LDIMS-ERR-003). A
+        search left behind finishes on its own (its answer is dropped); the next search on
+        this surface's index connection waits for it, within its own deadline."""
         if self._remote is not None:  # REQ-LDIMS-DEPLOY-002
             return self._remote.search(args, self.hard_limit, self._clock)
-        try:
-            return self._run_search(args)
-        except LdimsError as failure:
-            return failure_result(failure.code, failure.details)
+        deadline = time.monotonic() + self.timeout_s
+        behind = self._unfinished
+        if behind is not None and not behind.wait(max(0.0, deadline - time.monotonic())):
+            return failure_result(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
+        finished = threading.Event()
+        outcome: list[dict[str, Any] | BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(self._run_search(args))
+            except BaseException as error:  # handed to the caller's thread below
+                outcome.append(error)
+            finally:
+                finished.set()
+
+        threading.Thread(target=run, name="ldims-search", daemon=True).start()
+        if not finished.wait(max(0.0, deadline - time.monotonic())):
+            self._unfinished = finished
+            return failure_result(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
+        self._unfinished = None
+        if time.monotonic() > deadline:  # it ended, but after the limit: late is a timeout
+            return failure_result(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
+        answer = outcome[0]
+        if isinstance(answer, LdimsError):
+            return failure_result(answer.code, answer.details)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
 
     def _filters(self, raw: Mapping[str, Any]) -> FilterNode | None:
         """seed 003's filters as the engine's filter AST (REQ-LDIMS-TOOL-003)."""
@@ -371,13 +417,18 @@ class LdimsSurface:
         elif mode == "exact":
             results = self._searcher.lex_search(query, request)
         else:
-            results = self._searcher.hybrid_query(query, request)
+            fused = self._searcher.hybrid_query(query, replace(request, explain=True))
             skipped = [d for d in trace.degradations if d.stage == "vectors"]
             if skipped:  # REQ-LDIMS-TOOL-005: semantic without vectors is lexical, said so
                 used, note = "exact", skipped[0].reason
+                results = self._searcher.lex_search(query, replace(request, trace=None))
+            else:
+                # Lexical evidence is a document holding every word of the query; the hybrid
+                # search's any-term fill would count a shared "the" (REQ-LDIMS-TOOL-006).
+                every_word = self._all_terms.lex_search(query, replace(request, trace=None))
+                lexical = {r.document.meta.id: r.score for r in every_word}
+                results = _relevant(fused, lexical, self.semantic_floor)
         elapsed = self._clock() - started
-        if elapsed > self.timeout_s:  # REQ-LDIMS-ERR-003
-            raise LdimsError(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
         page = results[:shown]
         found = (
             self._services.metadata.of([r.document.meta.id for r in page])
@@ -416,6 +467,9 @@ class LdimsSurface:
     def read_resource(self, uri: str) -> dict[str, Any]:
         if not (uri.startswith(URI_PREFIX) and uri.endswith(URI_SUFFIX)):
             raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+        behind = self._unfinished
+        if behind is not None:  # a search past its limit still reads this connection
+            behind.wait(self.timeout_s)
         document_id = decode_uri_component(uri[len(URI_PREFIX) : -len(URI_SUFFIX)]).strip("/")
         if self._remote is not None:  # REQ-LDIMS-DEPLOY-002
             return self._remote.read(uri, document_id)
@@ -484,6 +538,41 @@ class LdimsSurface:
                 }
             ]
         }
+
+
+def _relevance(result: SearchResult, lexical: float | None, floor: float) -> float | None:
+    """How relevant a semantic-mode result is to the caller's own query (REQ-LDIMS-TOOL-006):
+    the better of its BM25 score for all the query's words (`lexical`, normalised to 0..1; None
+    when it lacks one of them) and the cosine similarity of the query's own vector list (not
+    its expansions'). A document without every word counts only when its similarity reaches
+    `floor`; None: not relevant."""
+    explanation = result.explanation
+    if explanation is None:
+        return result.score if lexical is not None else None
+    semantic = max(
+        (
+            c.backend_score
+            for c in explanation.contributions
+            if c.source == "vec" and c.query_type == "original"
+        ),
+        default=0.0,
+    )
+    if lexical is None and semantic < floor:
+        return None
+    return max(lexical or 0.0, semantic)
+
+
+def _relevant(
+    results: list[SearchResult], lexical: Mapping[int, float], floor: float
+) -> list[SearchResult]:
+    """The relevant results, in the engine's order, each scored by its relevance instead of
+    its place in the fused list."""
+    kept: list[SearchResult] = []
+    for result in results:
+        relevance = _relevance(result, lexical.get(result.document.meta.id), floor)
+        if relevance is not None:
+            kept.append(replace(result, score=relevance))
+    return kept
 
 
 def _document_fields(meta: DocumentMeta, metadata: Mapping[str, MetaValue]) -> dict[str, Any]:

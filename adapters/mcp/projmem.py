@@ -12,6 +12,7 @@ from adapters.mcp.formatting import text_result
 from adapters.mcp.spec import EnvelopeErrors
 from adapters.mcp.tools import Tool, ToolHandler, call_tool, tool_table
 from adapters.mcp.wording import JsonRpcError, JsonRpcWording, ProtocolWording
+from adapters.version import package_version
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
 from domain.ports import ChunkRow
 from domain.profiles import SEED_000
@@ -23,11 +24,10 @@ from domain.usecases.projmem import (
     ChunkSearch,
     DeepOptions,
     SearchReport,
+    Stage,
 )
 from domain.usecases.services import Services
 from domain.usecases.sessions import SessionMemory
-
-PROJMEM_VERSION = "0.2.0"
 
 INSTRUCTIONS = """projmem: project memory over this index, section by section, and over your own \
 past agent sessions.
@@ -67,6 +67,7 @@ def _search_tool(name: str, title: str, description: str, extra: dict[str, Any])
             "type": "object",
             "properties": {"query": _QUERY, "topK": _TOP_K, "namespaceId": _NAMESPACE, **extra},
             "required": ["query"],
+            "additionalProperties": False,  # REQ-SPEC-ARGS-001
         },
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     }
@@ -117,6 +118,7 @@ TOOLS: list[dict[str, Any]] = [
                 "identifier": {"type": "string", "description": "Chunk id or document path"}
             },
             "required": ["identifier"],
+            "additionalProperties": False,
         },
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     },
@@ -133,6 +135,7 @@ TOOLS: list[dict[str, Any]] = [
                 "docPaths": {"type": "array", "items": {"type": "string"}},
                 "pathPattern": {"type": "string"},
             },
+            "additionalProperties": False,
         },
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     },
@@ -141,7 +144,7 @@ TOOLS: list[dict[str, Any]] = [
         "title": "Index status",
         "description": "Documents, chunks, namespaces, embedding dimension, LLM cache size, "
         "documents by kind, and the namespace list with ids.",
-        "inputSchema": {"type": "object", "properties": {}},
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     },
     {
@@ -156,6 +159,7 @@ TOOLS: list[dict[str, Any]] = [
                 "hasSummary": {"type": "boolean"},
                 "limit": {"type": "number", "minimum": 1, "maximum": 200, "default": 10},
             },
+            "additionalProperties": False,
         },
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     },
@@ -177,6 +181,7 @@ TOOLS: list[dict[str, Any]] = [
                     "default": DEFAULT_MAX_TURNS,
                 },
             },
+            "additionalProperties": False,
         },
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     },
@@ -197,6 +202,7 @@ TOOLS: list[dict[str, Any]] = [
                 "tags": {"type": "array", "items": {"type": "string"}},
             },
             "required": ["sessionId", "overview", "decisions", "outcomes", "openItems", "tags"],
+            "additionalProperties": False,
         },
         "annotations": {"readOnlyHint": False, "openWorldHint": False},
     },
@@ -239,6 +245,24 @@ def _hit_json(hit: ChunkHit, deep: bool) -> dict[str, Any]:
     return item
 
 
+def _stage_line(stage: Stage) -> str:
+    if stage.skipped:
+        return f"  {stage.name}: skipped: {stage.note}"
+    return f"  {stage.name}: {stage.ms:.1f} ms, in {stage.count_in}, out {stage.count_out}"
+
+
+def _stage_json(stage: Stage) -> dict[str, Any]:
+    if stage.skipped:
+        return {"name": stage.name, "skipped": True, "why": stage.note}
+    return {
+        "name": stage.name,
+        "skipped": False,
+        "ms": round(stage.ms, 2),
+        "in": stage.count_in,
+        "out": stage.count_out,
+    }
+
+
 def _report_result(report: SearchReport) -> dict[str, Any]:
     deep = report.mode == "deep"
     lines: list[str] = []
@@ -262,10 +286,7 @@ def _report_result(report: SearchReport) -> dict[str, Any]:
             f"Strong signal: {'yes' if report.strong_signal else 'no'}",
             f"Re-ranking applied: {'yes' if report.reranked else 'no'}",
             "Pipeline stages:",
-            *(
-                f"  {s.name}: {s.ms:.1f} ms" + (f" {s.note}" if s.note else "")
-                for s in report.stages
-            ),
+            *(_stage_line(s) for s in report.stages),
         ]
     footer += [f"Warning: {w}" for w in report.warnings]
     if not report.hits:
@@ -282,10 +303,7 @@ def _report_result(report: SearchReport) -> dict[str, Any]:
         structured["expandedQueries"] = [{"type": t, "query": q} for t, q in report.expanded]
         structured["strongSignal"] = bool(report.strong_signal)
         structured["rerankingApplied"] = report.reranked
-        structured["stages"] = [
-            {"name": s.name, "ms": round(s.ms, 2), **({"note": s.note} if s.note else {})}
-            for s in report.stages
-        ]
+        structured["stages"] = [_stage_json(s) for s in report.stages]
     result = text_result(text)
     result["structuredContent"] = structured
     return result
@@ -314,11 +332,13 @@ def _chunk_text(row: ChunkRow) -> str:
 
 class ProjmemSurface:
     name = "projmem"
-    server_version = PROJMEM_VERSION
     answers_malformed_messages = True
+    answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
     wording: ProtocolWording = JsonRpcWording()
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, version: str | None = None) -> None:
+        # qmd's own version, as on every surface but compat (REQ-SPEC-VERSION-001)
+        self.server_version = version or package_version()
         if services.chunks is None or services.sessions is None:
             raise QmdError(UNAVAILABLE, "The projmem surface needs chunk rows and sessions")
         if services.sessions.refusal is not None:
@@ -326,6 +346,7 @@ class ProjmemSurface:
             raise services.sessions.refusal
         self._chunks: ChunkSearch = services.chunks.with_profile(SEED_000)
         self._sessions: SessionMemory = services.sessions
+        self._metadata = services.metadata  # front matter `source_kind` (projmem_status)
         handlers: dict[str, ToolHandler] = {
             "projmem_search": self._search,
             "projmem_vector_search": self._vector_search,
@@ -364,7 +385,7 @@ class ProjmemSurface:
         return []
 
     def read_resource(self, uri: str) -> dict[str, Any]:
-        raise JsonRpcError(-32602, f"Resource not found: {uri}")
+        raise JsonRpcError(-32602, f"Resource not found: {uri}", {"uri": uri})
 
     # -- search -------------------------------------------------------------------------------
 
@@ -411,7 +432,10 @@ class ProjmemSurface:
         return self._rows_result(rows, notes)
 
     def _status(self) -> dict[str, Any]:
-        status = self._chunks.status(self._sessions.vault_folder)
+        metadata = self._metadata
+        status = self._chunks.status(
+            self._sessions.vault_folder, metadata.of if metadata is not None else None
+        )
         lines = [
             f"Documents: {status.documents}",
             f"Chunks: {status.chunks}",
@@ -419,7 +443,7 @@ class ProjmemSurface:
             "Embedding dimension: "
             + (str(status.embedding_dimensions) if status.embedding_dimensions else "none"),
             f"LLM cache entries: {status.llm_cache_entries}",
-            "Documents by kind:",
+            "Documents by source_kind:",
             *(f"  {kind}: {count}" for kind, count in status.by_kind.items()),
             "Namespaces:",
             *(

@@ -54,6 +54,8 @@ _CACHE_HINTS: dict[str, int] = {
 _LEGACY_ONLY = frozenset({"initialize", "ping", "resources/subscribe", "resources/unsubscribe"})
 # ... and the one a 2025-era request cannot call.
 _MODERN_ONLY = frozenset({"server/discover"})
+# Methods a surface serves only when it declares the resources capability.
+_RESOURCE_METHODS = frozenset({"resources/list", "resources/templates/list", "resources/read"})
 
 log = logging.getLogger("qmd.mcp")
 
@@ -134,6 +136,7 @@ class CancelNotice:
 Admission = dict[str, Any] | Admitted | CancelNotice | None
 
 CANCELLED = "notifications/cancelled"
+SHUTDOWN = "shutdown"
 
 
 def cancel_notice(method: str, params: Any) -> CancelNotice | None:
@@ -295,6 +298,7 @@ class Session:
             "prompts/get": self._prompts_get,
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
+            "shutdown": self._shutdown,
         }
 
     def _route(self, request: _Request) -> Admitted:
@@ -304,6 +308,11 @@ class Session:
         modern = verdict.era == MODERN_ERA
         only_elsewhere = _LEGACY_ONLY if modern else _MODERN_ONLY
         if request.method not in self._handlers() or request.method in only_elsewhere:
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+        if request.method == SHUTDOWN and not getattr(self.surface, "answers_shutdown", False):
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")  # the original has none
+        if request.method in _RESOURCE_METHODS and "resources" not in self.surface.capabilities():
+            # no resources capability declared: no resources listed or read (REQ-SPEC-RES-003)
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
         if modern and verdict.pinned:  # the opening request was checked already
             problem = pinned_envelope_problem(request.params)
@@ -344,6 +353,11 @@ class Session:
         return result
 
     def _ping(self, _params: Any) -> dict[str, Any]:
+        return {}
+
+    def _shutdown(self, _params: Any) -> dict[str, Any]:
+        """seed 001's `shutdown`: acknowledged with an empty result; the stdio transport then
+        ends the session as at the end of its input (REQ-SPEC-SHUTDOWN-001)."""
         return {}
 
     def _discover(self, _params: Any) -> dict[str, Any]:

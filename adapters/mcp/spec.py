@@ -49,6 +49,7 @@ from domain.usecases.trace import SearchTrace
 
 SPEC_MAX_BYTES = 10240
 MAX_ITEMS = 200  # seed 001 NFR-4: list results are bounded
+REMAINING_HORIZON = 1000  # how far past the bound `remaining` counts
 MULTI_GET_REPLY_CHARS = 1_048_576  # all documents of one multi_get reply together
 HYBRID_CANDIDATES = 30
 PROMPT_GUIDE = (resources.files("adapters.mcp") / "data" / "spec-query-prompt.md").read_text(
@@ -78,6 +79,7 @@ def _search_schema(min_score_default: float, query_help: str) -> dict[str, Any]:
             "filter": FILTER_SCHEMA,
         },
         "required": ["query"],
+        "additionalProperties": False,  # REQ-SPEC-ARGS-001
     }
 
 
@@ -143,6 +145,7 @@ def _query_schema() -> dict[str, Any]:
                         "query": {"type": "string"},
                     },
                     "required": ["type", "query"],
+                    "additionalProperties": False,
                 },
             },
         }
@@ -201,6 +204,7 @@ TOOLS: list[dict[str, Any]] = [
                 "lineNumbers": _LINE_NUMBERS,
             },
             "required": ["file"],
+            "additionalProperties": False,
         },
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     },
@@ -226,6 +230,7 @@ TOOLS: list[dict[str, Any]] = [
                 "lineNumbers": _LINE_NUMBERS,
             },
             "required": ["pattern"],
+            "additionalProperties": False,
         },
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     },
@@ -233,7 +238,7 @@ TOOLS: list[dict[str, Any]] = [
         "name": "status",
         "title": "Index Status",
         "description": "Show the index status: collections, document counts and embedding health.",
-        "inputSchema": {"type": "object", "properties": {}},
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
         "annotations": {"readOnlyHint": True, "openWorldHint": False},
     },
 ]
@@ -274,6 +279,7 @@ class EnvelopeErrors:
 class SpecSurface:
     name = "spec"
     answers_malformed_messages = True
+    answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
     wording: ProtocolWording = JsonRpcWording()
 
     def __init__(
@@ -352,10 +358,23 @@ class SpecSurface:
             collections = [collection]
         else:
             collections = self._searcher.default_collections()
-        return query, min(limit, self._max_results), min_score, collections
+        # Searched up to the requested limit (within a horizon) so that a list the hard limit
+        # cuts can say how many more there were; `_payload` applies the limit.
+        return query, min(limit, REMAINING_HORIZON), min_score, collections
 
-    def _payload(self, results: list[SearchResult], query: str) -> dict[str, Any]:
+    def _payload(self, searched: list[SearchResult], query: str) -> dict[str, Any]:
+        results = searched[: self._max_results]
+        remaining = len(searched) - len(results)
         payload = results_payload(results, query, with_line=False)
+        # seed 001's bounded output (REQ-SPEC-BOUND-001): `truncated`, and when truncated
+        # `remaining`, beside the results
+        payload["structuredContent"]["truncated"] = bool(remaining)
+        if remaining:
+            payload["structuredContent"]["remaining"] = remaining
+            payload["content"][0]["text"] += (
+                f"\n\n[TRUNCATED: {remaining} more results; the server returns at most "
+                f"{self._max_results}]"
+            )
         metadata = self._services.metadata
         if metadata is not None and results:  # REQ-FILTER-006: metadata when non-empty
             found = metadata.of([r.document.meta.id for r in results])
@@ -438,7 +457,10 @@ class SpecSurface:
         if not reference.strip():
             raise QmdError(INVALID_ARGUMENT, "file must not be empty")
         request = merge_get_arguments(
-            reference, optional_int(args.get("fromLine")), optional_int(args.get("maxLines"))
+            reference,
+            optional_int(args.get("fromLine")),
+            optional_int(args.get("maxLines")),
+            suffix_wins=True,  # REQ-SPEC-GET-007
         )
         if request.max_lines is not None and request.max_lines < 0:
             raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
@@ -499,7 +521,11 @@ class SpecSurface:
                 )
                 continue
             body = multi_get_body(
-                entry.fetched.body, max_lines, args["lineNumbers"], SPEC_DOCUMENT_CHARS
+                entry.fetched.body,
+                max_lines,
+                args["lineNumbers"],
+                SPEC_DOCUMENT_CHARS,
+                number_marker=False,  # REQ-SPEC-MGET-005
             )
             documents.append(
                 embedded_resource(entry.meta, body, entry.fetched.context, with_name=True)

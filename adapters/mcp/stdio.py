@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
-from adapters.mcp.protocol import INVALID_REQUEST, Admission, Session
+from adapters.mcp.protocol import INVALID_REQUEST, SHUTDOWN, Admission, Admitted, Session
 from adapters.mcp.wire import encode_frame
 from adapters.mcp.workers import WorkerPools
 
@@ -126,9 +126,12 @@ def serve_stdio(
     session.emit, session.outgoing = writer, outgoing
     dispatcher = Dispatcher(session, writer, pools, timeout_s)
     for line in read_lines(source):
-        dispatcher.feed(admit_line(session, line))
+        admission = admit_line(session, line)
+        dispatcher.feed(admission)
         if writer.closed:  # the client went away: nothing left to answer
             break
+        if isinstance(admission, Admitted) and admission.method == SHUTDOWN:
+            break  # seed 001: the session ends as at the end of input (REQ-SPEC-SHUTDOWN-001)
     # nobody is left to answer a request of ours: a tool waiting for one ends now
     outgoing.close("the client closed stdin before answering")
     if not writer.closed:

@@ -2,7 +2,9 @@
 
 Issues are worded the way the original's schema library words them (so the compat surface
 answers byte-for-byte), e.g. `file: Invalid input: expected string, received number`.
-Unknown properties are ignored, as there.
+Unknown properties are ignored, as there, unless the schema is closed
+(`additionalProperties: false`, the surfaces other than compat): then each one is an issue
+naming it (REQ-SPEC-ARGS-001).
 """
 
 from __future__ import annotations
@@ -62,11 +64,19 @@ def _check_object(
     schema: dict[str, Any], value: dict[str, Any], path: list[str], issues: list[str]
 ) -> None:
     required = set(schema.get("required", []))
-    for name, prop in schema.get("properties", {}).items():
+    properties: dict[str, Any] = schema.get("properties", {})
+    for name, prop in properties.items():
         if name in value:
             _check(prop, value[name], [*path, name], issues)
         elif name in required:
             _check(prop, _MISSING, [*path, name], issues)
+    if schema.get("additionalProperties") is False:
+        # an agent that misspells an argument must learn it, not believe it was applied
+        known = ", ".join(properties) or "none"
+        for name in value:
+            if name not in properties:
+                where = ".".join([*path, name])
+                issues.append(f"{where}: Unknown argument (known: {known})")
 
 
 def validate_arguments(schema: dict[str, Any], arguments: Any) -> list[str]:

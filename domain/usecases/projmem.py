@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from domain.errors import INVALID_ARGUMENT, NOT_FOUND, QmdError
+from domain.filters import MetaValue
 from domain.model import SearchResult
 from domain.ports import ChunkIndex, ChunkRow, DocumentStore, NamespaceRegistry
 from domain.profiles import SearchProfile
-from domain.sections import line_of_offset
 from domain.usecases.chunks import chunk_id_of, like_to_regex
 from domain.usecases.search import Searcher, SearchRequest
 from domain.usecases.trace import SearchTrace
@@ -28,14 +28,24 @@ PATTERN_CAP = 20
 MAX_IDS = 100
 PREVIEW_CHARS = 240
 
-# The engine's stage names, as the deep-search report names them.
-STAGE_NAMES = {
-    "searching": "bm25_search",
-    "expanding": "query_expansion",
-    "embedding": "query_embedding",
-    "reranking": "reranking",
-}
-REST_STAGE = "vector_search_fusion_blend"
+# seed 002's eight-stage deep-search pipeline, as the engine's hybrid query runs it and the
+# report names its stages (REQ-PROJMEM-DEEP-001).
+PIPELINE = (
+    "bm25_search",
+    "strong_signal",
+    "query_expansion",
+    "query_embedding",
+    "vector_search",
+    "rrf_fusion",
+    "reranking",
+    "blending",
+)
+# Derived source kinds (REQ-PROJMEM-STATUS-001), for documents whose front matter names none.
+SESSION_KIND = "session_summary"
+NOTE_KIND = "note"
+DOCUMENT_KIND = "document"
+NOTE_FORMATS = frozenset({"md", "markdown", "txt"})
+DOCUMENT_FORMATS = frozenset({"pdf", "docx", "pptx", "xlsx", "html", "htm"})
 
 
 class IndexFigures(NamespaceRegistry, Protocol):
@@ -60,7 +70,13 @@ class ChunkHit:
 class Stage:
     name: str
     ms: float
-    note: str = ""  # "skipped (...)" for a stage that did not run
+    note: str = ""  # why the stage did not run ("" when it ran)
+    count_in: int | None = None  # items in and out (None when it did not run)
+    count_out: int | None = None
+
+    @property
+    def skipped(self) -> bool:
+        return self.count_in is None
 
 
 @dataclass
@@ -163,10 +179,9 @@ class ChunkSearch:
         for result in results:
             meta = result.document.meta
             rows = self._chunks.document_chunks(meta.collection, meta.path)
-            line = result.snippet.line
-            if result.chunk is not None:
-                line = line_of_offset(result.document.body, result.chunk[0])
-            chunk = _chunk_at(rows, line)
+            # the chunk holding the snippet's best line: the text the result shows is the
+            # text `projmem_get #id` returns (REQ-PROJMEM-DEEP-004)
+            chunk = _chunk_at(rows, result.snippet.line)
             unchunked += chunk is None
             rrf = rerank = None
             if deep and result.explanation is not None:
@@ -229,10 +244,11 @@ class ChunkSearch:
         report = self._report("deep", started, results, trace)
         report.expanded = list(trace.expansions)
         report.strong_signal = trace.strong_signal
-        report.reranked = any(name == "reranking" for name, _ in trace.stages)
+        reranking = trace.steps.get("reranking")
+        report.reranked = reranking is not None and reranking.ran
         if not report.reranked:  # no reranker score exists: say so rather than 0
             report.hits = [replace(hit, reranker_score=None) for hit in report.hits]
-        report.stages = _stages(trace, options, report.elapsed_ms)
+        report.stages = _stages(trace, options, bool(scope))
         return report
 
     # -- retrieval ---------------------------------------------------------------------------
@@ -314,7 +330,13 @@ class ChunkSearch:
 
     # -- status -------------------------------------------------------------------------------
 
-    def status(self, vault_folder: str | None) -> ProjmemStatus:
+    def status(
+        self,
+        vault_folder: str | None,
+        declared: Callable[[Sequence[int]], Mapping[int, Mapping[str, MetaValue]]] | None = None,
+    ) -> ProjmemStatus:
+        """`declared`: the documents' front matter fields by id, where the index keeps them
+        (a `source_kind` there names the document's kind)."""
         counts = {c.name: c.documents for c in self._store.collection_counts()}
         collections = self._store.list_collections()
         ids = self._namespaces.namespace_ids([c.name for c in collections])
@@ -328,9 +350,14 @@ class ChunkSearch:
             )
             for c in collections
         ]
+        sessions = {n.name for n in namespaces if n.kind == "sessions"}
+        documents = self._store.documents()
+        fields = declared([d.id for d in documents]) if declared is not None else {}
         by_kind: dict[str, int] = {}
-        for _collection, path in self._store.document_paths():
-            kind = posixpath.splitext(path)[1].lstrip(".").lower() or "(none)"
+        for document in documents:
+            kind = source_kind(
+                fields.get(document.id, {}), document.path, document.collection in sessions
+            )
             by_kind[kind] = by_kind.get(kind, 0) + 1
         return ProjmemStatus(
             documents=sum(counts.values()),
@@ -343,32 +370,53 @@ class ChunkSearch:
         )
 
 
-def _stages(trace: SearchTrace, options: DeepOptions, total_ms: float) -> list[Stage]:
-    """Every stage the pipeline ran, with its time, the ones it skipped and why, and the
-    untimed rest (vector legs, fusion, chunk choice, blending) as one stage."""
-    ran = [Stage(STAGE_NAMES.get(name, name), seconds * 1000.0) for name, seconds in trace.stages]
-    names = {stage.name for stage in ran}
-    skipped: list[Stage] = []
-    if "query_expansion" not in names:
-        if options.skip_expansion:
-            why = "skipExpansion"
-        elif trace.strong_signal:
-            why = "strong signal"
+def source_kind(fields: Mapping[str, MetaValue], path: str, in_session_vault: bool) -> str:
+    """A document's kind: front matter `source_kind` where it has one, else derived: a
+    summary in the session vault is `session_summary`, markdown and text are `note`, an
+    extracted format (PDF, Word, ...) is `document`, anything else its file extension."""
+    declared = fields.get("source_kind")
+    if isinstance(declared, tuple):
+        declared = next((v for v in declared if isinstance(v, str)), None)
+    if isinstance(declared, str) and declared.strip():
+        return declared.strip()
+    if in_session_vault:
+        return SESSION_KIND
+    extension = posixpath.splitext(path)[1].lstrip(".").lower()
+    if extension in NOTE_FORMATS:
+        return NOTE_KIND
+    if extension in DOCUMENT_FORMATS:
+        return DOCUMENT_KIND
+    return extension or "(none)"
+
+
+def _stages(trace: SearchTrace, options: DeepOptions, searched: bool) -> list[Stage]:
+    """Every stage of the pipeline in order: what it took and how many items went in and
+    came out, or why it was skipped."""
+    stages: list[Stage] = []
+    for name in PIPELINE:
+        tally = trace.steps.get(name)
+        if tally is not None and tally.ran and searched:
+            stages.append(Stage(name, tally.seconds * 1000.0, "", tally.count_in, tally.count_out))
         else:
-            why = next(
-                (d.reason for d in trace.degradations if d.stage in ("expansion", "vectors")),
-                "not run",
-            )
-        skipped.append(Stage("query_expansion", 0.0, f"skipped ({why})"))
-    if "reranking" not in names:
-        why = (
-            "skipReranking"
-            if options.skip_reranking
-            else next(
-                (d.reason for d in trace.degradations if d.stage in ("rerank", "vectors")),
-                "not run",
-            )
-        )
-        skipped.append(Stage("reranking", 0.0, f"skipped ({why})"))
-    rest = max(0.0, total_ms - sum(stage.ms for stage in ran))
-    return [*ran, *skipped, Stage(REST_STAGE, rest)]
+            stages.append(Stage(name, 0.0, _skipped_why(name, trace, options, searched)))
+    return stages
+
+
+def _skipped_why(name: str, trace: SearchTrace, options: DeepOptions, searched: bool) -> str:
+    """Why stage `name` did not run in this search."""
+    if not searched:
+        return "no namespace to search"
+    reasons = {d.stage: d.reason for d in trace.degradations}
+    if name == "query_expansion":
+        if options.skip_expansion:
+            return "skipExpansion"
+        if trace.strong_signal:
+            return "strong signal"
+        return reasons.get("expansion") or reasons.get("vectors") or "not run"
+    if name == "reranking":
+        if options.skip_reranking:
+            return "skipReranking"
+        return reasons.get("rerank") or reasons.get("vectors") or "no candidates to rerank"
+    if name in ("strong_signal", "query_embedding", "vector_search"):
+        return reasons.get("vectors") or "not run"
+    return "not run"

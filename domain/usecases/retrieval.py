@@ -63,11 +63,19 @@ class MultiGetResult:
     errors: tuple[str, ...]
 
 
-def merge_get_arguments(reference: str, from_line: int | None, max_lines: int | None) -> GetRequest:
-    """Explicit `fromLine`/`maxLines` win over a `:from[:count]` suffix; from is clamped >= 1."""
+def merge_get_arguments(
+    reference: str, from_line: int | None, max_lines: int | None, suffix_wins: bool = False
+) -> GetRequest:
+    """Explicit `fromLine`/`maxLines` win over a `:from[:count]` suffix (the original's rule),
+    or with `suffix_wins` the suffix wins (seed 000's rule, REQ-SPEC-GET-007); from is
+    clamped >= 1."""
     ref = parse_line_ref(reference)
-    start = from_line if from_line is not None else ref.from_line
-    count = max_lines if max_lines is not None else ref.line_count
+    if suffix_wins:
+        start = ref.from_line if ref.from_line is not None else from_line
+        count = ref.line_count if ref.line_count is not None else max_lines
+    else:
+        start = from_line if from_line is not None else ref.from_line
+        count = max_lines if max_lines is not None else ref.line_count
     if start is not None:
         start = max(1, start)
     return GetRequest(ref.target, start, count)

@@ -45,6 +45,8 @@ from domain.usecases.trace import (
     RERANKING,
     SEARCHING,
     SearchTrace,
+    stepped,
+    tallied,
     traced,
 )
 
@@ -563,7 +565,8 @@ class Searcher:
         collections = request.collections
         ranked = _Ranked()
         fill = self.profile.fill_fusion
-        with traced(request.trace, SEARCHING):
+        trace = request.trace
+        with traced(trace, SEARCHING), stepped(trace, "bm25_search"):
             if fill is not None and self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:
                 strict, loose = self._lex_split(query, LEG_LIMIT, collections)
                 probe = strict + _below(loose, strict)
@@ -578,18 +581,21 @@ class Searcher:
             else:
                 probe = self._lex_by_rule(query, LEG_LIMIT, collections)
                 ranked.add(probe, 2.0, "fts", "original", query)
+        tallied(trace, "bm25_search", 1, len(probe))
         if self.profile.bm25_only_without_vectors and not self._vectors.has_vector_index():
             _degrade_note(request, "vectors", NO_VECTOR_INDEX)
             return self._fuse_and_rank(ranked, query, replace(request, rerank=False))
         expansions: list[SubQuery] = []
         expander = self._expander
-        strong = _strong_signal(probe, request.intent)
+        with stepped(trace, "strong_signal"):
+            strong = _strong_signal(probe, request.intent)
+        tallied(trace, "strong_signal", len(probe), int(strong))
         if request.trace is not None:
             request.trace.strong_signal = strong
         if expander is None and not strong and request.expand:
             _degrade_note(request, "expansion", "no query-expansion model is available")
         if expander is not None and not strong and request.expand:
-            with traced(request.trace, EXPANDING):
+            with traced(request.trace, EXPANDING), stepped(trace, "query_expansion"):
                 expanded = (
                     _optional_stage(
                         self._degrade, lambda: expander.expand(query), request, "expansion"
@@ -597,11 +603,16 @@ class Searcher:
                     or []
                 )
             expansions = [s for s in expanded if s.query != query]
-            if request.trace is not None:
-                request.trace.expansions = [(s.type, s.query) for s in expansions]
+            if request.trace is not None:  # each distinct expansion once in the report
+                request.trace.expansions = list(
+                    dict.fromkeys((s.type, s.query) for s in expansions)
+                )
+                tallied(trace, "query_expansion", 1, len(request.trace.expansions))
         for sub in expansions:
             if sub.type == "lex":
-                hits = self._lex_by_rule(sub.query, LEG_LIMIT, collections)
+                with stepped(trace, "bm25_search"):
+                    hits = self._lex_by_rule(sub.query, LEG_LIMIT, collections)
+                tallied(trace, "bm25_search", 1, len(hits))
                 ranked.add(hits, 1.0, "fts", "lex", sub.query)
         embedder = self._embedder
         if embedder is None:
@@ -611,13 +622,18 @@ class Searcher:
             semantic += [(s.type, s.query) for s in expansions if s.type in ("vec", "hyde")]
             texts = [text for _type, text in semantic]
             # None: the model could not be had and the profile degrades to BM25 only
-            with traced(request.trace, EMBEDDING):
+            with traced(request.trace, EMBEDDING), stepped(trace, "query_embedding"):
                 vectors = _optional_stage(
                     self._degrade, lambda: embedder.embed_queries(texts), request, "vectors"
                 )
+            if vectors is not None:
+                tallied(trace, "query_embedding", len(texts), len(vectors))
             for (query_type, text), vector in zip(semantic, vectors or [], strict=False):
+                with stepped(trace, "vector_search"):
+                    near = self._vec_merged(vector, LEG_LIMIT, collections)
+                tallied(trace, "vector_search", 1, len(near))
                 ranked.add(
-                    self._vec_merged(vector, LEG_LIMIT, collections),
+                    near,
                     2.0 if query_type == "original" else 1.0,
                     "vec",
                     query_type,
@@ -631,15 +647,20 @@ class Searcher:
         self, ranked: _Ranked, primary: str, request: SearchRequest
     ) -> list[SearchResult]:
         intent = request.intent
-        fused = reciprocal_rank_fusion(ranked.lists, ranked.weights, rank_offsets=ranked.offsets)
-        fused = fused[: max(request.candidate_limit, 0)]
-        candidates: list[tuple[Candidate, tuple[int, int]]] = []
-        for item in fused:
-            document = ranked.documents[item.key]
-            chunks = chunk_document(document.body)
-            best = chunks[best_chunk_index(chunks, primary, intent)] if chunks else None
-            chunk = (best.pos, len(best.text)) if best else (0, len(document.body))
-            candidates.append((Candidate(document, item.score), chunk))
+        trace = request.trace
+        with stepped(trace, "rrf_fusion"):
+            fused = reciprocal_rank_fusion(
+                ranked.lists, ranked.weights, rank_offsets=ranked.offsets
+            )
+            fused = fused[: max(request.candidate_limit, 0)]
+            candidates: list[tuple[Candidate, tuple[int, int]]] = []
+            for item in fused:
+                document = ranked.documents[item.key]
+                chunks = chunk_document(document.body)
+                best = chunks[best_chunk_index(chunks, primary, intent)] if chunks else None
+                chunk = (best.pos, len(best.text)) if best else (0, len(document.body))
+                candidates.append((Candidate(document, item.score), chunk))
+        tallied(trace, "rrf_fusion", sum(len(keys) for keys in ranked.lists), len(candidates))
         reranker = self._reranker
         rerank_scores: list[float] | None = None
         if request.rerank and reranker is None and candidates:
@@ -647,10 +668,27 @@ class Searcher:
         if request.rerank and reranker is not None and candidates:
             rerank_query = f"{intent}\n\n{primary}" if intent else primary
             texts = [c.document.body[pos : pos + length] for c, (pos, length) in candidates]
-            with traced(request.trace, RERANKING):
+            with traced(request.trace, RERANKING), stepped(trace, "reranking"):
                 rerank_scores = _optional_stage(
                     self._degrade, lambda: reranker.rerank(rerank_query, texts), request, "rerank"
                 )
+            if rerank_scores is not None:
+                tallied(trace, "reranking", len(texts), len(rerank_scores))
+        with stepped(trace, "blending"):
+            results = self._blend(candidates, rerank_scores, ranked, primary, request)
+        tallied(trace, "blending", len(candidates), len(results))
+        return results
+
+    def _blend(
+        self,
+        candidates: list[tuple[Candidate, tuple[int, int]]],
+        rerank_scores: list[float] | None,
+        ranked: _Ranked,
+        primary: str,
+        request: SearchRequest,
+    ) -> list[SearchResult]:
+        """Final scores (position blended with the rerank score), snippets and the limit."""
+        intent = request.intent
         if rerank_scores is not None:
             scores = [
                 blend(position, rerank_scores[position - 1])

@@ -38,6 +38,16 @@ class Degradation:
         return f"{self.stage} skipped ({SKIPPED_MEANS.get(self.stage, 'skipped')}): {self.reason}"
 
 
+@dataclass
+class StepTally:
+    """One hybrid-pipeline step: its time and its counts in and out."""
+
+    seconds: float = 0.0
+    count_in: int = 0
+    count_out: int = 0
+    ran: bool = False  # counted: the step did its work (a timed model call may have failed)
+
+
 StageListener = Callable[[str, float | None], None]  # (stage, None at start | seconds at end)
 
 
@@ -55,6 +65,9 @@ class SearchTrace:
         # it searched with as (type, query) (the projmem surface's deep-search report)
         self.strong_signal: bool | None = None
         self.expansions: list[tuple[str, str]] = []
+        # hybrid query only: every pipeline step's time and how many items went in and came
+        # out, by step name (the deep-search report's stages; not shown live by the CLI)
+        self.steps: dict[str, StepTally] = {}
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -69,10 +82,43 @@ class SearchTrace:
             if self._listener is not None:
                 self._listener(name, elapsed)
 
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Time one pipeline step (added to what the step took before in this search)."""
+        started = self._clock() if self._clock is not None else 0.0
+        try:
+            yield
+        finally:
+            elapsed = (self._clock() - started) if self._clock is not None else 0.0
+            tally = self.steps.setdefault(name, StepTally())
+            tally.seconds += elapsed
+
+    def tally(self, name: str, count_in: int, count_out: int) -> None:
+        """Count what went into a pipeline step and what came out (added up per search)."""
+        tally = self.steps.setdefault(name, StepTally())
+        tally.count_in += count_in
+        tally.count_out += count_out
+        tally.ran = True
+
     def degraded(self, stage: str, reason: str) -> None:
         """Record a skipped stage once (a stage skipped for several sub-queries is one note)."""
         if all(d.stage != stage for d in self.degradations):
             self.degradations.append(Degradation(stage, reason))
+
+
+@contextmanager
+def stepped(trace: SearchTrace | None, name: str) -> Iterator[None]:
+    """`trace.step(name)`, or nothing without a trace."""
+    if trace is None:
+        yield
+        return
+    with trace.step(name):
+        yield
+
+
+def tallied(trace: SearchTrace | None, name: str, count_in: int, count_out: int) -> None:
+    if trace is not None:
+        trace.tally(name, count_in, count_out)
 
 
 @contextmanager

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.http_harness import ACCEPT_BOTH, REPO, HttpServer, Reply, send
 from tests.mcp_harness import build_fixture_index
@@ -125,5 +128,14 @@ def test_both_transports_share_one_process(tmp_path: Path) -> None:
     reply = _call(connection, 2, "status", {})
     assert reply.status == 200 and reply.events()[0]["id"] == 2
     connection.close()
-    process.stdin.close()  # the stdio client leaves: the whole server stops
+    # REQ-HTTP-BOTH-001: the stdio client leaves (as under nohup or a supervisor); HTTP stays
+    process.stdin.close()
+    assert process.stdout.read() == b""  # the stdio session has ended
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.wait(2)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    reply = _call(connection, 3, "status", {})
+    assert reply.status == 200 and reply.events()[0]["id"] == 3
+    connection.close()
+    process.send_signal(signal.SIGTERM)  # until SIGTERM
     assert process.wait(30) == 0

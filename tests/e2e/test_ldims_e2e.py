@@ -5,16 +5,23 @@ filters, empty results and errors (docs/spec/ldims.md)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from adapters.bootstrap import build_app
+from adapters.mcp.ldims import SEMANTIC_FLOOR
 from tests.http_harness import HttpServer
-from tests.mcp_harness import REPO, StdioServer, fixture_env
+from tests.mcp_harness import REPO, StdioServer, build_fixture_index, fixture_env
+from tests.model_fakes import FakeEmbedder
 
 DOCS = {
     "sales/q4-strategy.md": "---\ndate: 2023-12-01T10:00:00Z\nauthor: John Doe\n"
@@ -158,8 +165,8 @@ def test_hard_limit_and_timeout_come_from_the_environment(env: dict[str, str]) -
         assert payload["searchMetadata"]["maxResultsCappedAt"] == 2
     finally:
         capped.kill()
-    # a limit no search meets; the transport waits a little longer (OWN_TIMEOUT_GRACE_S), so
-    # the answer is LDIMS's own
+    # a limit no search meets: the surface answers at the limit, before the transport's own
+    # (OWN_TIMEOUT_GRACE_S later), so the answer is LDIMS's
     hurried = StdioServer({**env, "MCP_REQUEST_TIMEOUT_SECONDS": "0.000001"}, "--surface", "ldims")
     try:
         hurried.initialize()
@@ -197,3 +204,119 @@ def test_hard_limit_and_timeout_come_from_the_flags_too(env: dict[str, str]) -> 
         assert json.loads(result["content"][0]["text"])["errorDetails"] == {"timeoutSeconds": 1e-06}
     finally:
         hurried.kill()
+
+
+EMBED_MODEL = REPO / ".models" / "all-MiniLM-L6-v2-f16.gguf"
+
+
+class _SlowEmbeddings(BaseHTTPRequestHandler):
+    """An OpenAI-compatible `/v1/embeddings` on loopback (word-hash vectors) that answers
+    after `delay` seconds: a search slower than the time limit."""
+
+    delay = 0.0
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, payload: Any) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": "hashed", "object": "model"}]})
+        else:
+            self._send(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.rstrip("/") != "/v1/embeddings":
+            self._send(404, {"error": {"message": "not found"}})
+            return
+        time.sleep(type(self).delay)
+        texts = json.loads(raw)["input"]
+        vectors = FakeEmbedder(dimensions=32).embed_queries(texts)
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        self._send(200, {"object": "list", "data": data, "model": "hashed"})
+
+
+def test_search_timeout_comes_at_the_configured_time_on_a_real_process(
+    tmp_path: Path,
+) -> None:
+    """REQ-LDIMS-ERR-003 with a search that really runs long (its embedding server answers
+    after 4 s) and MCP_REQUEST_TIMEOUT_SECONDS=1: the seed's SEARCH_TIMEOUT after 1 s, not the
+    transport's -32001, and not when the search ends."""
+    _corpora, env = build_fixture_index(tmp_path)
+    handler = type("Handler", (_SlowEmbeddings,), {"delay": 0.0})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env["QMD_EMBED_MODEL"] = f"openai:hashed@http://127.0.0.1:{server.server_port}/v1"
+        embedded = subprocess.run(
+            [sys.executable, "-m", "adapters.cli.main", "embed"],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert embedded.returncode == 0, embedded.stderr
+        handler.delay = 4.0
+        ldims = StdioServer({**env, "MCP_REQUEST_TIMEOUT_SECONDS": "1"}, "--surface", "ldims")
+        try:
+            ldims.initialize()
+            began = time.monotonic()
+            result = ldims.call("searchDocuments", {"query": "rate limits"}, timeout=30)
+            took = time.monotonic() - began
+            assert json.loads(result["content"][0]["text"])["errorCode"] == "SEARCH_TIMEOUT"
+            assert 1.0 <= took < 1.8, took
+        finally:
+            ldims.kill()
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.models
+def test_semantic_mode_answers_nothing_for_a_question_nothing_is_about(tmp_path: Path) -> None:
+    """REQ-LDIMS-TOOL-006 with the bundled embedding model (all-MiniLM-L6-v2), the model its
+    floor was calibrated for: unrelated questions get the empty success, related ones their
+    page with a relevance score above the floor."""
+    if not EMBED_MODEL.is_file():
+        pytest.fail(f"{EMBED_MODEL.name} missing; run: python scripts/prepare_models.py")
+    _corpora, env = build_fixture_index(tmp_path)
+    env["QMD_EMBED_MODEL"] = str(EMBED_MODEL)
+    embedded = subprocess.run(
+        [sys.executable, "-m", "adapters.cli.main", "embed"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert embedded.returncode == 0, embedded.stderr
+    ldims = StdioServer(env, "--surface", "ldims")
+    try:
+        ldims.initialize()
+
+        def search(query: str) -> dict[str, Any]:
+            result = ldims.call("searchDocuments", {"query": query}, timeout=300)
+            assert "isError" not in result, result
+            payload: dict[str, Any] = json.loads(result["content"][0]["text"])
+            assert "effectiveSearchMode" not in payload["searchMetadata"]  # vectors were used
+            return payload
+
+        for query in ("zxqv blorptastic flumwhistle", "chocolate cake recipe with frosting"):
+            empty = search(query)
+            assert empty["results"] == [] and empty["totalMatches"] == 0, (query, empty)
+        found = search("How many calls per minute may one client key make?")
+        top = found["results"][0]
+        assert top["documentId"] == "handbook/engineering/api/rate limits.md"
+        assert SEMANTIC_FLOOR <= top["relevanceScore"] <= 1.0
+        scores = [r["relevanceScore"] for r in found["results"]]
+        assert all(s >= SEMANTIC_FLOOR for s in scores)
+    finally:
+        ldims.kill()

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from adapters.version import package_version
+from domain.usecases.projmem import PIPELINE
 from tests.mcp_harness import StdioServer, fixture_env
 from tests.projmem_fixtures import CORPUS, LONG_SESSION, PROJECT, install_sessions
 
@@ -74,7 +76,7 @@ def text(result: dict[str, Any]) -> str:
 
 def test_handshake_names_the_nine_tools_and_the_workflow(server: Any) -> None:
     result = server.hello["result"]
-    assert result["serverInfo"]["version"] == "0.2.0"
+    assert result["serverInfo"]["version"] == package_version()  # REQ-SPEC-VERSION-001
     instructions = result["instructions"]
     order = [instructions.index(f"`{name}`") for name in NINE[:3]]
     assert order == sorted(order)  # search, then vector search, then deep search
@@ -155,7 +157,7 @@ def test_status_reports_figures_and_namespaces(server: Any) -> None:
     structured = result["structuredContent"]
     assert structured["documents"] == 3
     assert structured["chunks"] >= 15
-    assert structured["documentsByKind"] == {"md": 3}
+    assert structured["documentsByKind"] == {"note": 3}  # no front matter names a kind
     assert structured["embeddingDimension"] is None
     [namespace] = [n for n in structured["namespaces"] if n["name"] == "notes"]
     assert isinstance(namespace["id"], int) and namespace["type"] == "collection"
@@ -177,7 +179,8 @@ def test_vector_and_deep_search_without_models_say_why(server: Any) -> None:
     structured = deep["structuredContent"]
     assert structured["mode"] == "deep" and structured["count"] >= 1
     names = [s["name"] for s in structured["stages"]]
-    assert names[0] == "bm25_search" and names[-1] == "vector_search_fusion_blend"
+    assert names == list(PIPELINE)  # all eight, the ones that need models skipped
+    assert all(s["skipped"] for s in structured["stages"] if s["name"] == "query_embedding")
     assert "Pipeline stages:" in text(deep) and "Strong signal: " in text(deep)
     assert structured["results"][0]["rrfScore"] > 0
 

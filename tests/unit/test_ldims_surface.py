@@ -1,17 +1,24 @@
-"""The LDIMS surface over fakes: extraction states, backend failures and the filter mapping
-(REQ-LDIMS-RES-003, REQ-LDIMS-RES-004, REQ-LDIMS-ERR-004, REQ-LDIMS-TOOL-003)."""
+"""The LDIMS surface over fakes: extraction states, backend failures, the filter mapping, the
+time limit and relevance (REQ-LDIMS-RES-003, REQ-LDIMS-RES-004, REQ-LDIMS-ERR-004,
+REQ-LDIMS-TOOL-003, REQ-LDIMS-ERR-003, REQ-LDIMS-TOOL-006)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
+from collections.abc import Sequence
 from typing import Any
 
+from adapters.bootstrap import Models
 from adapters.mcp.ldims import LdimsSurface
 from domain.errors import UNAVAILABLE, QmdError
 from domain.extraction import ExtractionState
+from domain.text import content_hash
+from domain.usecases.embedding import EmbedIndex
 from domain.usecases.services import Services
-from tests.fakes import InMemoryStore, app_over
+from tests.fakes import FixedClock, InMemoryStore, app_over
+from tests.model_fakes import FakeEmbedder, FakeReranker
 
 T0 = "2025-01-01T00:00:00.000Z"
 
@@ -111,3 +118,70 @@ def test_backend_failures_are_backend_api_errors() -> None:
     assert body["errorCode"] == "BACKEND_API_ERROR"
     assert body["errorDetails"] == {"code": "unavailable"}
     assert "secret" not in result["content"][0]["text"]
+
+
+class SlowReranker(FakeReranker):
+    """A reranker that takes `delay` seconds: a search that outlives the time limit."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        time.sleep(self.delay)
+        return super().rerank(query, documents)
+
+
+def _semantic_services(reranker: FakeReranker | None = None) -> Services:
+    store = InMemoryStore()
+    for path, body in {
+        "tokens.md": "# Tokens\n\nRefresh tokens rotate on every use.",
+        "deploy.md": "# Deploying\n\nThe pipeline builds images and rolls them out.",
+        "cache.md": "# Caching\n\nResponses are cached for five minutes at the edge.",
+    }.items():
+        store.upsert_document("c", path, path, content_hash(body), body, T0, T0)
+    from domain.model import Collection
+
+    store.put_collection(Collection(name="c", path="/c"))
+    embedder = FakeEmbedder()
+    EmbedIndex(store, store, embedder, FixedClock()).run()
+    return app_over(store, Models(embedder=embedder, reranker=reranker)).services()
+
+
+def test_a_slow_search_is_answered_search_timeout_at_the_limit_exactly() -> None:
+    """REQ-LDIMS-ERR-003: at the configured time, not when the search ends."""
+    reranker = SlowReranker(delay=2.0)
+    surface = LdimsSurface(_semantic_services(reranker), timeout_s=0.5)
+    began = time.monotonic()
+    result = surface.call_tool("searchDocuments", {"query": "refresh tokens"})
+    took = time.monotonic() - began
+    assert _text(result) == {
+        "isError": True,
+        "errorCode": "SEARCH_TIMEOUT",
+        "errorMessage": "The search operation timed out before results could be retrieved.",
+        "errorDetails": {"timeoutSeconds": 0.5},
+    }
+    assert 0.5 <= took < 1.0, took
+    # the search left behind still holds the connection: the next one waits for it, within
+    # its own limit, and then runs
+    reranker.delay = 0.0
+    began = time.monotonic()
+    late = surface.call_tool("searchDocuments", {"query": "refresh tokens"})
+    assert _text(late)["errorCode"] == "SEARCH_TIMEOUT" and time.monotonic() - began < 1.0
+    time.sleep(1.2)
+    found = _text(surface.call_tool("searchDocuments", {"query": "refresh tokens"}))
+    assert [r["documentId"] for r in found["results"]][:1] == ["c/tokens.md"]
+
+
+def test_semantic_scores_mean_relevance_and_nothing_relevant_is_no_results() -> None:
+    """REQ-LDIMS-TOOL-006 over the fake embedder (the real model: tests/e2e/test_ldims_e2e.py)."""
+    surface = LdimsSurface(_semantic_services(), timeout_s=30)
+    found = _text(surface.call_tool("searchDocuments", {"query": "refresh tokens"}))
+    assert found["searchMetadata"].get("effectiveSearchMode") is None  # vectors were used
+    assert found["results"][0]["documentId"] == "c/tokens.md"
+    scores = [r["relevanceScore"] for r in found["results"]]
+    assert all(0 < s <= 1 for s in scores)
+    assert scores[:3] != [1.0, 0.5, 0.333]  # not places in the fused list
+    nothing = surface.call_tool("searchDocuments", {"query": "zxqv blorptastic flumwhistle"})
+    assert "isError" not in nothing
+    assert _text(nothing)["results"] == [] and _text(nothing)["totalMatches"] == 0

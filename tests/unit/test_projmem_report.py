@@ -1,0 +1,76 @@
+"""projmem's deep-search report over fakes wired like the composition root wires them: seed
+002's eight stages with counts, a reranker that cannot be had reported as skipped (not as
+applied), and each result named by the chunk its snippet comes from (REQ-PROJMEM-DEEP-001,
+REQ-PROJMEM-DEEP-004)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from adapters.bootstrap import Models
+from domain.errors import MODEL_UNAVAILABLE, QmdError
+from domain.model import Collection
+from domain.profiles import SEED_000
+from domain.text import content_hash
+from domain.usecases.chunks import ChunkKeeper
+from domain.usecases.embedding import EmbedIndex
+from domain.usecases.projmem import PIPELINE, ChunkSearch, DeepOptions
+from tests.fakes import FixedClock, InMemoryChunkIndex, InMemoryStore, app_over
+from tests.model_fakes import FakeEmbedder, FakeExpander, FakeReranker
+
+T0 = "2025-01-01T00:00:00.000Z"
+NOTES = {
+    "auth.md": "---\ntitle: Auth\nsource_kind: code_note\n---\n\n# Auth\n\nHow callers sign in.\n\n"
+    "## Tokens\n\nRefresh tokens rotate on every use and expire after thirty days.\n",
+    "deploy.md": "# Deploying\n\nThe pipeline builds images and rolls them out.\n",
+}
+
+
+class UnavailableReranker(FakeReranker):
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        raise QmdError(MODEL_UNAVAILABLE, "the rerank model could not be loaded")
+
+
+def _search(reranker: FakeReranker | None) -> ChunkSearch:
+    store = InMemoryStore()
+    for path, body in NOTES.items():
+        store.upsert_document("notes", path, path, content_hash(body), body, T0, T0)
+    store.put_collection(Collection(name="notes", path="/notes"))
+    embedder = FakeEmbedder()
+    EmbedIndex(store, store, embedder, FixedClock()).run()
+    chunks = InMemoryChunkIndex(store)
+    ChunkKeeper(store, chunks).sync()
+    app = app_over(store, Models(embedder=embedder, reranker=reranker, expander=FakeExpander()))
+    return ChunkSearch(store, app.searcher, chunks, chunks, time.perf_counter).with_profile(
+        SEED_000
+    )
+
+
+def test_every_stage_is_reported_with_counts_and_expansions_once() -> None:
+    report = _search(FakeReranker()).deep_search("sign in", 5, None, DeepOptions())
+    assert [s.name for s in report.stages] == list(PIPELINE)
+    by_name = {s.name: s for s in report.stages}
+    assert not any(s.skipped for s in report.stages), report.stages
+    assert by_name["bm25_search"].count_in >= 1
+    assert by_name["query_expansion"].count_out == len(report.expanded)
+    assert len(report.expanded) == len(set(report.expanded))
+    assert by_name["query_embedding"].count_in == by_name["query_embedding"].count_out >= 1
+    assert by_name["blending"].count_out == len(report.hits)
+    assert report.reranked is True
+
+
+def test_a_reranker_that_cannot_be_had_is_skipped_with_its_reason_not_applied() -> None:
+    report = _search(UnavailableReranker()).deep_search("sign in", 5, None, DeepOptions())
+    reranking = {s.name: s for s in report.stages}["reranking"]
+    assert reranking.skipped and "could not be loaded" in reranking.note
+    assert report.reranked is False
+    assert all(hit.reranker_score is None for hit in report.hits)
+
+
+def test_a_result_names_the_chunk_its_snippet_comes_from() -> None:
+    report = _search(None).deep_search("refresh tokens rotate", 5, None, DeepOptions())
+    hit = report.hits[0]
+    assert hit.path == "auth.md" and hit.chunk is not None
+    assert hit.chunk.heading_path == "Auth > Tokens"
+    assert "Refresh tokens rotate" in hit.chunk.text and "Refresh tokens rotate" in hit.preview
