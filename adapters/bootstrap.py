@@ -40,6 +40,7 @@ from adapters.postgres.url import index_label, is_postgres_url, redact
 from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
+from adapters.sqlite.stamps import SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.memory import DEFAULT_FUSION_THRESHOLD, DEFAULT_TOPIC_THRESHOLD, require_threshold
@@ -51,6 +52,7 @@ from domain.ports import (
     DocumentExtractor,
     DocumentStore,
     ExtractionLedger,
+    FileStampIndex,
     IndexMaintenance,
     LexicalIndex,
     LlmCache,
@@ -168,6 +170,7 @@ def assemble(
     ledger: ExtractionLedger | None = None,
     metadata: MetadataIndex | None = None,
     projmem: ProjmemAdapters | None = None,
+    stamps: FileStampIndex | None = None,
 ) -> App:
     """Wire the use cases over whatever adapters (real or fake) are given. Documents other
     than text (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
@@ -187,6 +190,7 @@ def assemble(
         collections.use_extraction(extraction)
     if metadata is not None:
         collections.metadata = MetadataRecorder(metadata, YamlFrontMatter())
+    collections.stamps = stamps
     app = App(
         home=home,
         store=store,
@@ -366,6 +370,8 @@ def _wire(
         ),
         metadata=index,
         projmem=projmem,
+        # PostgreSQL keeps no stamps yet: there every update reads every file
+        stamps=SqliteFileStamps(index.connection) if isinstance(index, SqliteIndex) else None,
     )
     app.force_root = force_root
     app.closers.append(index.close)
