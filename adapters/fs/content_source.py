@@ -117,6 +117,24 @@ def _birth_ns(st: os.stat_result, path: str) -> int:
     return min(st.st_ctime_ns, st.st_mtime_ns)
 
 
+_GLOB_SPECIALS = frozenset("*?[]{}()!+@\\/,")
+
+
+def _suffix_only(pattern: str) -> str | None:
+    """`x` for a mask `**/*x` whose `x` is literal (the default `**/*.md`), else None.
+
+    For the paths the walk yields (no segment starts with `.`), such a mask matches exactly
+    the paths that end with `x`: `**` takes any folders, `*` any start of the name. A plain
+    suffix test is a fraction of the cost of running the glob (tests/unit/test_scan_mask.py).
+    """
+    if not pattern.startswith("**/*"):
+        return None
+    suffix = pattern[4:]
+    if not suffix or any(ch in _GLOB_SPECIALS for ch in suffix):
+        return None
+    return suffix
+
+
 def _is_inside(root: str, target: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -145,8 +163,12 @@ class FileSystemSource:
         # its stamp on the next update (domain/stamps.py)
         result = ScanResult(started_ns=time.time_ns())
         real_dirs: dict[str, str] = {}
+        suffixes = [_suffix_only(p) for p in patterns]
         for relative, absolute, st in self._walk(root, result):
-            if not any(glob_match(p, relative) for p in patterns):
+            if not any(
+                relative.endswith(suffix) if suffix is not None else glob_match(p, relative)
+                for p, suffix in zip(patterns, suffixes, strict=True)
+            ):
                 continue
             # the default ignores name folders the walk never enters: only a path with such
             # a segment (a file named `build`, say) can match one

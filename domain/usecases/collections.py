@@ -321,7 +321,10 @@ class CollectionManager:
             stale = [path for path in recorded if path not in seen]
             if stale:
                 stamps.forget_file_stamps(collection.name, stale)
-        self._store.delete_orphan_content()
+        if counts["indexed"] or counts["updated"] or removed:
+            # only a changed or removed document can leave content unused (a scan of the
+            # whole content table otherwise)
+            self._store.delete_orphan_content()
         return UpdateCounts(
             indexed=counts["indexed"],
             updated=counts["updated"],

@@ -205,9 +205,7 @@ class EmbedIndex:
         def report() -> None:
             if progress is not None:
                 progress(
-                    EmbedProgress(
-                        len(pending), done, chunks_done, failed, total_chars, done_chars
-                    )
+                    EmbedProgress(len(pending), done, chunks_done, failed, total_chars, done_chars)
                 )
 
         vanished: list[str] = []  # bodies replaced since the listing: nothing left to do
