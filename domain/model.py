@@ -151,6 +151,9 @@ class SearchResult:
     chunk: tuple[int, int] | None = None
     # set by the fused modes (structured and hybrid query) when asked to explain
     explanation: ScoreExplanation | None = None
+    # an any-term fill result: it matches some of the query's terms, not all of them
+    # (REQ-SPEC-SEARCH-006); never set under the original's every-term rule
+    partial: bool = False
 
     @property
     def docid(self) -> str:

@@ -67,6 +67,7 @@ class Candidate:
     score: float
     chunk_pos: int | None = None
     source: str = "fts"
+    partial: bool = False  # from the any-term fill: not every term matched
 
 
 @dataclass(frozen=True)
@@ -386,7 +387,8 @@ class Searcher:
         see docs/decisions/0007-multi-term-lexical-ranking.md for the measured choice.
         """
         strict, loose = self._lex_split(text, limit, collections)
-        return (strict + _below(loose, strict))[:limit]
+        fill = [replace(c, partial=True) for c in _below(loose, strict)]
+        return (strict + fill)[:limit]
 
     def _lex_split(
         self, text: str, limit: int, collections: Sequence[str] | None
@@ -446,6 +448,7 @@ class Searcher:
             extract_snippet(body, snippet.query, snippet.chars, start, length, snippet.intent),
             candidate.source,
             chunk,
+            partial=candidate.partial,
         )
 
     # -- public modes -------------------------------------------------------------------------
