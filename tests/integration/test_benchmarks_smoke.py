@@ -240,8 +240,10 @@ def test_bench_scale_vectors_have_the_local_structure_it_claims() -> None:
 
 def test_bench_update_runs_for_ours_and_finds_rewritten_files() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_update", "--docs", "40", "--rounds", "1"]
-        + ["--touch", "3", "--ours-only"],
+        [
+            *(sys.executable, "-m", "benchmarks.bench_update"),
+            *("--docs", "40", "--rounds", "1", "--touch", "3", "--ours-only"),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
