@@ -146,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 counts = [len(searcher.lex_search(q, request)) for q in sets[fill] + sets[plain]]
                 partial = sum(
-                    r.partial for q in sets[fill] for r in searcher.lex_search(q, request)
+                    getattr(r, "partial", False)  # absent before REQ-SPEC-SEARCH-006
+                    for q in sets[fill]
+                    for r in searcher.lex_search(q, request)
                 )
                 needs, plain_ms = [], []
                 for _ in range(3):  # alternate the two sets so load changes hit both
