@@ -46,6 +46,7 @@ from adapters.postgres.url import config_label, index_label, is_postgres_url, re
 from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
+from adapters.sqlite.stamps import SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
 from domain.document_backend import DocumentBackend
 from domain.errors import INVALID_ARGUMENT, QmdError
@@ -59,6 +60,7 @@ from domain.ports import (
     DocumentExtractor,
     DocumentStore,
     ExtractionLedger,
+    FileStampIndex,
     IndexMaintenance,
     LexicalIndex,
     LlmCache,
@@ -183,6 +185,7 @@ def assemble(
     ledger: ExtractionLedger | None = None,
     metadata: MetadataIndex | None = None,
     projmem: ProjmemAdapters | None = None,
+    stamps: FileStampIndex | None = None,
 ) -> App:
     """Wire the use cases over whatever adapters (real or fake) are given. Documents other
     than text (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
@@ -202,6 +205,7 @@ def assemble(
         collections.use_extraction(extraction)
     if metadata is not None:
         collections.metadata = MetadataRecorder(metadata, YamlFrontMatter())
+    collections.stamps = stamps
     app = App(
         home=home,
         store=store,
@@ -443,6 +447,8 @@ def _wire(
         ),
         metadata=index,
         projmem=projmem,
+        # PostgreSQL keeps no stamps yet: there every update reads every file
+        stamps=SqliteFileStamps(index.connection) if isinstance(index, SqliteIndex) else None,
     )
     app.force_root = policy.root
     app.scope = policy

@@ -39,6 +39,18 @@ MISSING_MODELS = {
 PROTOCOL_VERSION = "2025-06-18"
 
 
+@dataclass(frozen=True)
+class Timed:
+    """One finished CLI command: exit code, wall clock, CPU time (user + sys of the process
+    and every descendant it waited for, from `wait4`), its stdout and the tail of stderr."""
+
+    rc: int
+    wall_s: float
+    cpu_s: float
+    stdout: str
+    tail: str
+
+
 class BenchError(RuntimeError):
     """A benchmark cannot go on; the message says why and what to do."""
 
@@ -100,6 +112,30 @@ class Implementation:
         tail = err_path.read_text(errors="replace")[-2000:]
         return process.returncode, elapsed, int(usage.ru_maxrss), tail
 
+    def run_timed(self, *args: str) -> Timed:
+        """Run one CLI command to completion and measure its CPU time (see `Timed`)."""
+        out_path, err_path = self.home / "last-stdout.txt", self.home / "last-stderr.txt"
+        with out_path.open("wb") as out, err_path.open("wb") as err:
+            started = time.perf_counter()
+            process = subprocess.Popen(
+                [*self.command, *args],
+                env=self.env,
+                cwd=self.home,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+            _, status, usage = os.wait4(process.pid, 0)
+            elapsed = time.perf_counter() - started
+            process.returncode = os.waitstatus_to_exitcode(status)
+        return Timed(
+            rc=process.returncode,
+            wall_s=elapsed,
+            cpu_s=usage.ru_utime + usage.ru_stime,
+            stdout=out_path.read_text(errors="replace"),
+            tail=err_path.read_text(errors="replace")[-2000:],
+        )
+
 
 def _base_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QMD_", "XDG_"))}
@@ -133,6 +169,9 @@ def ours(home: Path, extra_env: dict[str, str] | None = None) -> Implementation:
     home.mkdir(parents=True, exist_ok=True)
     env = _base_env(home)
     env["PYTHONUNBUFFERED"] = "1"
+    # An installed qmd has its bytecode cached; without it every start compiles ~100 modules
+    # (0.2 s of CPU here), which would be measured as if it were qmd's own work.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(extra_env or {})
     return Implementation("ours", command, env, home)
 

@@ -151,6 +151,9 @@ class SearchResult:
     chunk: tuple[int, int] | None = None
     # set by the fused modes (structured and hybrid query) when asked to explain
     explanation: ScoreExplanation | None = None
+    # an any-term fill result: it matches some of the query's terms, not all of them
+    # (REQ-SPEC-SEARCH-006); never set under the original's every-term rule
+    partial: bool = False
 
     @property
     def docid(self) -> str:
@@ -185,6 +188,23 @@ class IndexStatus:
 
 
 @dataclass(frozen=True)
+class FileStamp:
+    """What a file's status says about its content without reading it: size, modification
+    and status-change times (nanoseconds since the epoch) and inode. A write changes the
+    change time even when the modification time is set back (`touch -d`, `tar -x`)."""
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+    @property
+    def changed_ns(self) -> int:
+        """The later of the two times: when the content or the inode last changed."""
+        return max(self.mtime_ns, self.ctime_ns)
+
+
+@dataclass(frozen=True)
 class SourceFile:
     """A file found under a collection folder by the content source."""
 
@@ -193,6 +213,8 @@ class SourceFile:
     created_at: str
     modified_at: str
     size: int
+    # None: this source cannot tell (the file is read on every update)
+    stamp: FileStamp | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +238,9 @@ class ScanResult:
     # collection-relative folder prefixes ("" = the collection folder, else ending in "/")
     # that could not be listed: what was indexed below them is kept, not taken as deleted
     unlisted: list[str] = field(default_factory=list)
+    # the source's clock (ns since the epoch) just before the folder was listed; None when
+    # the source keeps no clock (then no file is trusted by its stamp)
+    started_ns: int | None = None
 
 
 @dataclass(frozen=True)

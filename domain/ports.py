@@ -33,6 +33,7 @@ from domain.model import (
 )
 from domain.sections import Section
 from domain.sessions import SessionRef, Transcript, TurnWindow
+from domain.stamps import RecordedStamp
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,11 @@ class DocumentStore(Protocol):
     def set_global_context(self, text: str | None) -> None: ...
 
     # indexing
-    def active_documents(self, collection: str) -> dict[str, DocumentMeta]: ...
+    def active_documents(self, collection: str) -> dict[str, DocumentMeta]:
+        """Path -> document, for an update to compare with; `body_length` may be left 0
+        (counting it reads every body)."""
+        ...
+
     def upsert_document(
         self,
         collection: str,
@@ -189,6 +194,25 @@ class MetadataIndex(Protocol):
     def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
         """The stored metadata of these documents (those without any are left out)."""
         ...
+
+
+class FileStampIndex(Protocol):
+    """The stamp of each file as an update last read it (REQ-INDEX-NOOP-001), kept in a table
+    of our own beside the index: the original's tables are untouched."""
+
+    def file_stamps(self, collection: str) -> dict[str, RecordedStamp]:
+        """Relative path -> recorded stamp, for the files of `collection`."""
+        ...
+
+    def record_file_stamps(self, collection: str, stamps: Mapping[str, RecordedStamp]) -> None:
+        """Add or replace the stamps of these paths."""
+        ...
+
+    def forget_file_stamps(self, collection: str, paths: Sequence[str] | None = None) -> None:
+        """Drop the stamps of these paths (None: of the whole collection)."""
+        ...
+
+    def rename_file_stamps(self, old: str, new: str) -> None: ...
 
 
 class FrontMatterReader(Protocol):

@@ -75,6 +75,8 @@ def _is_control(ch: str) -> bool:
 def name_problem(relative_path: str) -> str | None:
     """Why a collection-relative path (as the OS gave it, undecodable bytes as lone
     surrogates) cannot be stored, or None when it can."""
+    if relative_path.isascii() and relative_path.isprintable():
+        return None  # the usual name, settled without a look at each character
     try:
         relative_path.encode("utf-8")
     except UnicodeEncodeError:

@@ -1,20 +1,23 @@
 """Levenshtein suggestions for documents that were not found.
 
 The answer is the original's (case-insensitive edit distance over UTF-16 code units, kept when
-<= max_distance, nearest first, ties in path order); the work is bounded so that a miss over
-10,000 paths takes milliseconds (benchmarks/bench_suggest.py):
+<= max_distance, nearest first, ties in the order the paths are given); the work is bounded so
+that a miss costs milliseconds even where every path is close to every other
+(`area3/topic7/doc1234.md`; benchmarks/bench_suggest.py):
 
-1. a `NameIndex` keeps each path's lower-cased text and an inverted index of its bigrams, built
-   once per set of paths and reused while the paths do not change;
-2. lower bounds drop almost every path before any edit distance is computed: shared bigrams
-   (counted through the inverted index) and the length difference;
+1. a one-off miss (a fresh `qmd get` process) scans the paths once, in order; once `limit`
+   answers are held, the edit distance bound shrinks to one less than the farthest of them;
+2. from the second miss on (a server), a `NameIndex` keeps each path's bigrams as a bit mask;
+   the masks' popcounts and the lengths give every path a lower bound on its distance in a few
+   integer operations, and paths are visited by increasing bound, stopping once the bound
+   exceeds the farthest answer held;
 3. the survivors get a banded edit distance that stops as soon as every cell of a row exceeds
    the bound, after stripping the common prefix and suffix.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import bisect
 from collections.abc import Iterable
 
 
@@ -92,75 +95,109 @@ def _bigrams(text: str) -> set[str]:
     return {text[i : i + 2] for i in range(len(text) - 1)}
 
 
-def _within_bigram_bound(grams: set[str], wanted: set[str], bound: int) -> bool:
-    return len(grams - wanted) <= 2 * bound and len(wanted - grams) <= 2 * bound
-
-
 class NameIndex:
     """The paths a miss is compared with, prepared once (see the module docstring): their
-    lower-cased UTF-16 text, and an inverted index from each two-character piece (bigram) to
-    the paths that contain it.
+    lower-cased UTF-16 text and (from the second miss on) each one's set of two-character
+    pieces (bigrams) as a bit mask, one bit per distinct bigram of all the paths.
 
-    Bounds, for an edit distance of at most k: the lengths differ by at most k; and since one
-    edit touches at most two bigram occurrences, at most 2k distinct bigrams of either string
-    are missing from the other. Only the paths that pass both get an edit distance.
+    Lower bound used: one edit destroys at most two bigram occurrences of a string, so a path
+    within k edits of the query lacks at most 2k of the query's distinct bigrams and has at
+    most 2k the query lacks; and the lengths differ by at most k. Both counts are popcounts of
+    two masks, so bounding every path costs a few integer operations, and only the paths whose
+    bound could still beat the answers found so far get an edit distance, nearest bound first.
     """
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.paths = tuple(paths)
         self._texts = [_units(path.lower()) for path in self.paths]
         self._uses = 0
-        self._bigram_counts: list[int] = []
-        self._postings: dict[str, list[int]] | None = None
+        self._bits: dict[str, int] | None = None  # bigram -> its bit
+        self._masks: list[int] = []
 
-    def _build_postings(self) -> dict[str, list[int]]:
-        postings: dict[str, list[int]] = {}
-        for number, text in enumerate(self._texts):
+    def _build_masks(self) -> dict[str, int]:
+        bits: dict[str, int] = {}
+        masks = self._masks
+        for text in self._texts:
             grams = _bigrams(text)
-            self._bigram_counts.append(len(grams))
-            for gram in grams:
-                postings.setdefault(gram, []).append(number)
-        return postings
-
-    def _candidates(self, wanted: str, bound: int) -> Iterable[int]:
-        grams = _bigrams(wanted)
-        need = len(grams) - 2 * bound
-        lengths = range(len(wanted) - bound, len(wanted) + bound + 1)
-        if need <= 0:
-            # too short for the bigram bound to rule anything out
-            return (n for n, text in enumerate(self._texts) if len(text) in lengths)
-        self._uses += 1
-        if self._postings is None and self._uses < 2:
-            # a one-off miss (`qmd get` in a fresh process): a scan is cheaper than the index
-            return (
-                n
-                for n, text in enumerate(self._texts)
-                if len(text) in lengths and _within_bigram_bound(_bigrams(text), grams, bound)
-            )
-        if self._postings is None:
-            self._postings = self._build_postings()  # a second miss: a server; index once
-        shared: Counter[int] = Counter()
-        for gram in grams:
-            shared.update(self._postings.get(gram, ()))
-        return sorted(
-            number
-            for number, count in shared.items()
-            if count >= need and self._bigram_counts[number] - count <= 2 * bound
-        )
+            for gram in grams - bits.keys():
+                bits[gram] = 1 << len(bits)
+            masks.append(sum(map(bits.__getitem__, grams)))  # distinct bits: the sum is the OR
+        return bits
 
     def similar(self, query: str, max_distance: int, limit: int) -> list[str]:
         """Paths within `max_distance` of `query`, nearest first, stable for ties."""
+        if limit <= 0 or max_distance < 0:
+            return []
         wanted = _units(query.lower())
-        scored: list[tuple[int, str]] = []
-        for number in self._candidates(wanted, max_distance):
-            text = self._texts[number]
-            if abs(len(text) - len(wanted)) > max_distance:
+        self._uses += 1
+        if self._bits is None and self._uses < 2:
+            # a one-off miss (`qmd get` in a fresh process): one pass, no masks to build
+            ranked = self._scan(wanted, max_distance, limit)
+        else:
+            if self._bits is None:
+                self._bits = self._build_masks()  # a second miss: a server; masks once
+            ranked = self._bounded(wanted, max_distance, limit, self._bits)
+        return [self.paths[number] for _, number in ranked]
+
+    def _scan(self, wanted: str, max_distance: int, limit: int) -> list[tuple[int, int]]:
+        """Every path once, in order, the bound shrinking as the `limit` nearest fill up:
+        once they are full only a path nearer than the farthest of them can still enter (a
+        tie loses to the earlier path)."""
+        best: list[tuple[int, int]] = []  # (distance, number), sorted
+        bound = max_distance
+        size = len(wanted)
+        for number, text in enumerate(self._texts):
+            if abs(len(text) - size) > bound:
                 continue
-            distance = bounded_levenshtein(text, wanted, max_distance)
-            if distance is not None:
-                scored.append((distance, self.paths[number]))
-        scored.sort(key=lambda item: item[0])  # stable, like Array.prototype.sort
-        return [path for _, path in scored[: max(0, limit)]]
+            distance = bounded_levenshtein(text, wanted, bound)
+            if distance is None:
+                continue
+            bisect.insort(best, (distance, number))
+            if len(best) > limit:
+                best.pop()
+            if len(best) == limit:
+                bound = best[-1][0] - 1
+                if bound < 0:
+                    break
+        return best
+
+    def _bounded(
+        self, wanted: str, max_distance: int, limit: int, bits: dict[str, int]
+    ) -> list[tuple[int, int]]:
+        """Paths grouped by their lower bound, visited nearest bound first; stops when the
+        bound exceeds the farthest of the `limit` answers found."""
+        grams = _bigrams(wanted)
+        query_mask = 0
+        for gram in grams:
+            query_mask |= bits.get(gram, 0)  # a bigram no path has: every path lacks it
+        size = len(wanted)
+        reach = 2 * max_distance
+        buckets: list[list[int]] = [[] for _ in range(max_distance + 1)]
+        for number, mask in enumerate(self._masks):
+            lacking = len(grams) - (mask & query_mask).bit_count()
+            if lacking > reach:
+                continue
+            extra = (mask & ~query_mask).bit_count()
+            if extra > reach:
+                continue
+            low = max((lacking + 1) // 2, (extra + 1) // 2, abs(len(self._texts[number]) - size))
+            if low <= max_distance:
+                buckets[low].append(number)
+        best: list[tuple[int, int]] = []  # (distance, number), sorted
+        bound = max_distance
+        for low, bucket in enumerate(buckets):
+            if low > bound:
+                break
+            for number in bucket:
+                distance = bounded_levenshtein(self._texts[number], wanted, bound)
+                if distance is None:
+                    continue
+                bisect.insort(best, (distance, number))
+                if len(best) > limit:
+                    best.pop()
+                if len(best) == limit:
+                    bound = best[-1][0]  # a tie may still win: by its earlier place
+        return best
 
 
 def similar_paths(query: str, paths: Iterable[str], max_distance: int, limit: int) -> list[str]:

@@ -38,6 +38,7 @@ from domain.model import (
     Collection,
     Document,
     DocumentMeta,
+    FileStamp,
     LexHit,
     ScanResult,
     SkippedFile,
@@ -49,6 +50,7 @@ from domain.paths import scan_order_key
 from domain.ports import ChunkRow, CollectionCount, DocumentCut, UpsertOutcome
 from domain.sections import Section
 from domain.sessions import SessionRef, Transcript, TurnWindow
+from domain.stamps import RecordedStamp
 
 DIMENSION_MISMATCH = (
     "Embedding dimension mismatch: existing vectors are {existing}d but the current model "
@@ -554,6 +556,11 @@ class FakeContentSource:
         self.files: dict[str, str | None] = dict(files or {})
         self.times: dict[str, tuple[str, str]] = dict(times or {})
         self.directories = {d.rstrip("/") for d in directories}
+        # A clock (ns) makes scans report stamps like a file system: `stamps` per absolute
+        # path, else one derived from the size; None keeps the stamp-less behaviour.
+        self.clock_ns: int | None = None
+        self.stamps: dict[str, FileStamp] = {}
+        self.reads: list[str] = []  # every read_text call, in order
 
     def scan(self, collection: Collection) -> list[SourceFile]:
         from domain.globs import glob_match, split_glob_mask
@@ -583,10 +590,17 @@ class FakeContentSource:
                 absolute, ("2025-01-01T00:00:00.000Z", "2025-01-01T00:00:00.000Z")
             )
             size = len((text or "").encode("utf-8"))
-            out.append(SourceFile(relative, absolute, created, modified, size))
-        return ScanResult(files=sorted(out, key=lambda f: scan_order_key(f.relative_path)))
+            stamp = None
+            if self.clock_ns is not None:
+                stamp = self.stamps.get(absolute) or FileStamp(size, 0, 0, hash(absolute))
+            out.append(SourceFile(relative, absolute, created, modified, size, stamp))
+        return ScanResult(
+            files=sorted(out, key=lambda f: scan_order_key(f.relative_path)),
+            started_ns=self.clock_ns,
+        )
 
     def read_text(self, absolute_path: str) -> str | Unreadable:
+        self.reads.append(absolute_path)
         text = self.files.get(absolute_path)
         if text is None:
             return Unreadable("cannot be read: Permission denied", transient=True)
@@ -595,6 +609,34 @@ class FakeContentSource:
     def is_directory(self, path: str) -> bool:
         target = path.rstrip("/")
         return target in self.directories or any(p.startswith(target + "/") for p in self.files)
+
+
+class InMemoryFileStamps:
+    """FileStampIndex over a dict."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], RecordedStamp] = {}
+
+    def file_stamps(self, collection: str) -> dict[str, RecordedStamp]:
+        return {p: r for (c, p), r in self.rows.items() if c == collection}
+
+    def record_file_stamps(self, collection: str, stamps: Mapping[str, RecordedStamp]) -> None:
+        for path, recorded in stamps.items():
+            self.rows[(collection, path)] = recorded
+
+    def forget_file_stamps(self, collection: str, paths: Sequence[str] | None = None) -> None:
+        for key in list(self.rows):
+            if key[0] == collection and (paths is None or key[1] in paths):
+                del self.rows[key]
+
+    def rename_file_stamps(self, old: str, new: str) -> None:
+        if old == new:
+            return
+        self.forget_file_stamps(new)
+        for (collection, path), recorded in list(self.rows.items()):
+            if collection == old:
+                del self.rows[(collection, path)]
+                self.rows[(new, path)] = recorded
 
 
 class FixedClock:
@@ -838,6 +880,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         DocumentExtractor,
         DocumentStore,
         ExtractionLedger,
+        FileStampIndex,
         IndexMaintenance,
         LexicalIndex,
         LlmCache,
@@ -860,6 +903,9 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _source: ContentSource = source
         _clock: Clock = clock
         _config: ConfigRepository = config
+
+    def _stamps_conform(stamps: InMemoryFileStamps) -> None:
+        _stamps: FileStampIndex = stamps
 
     def _extraction_conforms(extractor: FakeExtractor, ledger: InMemoryExtractionLedger) -> None:
         _extractor: DocumentExtractor = extractor

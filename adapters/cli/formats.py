@@ -25,6 +25,8 @@ SEARCH_CSV_HEADER: Final = "docid,score,file,title,context,line,snippet"
 DOCUMENTS_CSV_HEADER: Final = "docid,file,title,context,skipped,body"
 NO_RESULTS: Final = "No results found."
 NO_RESULTS_ABOVE_MIN: Final = "No results found above minimum score threshold."
+# how the formats mark an any-term fill result (`qmd search` without --strict)
+PARTIAL_MATCH: Final = "partial (not every term was found)"
 _MONTHS: Final = (
     "Jan",
     "Feb",
@@ -154,6 +156,7 @@ class ResultRow:
     full: bool = False
     line_matched: bool = True
     explain: ScoreExplanation | None = None
+    partial: bool = False  # an any-term fill result: not every query term matched
 
 
 def format_empty_results(fmt: str, below_min_score: bool = False) -> str:
@@ -194,6 +197,8 @@ def _results_json(rows: Sequence[ResultRow]) -> str:
         }
         if row.context:
             item["context"] = row.context
+        if row.partial:
+            item["partial"] = True
         if row.text:
             item["body" if row.full else "snippet"] = row.text
         if row.explain is not None:
@@ -285,9 +290,10 @@ def _results_md(rows: Sequence[ResultRow]) -> str:
     parts = []
     for row in rows:
         context = f"**context:** {row.context}\n" if row.context else ""
+        match = f"**match:** {PARTIAL_MATCH}\n" if row.partial else ""
         parts.append(
             f"---\n# {row.title or row.file}\n**file:** `{row.file}`\n"
-            f"**docid:** `#{row.docid}`\n{context}\n{row.text}\n\n"
+            f"**docid:** `#{row.docid}`\n{context}{match}\n{row.text}\n\n"
         )
     return "".join(parts)
 
@@ -297,6 +303,7 @@ def _results_xml(rows: Sequence[ResultRow]) -> str:
     for row in rows:
         title = f' title="{escape_xml(row.title)}"' if row.title else ""
         context = f' context="{escape_xml(row.context)}"' if row.context else ""
+        context += ' partial="true"' if row.partial else ""
         parts.append(
             f'<file docid="#{row.docid}" name="{escape_xml(row.file)}"{title}{context}>\n'
             f"{escape_xml(row.text)}\n</file>\n\n"
@@ -319,6 +326,8 @@ def _results_cli(rows: Sequence[ResultRow]) -> str:
         if row.context:
             lines.append(f"Context: {row.context}")
         lines.append(score_label(row.score))
+        if row.partial:
+            lines.append(f"Match: {PARTIAL_MATCH}")
         if row.explain is not None:
             lines.extend(explanation_lines(row.explain))
         lines.append("")

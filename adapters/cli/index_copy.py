@@ -200,6 +200,10 @@ TABLES: tuple[Table, ...] = (
 )
 PROJMEM_TABLES = ("pyqmd_chunks", "pyqmd_namespaces", "pyqmd_session_summaries")
 
+# File stamps describe this machine's files (REQ-INDEX-NOOP-001): never copied, so the first
+# update after a copy reads every file once.
+LOCAL_TABLES = ("py_file_stamps",)
+
 # Written by each adapter for itself when it creates an index: never copied over.
 LOCAL_CONFIG_KEYS = ("fts_cjk_normalized_version",)
 

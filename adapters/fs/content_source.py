@@ -37,16 +37,19 @@ import os
 import stat as stat_module
 import struct
 import sys
+import time
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from domain.globs import glob_match, split_glob_mask
-from domain.model import Collection, ScanResult, SkippedFile, SourceFile, Unreadable
+from domain.model import Collection, FileStamp, ScanResult, SkippedFile, SourceFile, Unreadable
 from domain.paths import scan_order_key
 from domain.source_text import decode_document, display_path, name_problem
 
 EXCLUDED_DIRS = ("node_modules", ".git", ".cache", "vendor", "dist", "build")
 DEFAULT_IGNORES = tuple(f"**/{name}/**" for name in EXCLUDED_DIRS)
+_EXCLUDED_SEGMENTS = frozenset(EXCLUDED_DIRS)
 # The largest file indexed (ADR 0022): indexing holds a few copies of a body (text, FTS
 # columns, chunks), so this bounds an update's memory at roughly 10x this.
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -55,8 +58,13 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 def iso_from_ns(ns: int) -> str:
     """Nanoseconds since the epoch → JS `new Date(ms).toISOString()` (ms rounded like Node)."""
     ms = (ns + 500_000) // 1_000_000
-    moment = datetime.fromtimestamp(ms // 1000, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return _iso_second(ms // 1000) + f"{ms % 1000:03d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _iso_second(seconds: int) -> str:
+    # files of one folder often share their second: formatted once (a scan does two per file)
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
 
 
 _STATX_BTIME = 0x800
@@ -109,6 +117,24 @@ def _birth_ns(st: os.stat_result, path: str) -> int:
     return min(st.st_ctime_ns, st.st_mtime_ns)
 
 
+_GLOB_SPECIALS = frozenset("*?[]{}()!+@\\/,")
+
+
+def _suffix_only(pattern: str) -> str | None:
+    """`x` for a mask `**/*x` whose `x` is literal (the default `**/*.md`), else None.
+
+    For the paths the walk yields (no segment starts with `.`), such a mask matches exactly
+    the paths that end with `x`: `**` takes any folders, `*` any start of the name. A plain
+    suffix test is a fraction of the cost of running the glob (tests/unit/test_scan_mask.py).
+    """
+    if not pattern.startswith("**/*"):
+        return None
+    suffix = pattern[4:]
+    if not suffix or any(ch in _GLOB_SPECIALS for ch in suffix):
+        return None
+    return suffix
+
+
 def _is_inside(root: str, target: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -133,14 +159,25 @@ class FileSystemSource:
             )
         real_root = os.path.realpath(root)
         patterns = [p for p in split_glob_mask(collection.pattern) if p]
-        ignores = (*DEFAULT_IGNORES, *(g for g in collection.ignore if g))
-        result = ScanResult()
+        # before anything is listed: a file changed after this moment is never trusted by
+        # its stamp on the next update (domain/stamps.py)
+        result = ScanResult(started_ns=time.time_ns())
+        real_dirs: dict[str, str] = {}
+        suffixes = [_suffix_only(p) for p in patterns]
         for relative, absolute, st in self._walk(root, result):
-            if not any(glob_match(p, relative) for p in patterns):
+            if not any(
+                relative.endswith(suffix) if suffix is not None else glob_match(p, relative)
+                for p, suffix in zip(patterns, suffixes, strict=True)
+            ):
                 continue
-            if any(glob_match(g, relative) for g in ignores):
+            # the default ignores name folders the walk never enters: only a path with such
+            # a segment (a file named `build`, say) can match one
+            ignored = collection.ignore
+            if not _EXCLUDED_SEGMENTS.isdisjoint(relative.split("/")):
+                ignored = (*DEFAULT_IGNORES, *ignored)
+            if any(glob_match(g, relative) for g in ignored if g):
                 continue
-            problem = self._entry_problem(relative, absolute, st, real_root)
+            problem = self._entry_problem(relative, absolute, st, real_root, real_dirs)
             if problem is not None:
                 result.skipped.append(SkippedFile(display_path(relative), problem))
                 continue
@@ -151,6 +188,7 @@ class FileSystemSource:
                     created_at=iso_from_ns(_birth_ns(st, absolute)),
                     modified_at=iso_from_ns(st.st_mtime_ns),
                     size=st.st_size,
+                    stamp=FileStamp(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino),
                 )
             )
         result.files.sort(key=lambda f: scan_order_key(f.relative_path))
@@ -159,7 +197,11 @@ class FileSystemSource:
 
     @staticmethod
     def _entry_problem(
-        relative: str, absolute: str, st: os.stat_result, real_root: str
+        relative: str,
+        absolute: str,
+        st: os.stat_result,
+        real_root: str,
+        real_dirs: dict[str, str],
     ) -> str | None:
         if stat_module.S_ISLNK(st.st_mode):
             return "symbolic link (links are not followed)"
@@ -168,7 +210,13 @@ class FileSystemSource:
         problem = name_problem(relative)
         if problem is not None:
             return problem
-        if not _is_inside(real_root, os.path.realpath(absolute)):
+        # The file itself is no link (above), so its real path is its folder's real path
+        # and its name: one realpath per folder instead of one per file.
+        folder, name = os.path.split(absolute)
+        real_folder = real_dirs.get(folder)
+        if real_folder is None:
+            real_folder = real_dirs[folder] = os.path.realpath(folder)
+        if not _is_inside(real_root, os.path.join(real_folder, name)):
             return "resolves outside the collection folder"
         return None
 

@@ -11,6 +11,8 @@ from domain.scoring import percent, round_score
 from domain.text import LineWindow, add_line_numbers, window_lines
 
 TEXT_MARKDOWN = "text/markdown"
+# after a result line of the any-term fill (REQ-SPEC-SEARCH-006)
+PARTIAL_NOTE = " (partial match: not every term)"
 
 # The one resource template both surfaces serve; there is no resource listing.
 RESOURCE_TEMPLATE: dict[str, Any] = {
@@ -149,6 +151,8 @@ def result_item(result: SearchResult, with_line: bool) -> dict[str, Any]:
         "score": round_score(result.score),
         "context": result.context,
     }
+    if result.partial:  # only the default surface's any-term fill sets it (REQ-SPEC-SEARCH-006)
+        item["partial"] = True
     if with_line:
         # The original numbers the `@@` header line too, starting at the best line.
         item["line"] = result.snippet.line
@@ -179,7 +183,11 @@ def results_payload(results: list[SearchResult], query: str, with_line: bool) ->
     else:
         plural = "" if len(results) == 1 else "s"
         lines = [f'Found {len(results)} result{plural} for "{query}":\n']
-        lines += [f"#{r.docid} {percent(r.score)}% {r.display_path} - {r.title}" for r in results]
+        lines += [
+            f"#{r.docid} {percent(r.score)}% {r.display_path} - {r.title}"
+            + (PARTIAL_NOTE if r.partial else "")
+            for r in results
+        ]
         text = "\n".join(lines)
     return {
         "content": [{"type": "text", "text": text}],

@@ -13,13 +13,23 @@ from domain.extraction import ExtractionState, is_extracted
 from domain.model import (
     DEFAULT_PATTERN,
     Collection,
+    DocumentMeta,
     ScanResult,
     SkippedFile,
+    SourceFile,
     Unreadable,
     UpdateCounts,
 )
 from domain.paths import parse_virtual_path
-from domain.ports import Clock, ConfigRepository, ContentSource, DocumentStore, LlmCache
+from domain.ports import (
+    Clock,
+    ConfigRepository,
+    ContentSource,
+    DocumentStore,
+    FileStampIndex,
+    LlmCache,
+)
+from domain.stamps import RecordedStamp, can_skip
 from domain.text import content_hash, extract_title
 from domain.usecases.extraction import DocumentExtraction
 from domain.usecases.metadata import MetadataRecorder
@@ -58,6 +68,8 @@ class CollectionManager:
         # set by the composition root under --force-root: may this collection be added and
         # indexed at all (the scope policy, REQ-SEC-SCOPE-001); None: every one may
         self.admits: Callable[[Collection], bool] | None = None
+        # set by the composition root: lets an update skip unchanged files (REQ-INDEX-NOOP-001)
+        self.stamps: FileStampIndex | None = None
 
     def use_extraction(self, extraction: DocumentExtraction) -> None:
         """Index PDF, DOCX, PPTX, XLSX and HTML files through `extraction` (REQ-EXTRACT-001);
@@ -117,6 +129,8 @@ class CollectionManager:
         self.get(name)
         self._config.delete_collection(name)
         removed = self._store.delete_collection(name)
+        if self.stamps is not None:
+            self.stamps.forget_file_stamps(name)
         self._store.delete_orphan_content()
         return removed
 
@@ -128,6 +142,8 @@ class CollectionManager:
             raise QmdError(CONFLICT, f"Collection '{new}' already exists.")
         self._config.rename_collection(old, new)
         self._store.rename_collection(old, new)
+        if self.stamps is not None:
+            self.stamps.rename_file_stamps(old, new)
 
     def set_included(self, name: str, included: bool) -> Collection:
         updated = replace(self.get(name), include_by_default=included)
@@ -245,9 +261,22 @@ class CollectionManager:
             path for path in known for prefix in scan.unlisted if path.startswith(prefix)
         }
         states: list[ExtractionState] = []
+        started = scan.started_ns
+        stamps = self.stamps if started is not None else None
+        recorded = stamps.file_stamps(collection.name) if stamps is not None else {}
+        fresh: dict[str, RecordedStamp] = {}
         for done, file in enumerate(files, start=1):
             if progress is not None:
                 progress(IndexProgress(collection.name, done, len(files), file.relative_path))
+            if recorded and self._unchanged(collection, file, recorded, known, extra_metadata):
+                # Not read at all (REQ-INDEX-NOOP-001): what is indexed is what it holds.
+                seen.add(file.relative_path)
+                counts["unchanged"] += 1
+                if self._extraction is not None and is_extracted(file.relative_path):
+                    state = self._extraction.recorded_state(collection.name, file.relative_path)
+                    if state is not None:
+                        states.append(state)
+                continue
             title: str | None = None
             extracted_metadata: Mapping[str, Any] = {}
             if self._extraction is not None and is_extracted(file.relative_path):
@@ -288,16 +317,13 @@ class CollectionManager:
             digest = content_hash(text)
             previous = known.get(file.relative_path)
             created = previous.created_at if previous else file.created_at
+            title = title or extract_title(text, posixpath.basename(file.relative_path))
             outcome = self._store.upsert_document(
-                collection.name,
-                file.relative_path,
-                title or extract_title(text, posixpath.basename(file.relative_path)),
-                digest,
-                text,
-                created,
-                file.modified_at,
+                collection.name, file.relative_path, title, digest, text, created, file.modified_at
             )
             counts[outcome.kind] = counts.get(outcome.kind, 0) + 1
+            if stamps is not None and started is not None and file.stamp is not None:
+                fresh[file.relative_path] = RecordedStamp(file.stamp, started, digest, title)
             if self.metadata is not None:
                 given = extra_metadata.get(file.relative_path)
                 extra = {**extracted_metadata, **given} if given else extracted_metadata
@@ -306,7 +332,16 @@ class CollectionManager:
             self._extraction.record(collection.name, states)
         gone = [path for path in known if path not in seen]
         removed = self._store.deactivate_documents(collection.name, gone) if gone else 0
-        self._store.delete_orphan_content()
+        if stamps is not None:
+            if fresh:
+                stamps.record_file_stamps(collection.name, fresh)
+            stale = [path for path in recorded if path not in seen]
+            if stale:
+                stamps.forget_file_stamps(collection.name, stale)
+        if counts["indexed"] or counts["updated"] or removed:
+            # only a changed or removed document can leave content unused (a scan of the
+            # whole content table otherwise)
+            self._store.delete_orphan_content()
         return UpdateCounts(
             indexed=counts["indexed"],
             updated=counts["updated"],
@@ -315,3 +350,24 @@ class CollectionManager:
             skipped=counts["skipped"],
             problems=tuple(sorted(problems, key=lambda p: p.path)),
         )
+
+    def _unchanged(
+        self,
+        collection: Collection,
+        file: SourceFile,
+        recorded: Mapping[str, RecordedStamp],
+        known: Mapping[str, DocumentMeta],
+        extra_metadata: Mapping[str, Mapping[str, Any]],
+    ) -> bool:
+        """The file is what the index holds, by its stamp alone (REQ-INDEX-NOOP-001)."""
+        path = file.relative_path
+        if path in extra_metadata:
+            return False  # fields given for this run must be recorded
+        if self.metadata is not None and self.metadata.extra is not None:
+            return False  # an outside source of metadata may have changed
+        if not can_skip(file.stamp, recorded.get(path), known.get(path)):
+            return False
+        if self._extraction is not None and is_extracted(path):
+            state = self._extraction.recorded_state(collection.name, path)
+            return state is not None and state.status == "ok"
+        return True

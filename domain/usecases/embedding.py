@@ -98,6 +98,10 @@ class EmbedProgress:
     done_documents: int
     embedded_chunks: int
     failed_documents: int
+    # the run's work in characters of document text (what the model's time follows, unlike
+    # a document count), and how much of it is behind: for an ETA (domain/eta.py)
+    total_chars: int = 0
+    done_chars: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,16 @@ class _Doc:
     title: str
     vectors: dict[int, list[float]] = field(default_factory=dict)
     failed: bool = False
+
+
+def _chunk_shares(doc: _Doc, length: int) -> list[float]:
+    """The document's `length` split over its chunks by their sizes (chunks overlap, so their
+    own lengths add up to more than the body's)."""
+    sizes = [len(text) for _, text in doc.chunks]
+    whole = sum(sizes)
+    if whole == 0:
+        return [length / len(sizes)] * len(sizes)
+    return [length * size / whole for size in sizes]
 
 
 class EmbedIndex:
@@ -182,16 +196,29 @@ class EmbedIndex:
         pending = self.pending(self.collection)
         if pending and self.fit_chunks and isinstance(self._embedder, KnowsInputLimit):
             self._input_limit = self._embedder.max_input_tokens
-        titles = self._titles()
+        titles, lengths = self._titles_and_lengths()
+        total_chars = sum(lengths.get(h, 0) for h in pending)
         done = failed = chunks_done = 0
+        done_chars = 0.0
         errors: list[str] = []
 
         def report() -> None:
             if progress is not None:
-                progress(EmbedProgress(len(pending), done, chunks_done, failed))
+                progress(
+                    EmbedProgress(len(pending), done, chunks_done, failed, total_chars, done_chars)
+                )
 
-        for batch in self._document_batches(pending, max(1, batch_docs), batch_bytes):
+        vanished: list[str] = []  # bodies replaced since the listing: nothing left to do
+        for batch in self._document_batches(
+            pending, max(1, batch_docs), batch_bytes, vanished.append
+        ):
+            done_chars += sum(lengths.get(h, 0) for h in vanished)
+            vanished.clear()
             docs = [self._prepare(h, body, titles.get(h, "")) for h, body in batch]
+            shares = {
+                d.hash: _chunk_shares(d, lengths.get(d.hash, len(body)))
+                for d, (_, body) in zip(docs, batch, strict=True)
+            }
             work = [(doc, seq) for doc in docs for seq in range(len(doc.chunks))]
             for start in range(0, len(work), max(1, batch_chunks)):
                 group = [(d, s) for d, s in work[start : start + batch_chunks] if not d.failed]
@@ -205,10 +232,17 @@ class EmbedIndex:
                         if not doc.failed:
                             doc.failed = True
                             failed += 1
+                            # its chunks will not be tried again: their work is behind us
+                            done_chars += sum(
+                                share
+                                for seq, share in enumerate(shares[doc.hash])
+                                if seq not in doc.vectors
+                            )
                     report()
                     continue
                 for (doc, seq), vector in zip(group, vectors, strict=True):
                     doc.vectors[seq] = vector
+                    done_chars += shares[doc.hash][seq]
                 chunks_done += len(group)
                 for doc in {id(d): d for d, _ in group}.values():
                     if not doc.failed and len(doc.vectors) == len(doc.chunks):
@@ -242,17 +276,25 @@ class EmbedIndex:
 
     # ------------------------------------------------------------------ steps
 
-    def _titles(self) -> dict[str, str]:
-        """Title per hash from its first active document by path (shared bodies share vectors)."""
+    def _titles_and_lengths(self) -> tuple[dict[str, str], dict[str, int]]:
+        """Title per hash from its first active document by path (shared bodies share
+        vectors), and each body's length in characters."""
         titles: dict[str, str] = {}
+        lengths: dict[str, int] = {}
         for meta in sorted(self._store.documents(), key=lambda m: (m.path, m.collection)):
             titles.setdefault(meta.hash, meta.title)
-        return titles
+            lengths.setdefault(meta.hash, meta.body_length)
+        return titles, lengths
 
     def _document_batches(
-        self, hashes: Sequence[str], max_docs: int, max_bytes: int
+        self,
+        hashes: Sequence[str],
+        max_docs: int,
+        max_bytes: int,
+        vanished: Callable[[str], None],
     ) -> Iterator[list[tuple[str, str]]]:
-        """(hash, body) batches of at most `max_docs` documents and about `max_bytes` of text."""
+        """(hash, body) batches of at most `max_docs` documents and about `max_bytes` of text;
+        `vanished` hears of each hash whose body is gone."""
         batch: list[tuple[str, str]] = []
         size = 0
         for h in hashes:
@@ -263,6 +305,7 @@ class EmbedIndex:
                     raise
                 # An update replaced this body since the backlog was listed; the new one is
                 # pending now and is counted as left undone below.
+                vanished(h)
                 continue
             length = len(body.encode("utf-8"))
             if batch and (len(batch) >= max_docs or size + length > max_bytes):

@@ -91,21 +91,31 @@ class Retrieval:
     def __init__(self, store: DocumentStore, home: str | None = None) -> None:
         self._store = store
         self._home = home
-        self._names: NameIndex | None = None  # reused while the indexed paths stay the same
-        self._qualified: NameIndex | None = None
+        # (the pairs they were built from, the names), reused while the paths stay the same
+        self._names: tuple[tuple[tuple[str, str], ...], NameIndex] | None = None
+        self._qualified: tuple[tuple[tuple[str, str], ...], NameIndex] | None = None
 
     def _name_index(self, pairs: Sequence[tuple[str, str]], qualified: bool = False) -> NameIndex:
         """Suggestion candidates: collection-relative paths (the original's), or with
-        `qualified` `collection/path` (what search results show)."""
-        paths = tuple(f"{c}/{p}" if qualified else p for c, p in pairs)
+        `qualified` `collection/path` (what search results show); rebuilt only when the
+        indexed paths changed.
+
+        Equally near paths come in the order the original reads them: its
+        `SELECT path FROM documents WHERE active = 1` walks the covering index on
+        (path, active), so by path (byte order), then by id; `pairs` come by id."""
+        listed = tuple(pairs)
         cached = self._qualified if qualified else self._names
-        if cached is None or cached.paths != paths:
-            cached = NameIndex(paths)
-            if qualified:
-                self._qualified = cached
-            else:
-                self._names = cached
-        return cached
+        if cached is not None and cached[0] == listed:
+            return cached[1]
+        if qualified:
+            names = NameIndex(f"{c}/{p}" for c, p in listed)
+        else:
+            names = NameIndex(sorted((p for _, p in listed), key=_utf8_order))
+        if qualified:
+            self._qualified = (listed, names)
+        else:
+            self._names = (listed, names)
+        return names
 
     # -- contexts ---------------------------------------------------------------------------
 
@@ -283,6 +293,11 @@ class Retrieval:
         )
         hint = f" (did you mean: {', '.join(suggestions)}?)" if suggestions else ""
         raise QmdError("not-found", f"File not found: {name}{hint}")
+
+
+def _utf8_order(path: str) -> bytes:
+    # SQLite's BINARY collation compares UTF-8 bytes (code point order, surrogates aside)
+    return path.encode("utf-8", "surrogatepass")
 
 
 def _relative_to(collection: Collection, target: str) -> str | None:

@@ -69,6 +69,7 @@ class Candidate:
     score: float
     chunk_pos: int | None = None
     source: str = "fts"
+    partial: bool = False  # from the any-term fill: not every term matched
 
 
 @dataclass(frozen=True)
@@ -357,19 +358,24 @@ class Searcher:
     # -- legs ---------------------------------------------------------------------------------
 
     def _lex_leg(self, text: str, limit: int, collection: str | None) -> list[Candidate]:
-        query = parse_lex_query(text)
+        return self._lex_query_leg(parse_lex_query(text), limit, collection)
+
+    def _lex_query_leg(
+        self, query: LexQuery, limit: int, collection: str | None, partial: bool = False
+    ) -> list[Candidate]:
         if not query.is_searchable:
             return []
         hits = self._lexical.search_lex(query, limit, collection)
-        return [Candidate(h.document, normalize_bm25(h.bm25)) for h in hits]
+        return [Candidate(h.document, normalize_bm25(h.bm25), partial=partial) for h in hits]
 
     def _lex_merged(
-        self, text: str, limit: int, collections: Sequence[str] | None
+        self, text: str | LexQuery, limit: int, collections: Sequence[str] | None
     ) -> list[Candidate]:
         """One leg per collection, merged by best score per document (no starvation)."""
+        query = parse_lex_query(text) if isinstance(text, str) else text
         if collections is None:
-            return self._lex_leg(text, limit, None)
-        return _merge_best([self._lex_leg(text, limit, c) for c in collections], limit)
+            return self._lex_query_leg(query, limit, None)
+        return _merge_best([self._lex_query_leg(query, limit, c) for c in collections], limit)
 
     def _lex_by_rule(
         self, text: str, limit: int, collections: Sequence[str] | None
@@ -393,19 +399,19 @@ class Searcher:
     def _lex_split(
         self, text: str, limit: int, collections: Sequence[str] | None
     ) -> tuple[list[Candidate], list[Candidate]]:
-        """(all-term matches, any-term matches that fill up to `limit`)."""
-        strict = self._lex_merged(text, limit, collections)
+        """(all-term matches, any-term matches that fill up to `limit`; these are marked
+        `partial`)."""
         query = parse_lex_query(text)
+        strict = self._lex_merged(query, limit, collections)
         if len(strict) >= limit or len(query.positives) < 2:
             return strict, []
         loose_query = replace(query, match_any=True)
         scopes: list[str | None] = list(collections) if collections is not None else [None]
-        legs = []
-        for scope in scopes:
-            hits = self._lexical.search_lex(loose_query, limit + len(strict), scope)
-            legs.append([Candidate(h.document, normalize_bm25(h.bm25)) for h in hits])
+        wanted = limit + len(strict)
+        legs = [self._lex_query_leg(loose_query, wanted, scope, partial=True) for scope in scopes]
+        merged = _merge_best(legs, wanted)
         seen = {_key(c.document) for c in strict}
-        loose = [c for c in _merge_best(legs, limit + len(strict)) if _key(c.document) not in seen]
+        loose = [c for c in merged if _key(c.document) not in seen]
         return strict, loose[: max(0, limit - len(strict))]
 
     def _vec_leg(
@@ -448,6 +454,7 @@ class Searcher:
             extract_snippet(body, snippet.query, snippet.chars, start, length, snippet.intent),
             candidate.source,
             chunk,
+            partial=candidate.partial,
         )
 
     # -- public modes -------------------------------------------------------------------------
@@ -782,7 +789,8 @@ def _below(tail: list[Candidate], head: Sequence[Candidate]) -> list[Candidate]:
     if top < floor:
         return tail
     factor = TAIL_SCORE_RATIO * floor / top if top > 0 else 0.0
-    return [replace(c, score=c.score * factor) for c in tail]
+    # built directly: dataclasses.replace costs more than the rest of the fill's Python
+    return [Candidate(c.document, c.score * factor, c.chunk_pos, c.source, c.partial) for c in tail]
 
 
 def _merge_best(legs: Sequence[Sequence[Candidate]], limit: int) -> list[Candidate]:

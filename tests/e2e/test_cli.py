@@ -303,6 +303,24 @@ def test_search_json(shared: Qmd) -> None:
     )
 
 
+def test_search_marks_the_any_term_fill_in_every_format_that_can_say_it(shared: Qmd) -> None:
+    """REQ-SPEC-SEARCH-006 on the command line: `pagination` matches, the made-up word does
+    not, so every result is a partial match; with both words found, the first is not."""
+    query = "pagination zzqxnonexistentterm"
+    assert "\nMatch: partial (not every term was found)\n" in shared.ok("search", query, "-n", "1")
+    data = json.loads(shared.ok("search", query, "--json"))
+    assert data and all(item["partial"] is True for item in data)
+    assert list(data[0])[:6] == ["docid", "score", "file", "line", "title", "context"]
+    assert ' partial="true">' in shared.ok("search", query, "--xml", "-n", "1")
+    assert "**match:** partial (not every term was found)\n" in shared.ok(
+        "search", query, "--md", "-n", "1"
+    )
+    full = json.loads(shared.ok("search", "pagination cursor", "--json"))
+    assert "partial" not in full[0]
+    assert "Match:" not in shared.ok("search", "pagination cursor", "-n", "1")
+    assert "Match:" not in shared.ok("search", query, "--strict")
+
+
 def test_search_files_csv_md_xml(shared: Qmd) -> None:
     files = list(csv.reader(io.StringIO(shared.ok("search", "token", "--files"))))
     assert files

@@ -236,3 +236,19 @@ def test_bench_scale_vectors_have_the_local_structure_it_claims() -> None:
     flat = local_structure(Corpus(1, 20000, 384, "isotropic").vectors(20000), 300)
     assert shaped["tenth_over_nearest"] > 1.3 > flat["tenth_over_nearest"]
     assert shaped["median"] < 1.36 < flat["median"]  # a shared offset, as real embeddings have
+
+
+def test_bench_update_runs_for_ours_and_finds_rewritten_files() -> None:
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "benchmarks.bench_update"),
+            *("--docs", "40", "--rounds", "1", "--touch", "3", "--ours-only"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "no-op update (CPU = user + sys of the process tree):" in done.stdout
+    assert "Indexed: 0 new, 3 updated, 37 unchanged, 0 removed" in done.stdout

@@ -333,3 +333,21 @@ def test_a_chunk_that_still_cannot_fit_is_reported(store: StoreLike) -> None:
     add(store, "notes", "t.md", "short body", title=" ".join(["word"] * 200))
     report = EmbedIndex(store, store, SmallContextEmbedder(), FixedClock()).run()
     assert report.truncated_chunks == 1
+
+
+def test_progress_counts_the_characters_behind_for_the_eta(store: StoreLike) -> None:
+    """The ETA's unit is characters of text (domain/eta.py): the run announces the total of
+    what is pending, and the part behind grows with each batch, the long document's chunks
+    each adding their share, until all of it is behind (a failed document counts as behind:
+    it is not tried again in this run)."""
+    seed(store, docs=4)
+    add(store, "notes", "bad.md", "poison pill")
+    pending = {m.hash: m.body_length for m in store.documents()}
+    events: list[EmbedProgress] = []
+    EmbedIndex(store, store, PoisonEmbedder(), FixedClock()).run(
+        progress=events.append, batch_docs=2, batch_chunks=2
+    )
+    assert {e.total_chars for e in events} == {sum(pending.values())}
+    behind = [e.done_chars for e in events]
+    assert behind == sorted(behind) and len(set(behind)) > len(pending)
+    assert behind[-1] == pytest.approx(sum(pending.values()))

@@ -29,9 +29,11 @@ from adapters.config.yaml_config import (
 )
 from adapters.fs.content_source import FileSystemSource
 from adapters.sqlite.driver import dbapi
+from adapters.sqlite.stamps import SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
 from domain.lexquery import parse_lex_query
 from domain.model import Collection
+from domain.stamps import RecordedStamp
 from domain.text import content_hash, extract_title
 from tests.original import MISSING_MODELS, OriginalQmd, original_qmd
 
@@ -171,10 +173,13 @@ def status_counts(qmd: OriginalQmd) -> dict[str, int]:
 
 
 def index_with_our_adapters(index: SqliteIndex, collection: Collection) -> dict[str, int]:
-    """What the update use case does, with the adapters only."""
+    """What the update use case does, with the adapters only (file stamps too, so the
+    original sees the table of our own that they live in, REQ-INDEX-NOOP-001)."""
     source = FileSystemSource()
     kinds: dict[str, int] = {}
-    for found in source.scan(collection).files:
+    scan = source.scan(collection)
+    stamps: dict[str, RecordedStamp] = {}
+    for found in scan.files:
         text = source.read_text(found.absolute_path)
         if not isinstance(text, str) or not text.strip():
             continue
@@ -188,6 +193,12 @@ def index_with_our_adapters(index: SqliteIndex, collection: Collection) -> dict[
             found.modified_at,
         )
         kinds[outcome.kind] = kinds.get(outcome.kind, 0) + 1
+        if found.stamp is not None and scan.started_ns is not None:
+            title = extract_title(text, found.relative_path)
+            stamps[found.relative_path] = RecordedStamp(
+                found.stamp, scan.started_ns, content_hash(text), title
+            )
+    SqliteFileStamps(index.connection).record_file_stamps(collection.name, stamps)
     return kinds
 
 

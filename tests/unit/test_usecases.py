@@ -158,6 +158,25 @@ def test_any_term_fill_comes_after_all_term_matches() -> None:
     assert {r.document.meta.path for r in single} == {"both.md", "rate.md"}
 
 
+def test_fill_results_are_marked_partial_and_all_term_matches_are_not() -> None:
+    """REQ-SPEC-SEARCH-006: what the fill added says so; the every-term rules never fill."""
+    app = _app(
+        {
+            "/d/both.md": "# Both\n\nrate limits for tokens\n",
+            "/d/rate.md": "# Rate\n\nthe rate only\n",
+            "/d/limits.md": "# Limits\n\nlimits only\n",
+        }
+    )
+    app.collections.add("/d", "d")
+    for profile in (SEED_000, COMMAND_LINE):
+        results = app.searcher.with_profile(profile).lex_search("rate limits", SearchRequest())
+        marks = {r.document.meta.path: r.partial for r in results}
+        assert marks == {"both.md": False, "rate.md": True, "limits.md": True}
+    for profile in (ORIGINAL_2_8_3, COMMAND_LINE_STRICT):
+        strict = app.searcher.with_profile(profile).lex_search("rate limits", SearchRequest())
+        assert [(r.document.meta.path, r.partial) for r in strict] == [("both.md", False)]
+
+
 def test_results_come_in_descending_score_order_with_all_term_matches_first() -> None:
     # a short one-term document outscores a long all-terms one in raw BM25
     long_body = "rate limits " + " ".join(f"filler{i}" for i in range(300))

@@ -21,15 +21,18 @@ if TYPE_CHECKING:
     pass
 
 
-def embed_progress_line(done: int, total: int, chunks: int, elapsed: float, width: int = 20) -> str:
-    """`Embedding [#####-----] 120/240 docs, 512 chunks, 8.1 chunks/s, ETA 0:42`."""
+def embed_progress_line(
+    done: int, total: int, chunks: int, elapsed: float, eta_s: float | None, width: int = 20
+) -> str:
+    """`Embedding [#####-----] 120/240 docs, 512 chunks, 8.1 chunks/s, ETA 0:42`; the ETA
+    comes from the measured throughput (domain/eta.py), `?` until there is one."""
+    from domain.eta import format_eta
+
     filled = 0 if total <= 0 else min(width, (done * width) // total)
     rate = chunks / elapsed if elapsed > 0 else 0.0
-    remaining = (total - done) * (elapsed / done) if done else 0.0
-    eta = f"{int(remaining // 60)}:{int(remaining % 60):02d}" if done else "?"
     return (
         f"Embedding [{'#' * filled}{'-' * (width - filled)}] {done}/{total} docs, "
-        f"{chunks} chunks, {rate:.1f} chunks/s, ETA {eta}"
+        f"{chunks} chunks, {rate:.1f} chunks/s, ETA {format_eta(eta_s)}"
     )
 
 
@@ -38,6 +41,7 @@ def embed(args: argparse.Namespace) -> int:
 
     from domain.chunking import CHUNK_SIZE_TOKENS
     from domain.errors import UNAVAILABLE, QmdError
+    from domain.eta import ThroughputEta
     from domain.usecases.embedding import EmbedIndex, EmbedProgress
 
     collection: str | None = (args.collection or [None])[0]
@@ -81,14 +85,20 @@ def embed(args: argparse.Namespace) -> int:
             deadline = started + args.timeout * 60 if args.timeout else None
             live = sys.stderr.isatty()
 
+            estimates: list[ThroughputEta] = []
+
             def report(progress: EmbedProgress) -> None:
                 elapsed = time.monotonic() - started
                 if live:
+                    if not estimates:
+                        estimates.append(ThroughputEta(progress.total_chars))
+                    estimates[0].observe(progress.done_chars, elapsed)
                     line = embed_progress_line(
                         progress.done_documents,
                         progress.total_documents,
                         progress.embedded_chunks,
                         elapsed,
+                        estimates[0].remaining_s(),
                     )
                     sys.stderr.write("\r\x1b[K" + line)
                     sys.stderr.flush()

@@ -275,6 +275,7 @@ def _rows(
                 full=bool(args.full),
                 line_matched=fmt.line_matched(snippet.text, query),
                 explain=result.explanation if args.explain else None,
+                partial=result.partial,
             )
         )
     return rows

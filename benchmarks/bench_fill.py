@@ -1,0 +1,193 @@
+"""What does the any-term fill cost? A `search` whose terms are not all found together (the
+default surface and `qmd search` fill the page with any-term matches) against one whose
+all-term matches fill the page by themselves.
+
+    .venv/bin/python -m benchmarks.bench_fill                  # 5,000 synthetic docs + tldr
+    .venv/bin/python -m benchmarks.bench_fill --docs 500       # smoke size
+
+Both sets of queries run through `Searcher.lex_search` of the default surface (what the MCP
+`search` tool and `qmd search` call), in-process over a real SQLite index, `limit` 10, each
+query timed `--repeat` times, the two sets alternating; the time is the process's CPU time
+(SQLite runs in the calling thread), far steadier than wall clock on a shared machine;
+medians are printed with the ratio.
+
+1. Synthetic corpus (benchmarks/corpus.py), two comparisons:
+   * two words never found in one document (needs the fill) against two words found together
+     in at least 10 documents (does not), pair by pair of the same document frequencies
+     (within 1.5x), so both sides read postings of about the same size. Target: ratio <= 1.3.
+   * two words found together and a word no document has (a typo) against the same two words
+     alone: the fill ranks every document holding either word where the all-term search ranks
+     only those holding both, so this ratio is what ranking the union costs; printed, no
+     target.
+2. The tldr pages (benchmarks/data/tldr-common) with the judged natural-language questions,
+   which all need the fill: their cost against the same questions under the every-term rule
+   (`--strict`), which finds nothing and so ranks nothing. This is the fill's whole cost,
+   printed for the record, not a target: BM25 over every page holding a common word.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks import corpus as corpus_mod
+from benchmarks.harness import REPO, BenchError, machine, ours
+
+TLDR = REPO / "benchmarks" / "data" / "tldr-common"
+TARGET = 1.3
+
+
+def _indexed(work: Path, folder: Path, name: str) -> dict[str, str]:
+    impl = ours(work / name)
+    done, _ = impl.run("collection", "add", str(folder), "--name", name)
+    if done.returncode != 0:
+        raise BenchError(f"indexing {folder} failed: {done.stderr[-500:]}")
+    return impl.env
+
+
+def _app(env: dict[str, str]):  # type: ignore[no-untyped-def]
+    from adapters.bootstrap import build_app
+
+    return build_app(with_models=False, env=env)
+
+
+def _median_ms(run: Callable[[str], object], queries: list[str], repeat: int) -> float:
+    times: list[float] = []
+    for _ in range(repeat):
+        for query in queries:
+            started = time.process_time()
+            run(query)
+            times.append(time.process_time() - started)
+    return statistics.median(times) * 1000
+
+
+def _frequency(app, expression: str) -> int:  # type: ignore[no-untyped-def]
+    return int(
+        app.store.connection.scalar(
+            "SELECT COUNT(*) FROM documents_fts WHERE documents_fts MATCH ?", (expression,)
+        )
+    )
+
+
+def _query_sets(app, seed: int, wanted: int) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    """`together`: two words found together in at least 10 documents (their all-term matches
+    fill the page); `plus-unknown`: the same and a word no document has; `apart`: two words
+    never in one document, each pair picked to match a `together` pair's document frequencies
+    within a factor of 1.5 (so both read postings of about the same size)."""
+    vocabulary = corpus_mod.build_vocabulary(seed)
+    words = [w for w in vocabulary[40:2500:3] if w.isalpha()]
+    df = {w: _frequency(app, f'"{w}"') for w in words}
+    words = [w for w in words if df[w] >= 10]
+    rng = random.Random(seed)
+    together: list[tuple[str, str]] = []
+    apart: list[tuple[str, str]] = []
+    for _ in range(400 * wanted):
+        a, b = rng.sample(words, 2)
+        both = _frequency(app, f'"{a}" AND "{b}"')
+        if both >= 10 and len(together) < 20 * wanted:
+            together.append((a, b))
+        elif both == 0:
+            apart.append((a, b))
+        if len(together) >= 20 * wanted and len(apart) >= 20 * wanted:
+            break
+    matched_apart, matched_together = [], []
+    for a, b in apart:
+        size = df[a] + df[b]
+        match = next((p for p in together if 1 / 1.5 <= (df[p[0]] + df[p[1]]) / size <= 1.5), None)
+        if match is not None and len(matched_apart) < wanted:
+            together.remove(match)
+            matched_apart.append(f"{a} {b}")
+            matched_together.append(f"{match[0]} {match[1]}")
+    plain = [f"{a} {b}" for a, b in together[:wanted]]
+    return {
+        "apart": matched_apart,
+        "matched-together": matched_together,
+        "together": plain,
+        "plus-unknown": [f"{q} qqzx{n}vvk" for n, q in enumerate(plain)],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=int, default=5000)
+    parser.add_argument("--pairs", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=42)
+    options = parser.parse_args(argv)
+    from domain.profiles import ORIGINAL_2_8_3, SEED_000
+    from domain.usecases.search import SearchRequest
+
+    request = SearchRequest(limit=10)
+    print(f"the any-term fill's cost, in-process lex_search, limit 10; {machine()}")
+    with tempfile.TemporaryDirectory(prefix="qmd-bench-fill-") as tmp:
+        work = Path(tmp)
+        folder = work / "corpus"
+        corpus_mod.generate(folder, options.docs, options.seed, queries=0)
+        app = _app(_indexed(work, folder, "bench"))
+        try:
+            sets = _query_sets(app, options.seed, options.pairs)
+            searcher = app.searcher.with_profile(SEED_000)
+
+            def search(query: str) -> object:
+                return searcher.lex_search(query, request)
+
+            for fill, plain, label, target in (
+                ("apart", "matched-together", "two words never together vs two found "
+                 "together, same document frequencies", TARGET),
+                ("plus-unknown", "together", "two words and an unknown word vs the two "
+                 "words alone (no target: the fill ranks every document with either)", None),
+            ):  # fmt: skip
+                if not sets[fill]:
+                    print(f"  {label}: no such queries in this corpus (use more --docs)")
+                    continue
+                counts = [len(searcher.lex_search(q, request)) for q in sets[fill] + sets[plain]]
+                partial = sum(
+                    getattr(r, "partial", False)  # absent before REQ-SPEC-SEARCH-006
+                    for q in sets[fill]
+                    for r in searcher.lex_search(q, request)
+                )
+                needs, plain_ms = [], []
+                for _ in range(3):  # alternate the two sets so load changes hit both
+                    needs.append(_median_ms(search, sets[fill], options.repeat))
+                    plain_ms.append(_median_ms(search, sets[plain], options.repeat))
+                ratio = statistics.median(needs) / statistics.median(plain_ms)
+                verdict = ""
+                if target is not None:
+                    verdict = f" (target <= {target}: {'PASS' if ratio <= target else 'FAIL'})"
+                print(
+                    f"  synthetic, {options.docs:,} docs, {label}; {len(sets[fill])} queries "
+                    f"each, {min(counts)}-{max(counts)} results, {partial} marked partial:\n"
+                    f"    needs the fill {statistics.median(needs):6.2f} ms, does not "
+                    f"{statistics.median(plain_ms):6.2f} ms, ratio {ratio:.2f}{verdict}"
+                )
+        finally:
+            app.close()
+        questions = [q["query"] for q in json.loads((TLDR / "judged.json").read_text())["queries"]]
+        app = _app(_indexed(work, TLDR / "pages", "tldr"))
+        try:
+            fill_search = app.searcher.with_profile(SEED_000)
+            strict = app.searcher.with_profile(ORIGINAL_2_8_3)
+            filled = _median_ms(lambda q: fill_search.lex_search(q, request), questions, 3)
+            alone = _median_ms(lambda q: strict.lex_search(q, request), questions, 3)
+            print(
+                f"  tldr, {app.store.total_documents()} pages, {len(questions)} questions: with "
+                f"the fill {filled:6.2f} ms, the same questions every-term only {alone:6.2f} ms "
+                f"(no target: the fill ranks every page holding one of the words)"
+            )
+        finally:
+            app.close()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        raise SystemExit(main())
+    except BenchError as error:
+        print(f"error: {error}")
+        raise SystemExit(2) from error
