@@ -280,6 +280,10 @@ class DocumentExtractor(Protocol):
     (domain.extraction; REQ-EXTRACT-*). Bounded per file in size and time; a parser that
     crashes or hangs gives an `ExtractionFailure`, never an exception."""
 
+    # What produced the text: part of the cache key, and a file whose stamp was recorded under
+    # another version is read again even when unchanged (REQ-INDEX-NOOP-001).
+    version: str
+
     def digest(self, absolute_path: str) -> SourceDigest | ExtractionFailure:
         """The file's content hash (the cache key), or why it cannot be read / is too large."""
         ...

@@ -35,6 +35,8 @@ class RecordedStamp:
     scan_started_ns: int  # the source's clock just before the scan that saw `stamp`
     hash: str
     title: str
+    # the extractor version that produced an extracted file's text; "" for a file read as text
+    reader: str = ""
 
 
 def can_skip(

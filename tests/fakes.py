@@ -688,13 +688,15 @@ class FakeExtractor:
         self.files = files
         self.calls: list[str] = []
         self.closed = False
+        self.version = "fake-extraction 1"
 
     def digest(self, absolute_path: str) -> SourceDigest | ExtractionFailure:
         content = self.files.get(absolute_path)
         if content is None:
             return ExtractionFailure("unreadable", "cannot be read: Permission denied")
         data = content.encode("utf-8")
-        return SourceDigest(hashlib.sha256(data).hexdigest(), len(data))
+        # keyed by the version too, as the real extractor's cache key is
+        return SourceDigest(hashlib.sha256(self.version.encode() + data).hexdigest(), len(data))
 
     def extract(self, absolute_path: str, file_format: str) -> Extracted | ExtractionFailure:
         self.calls.append(absolute_path)

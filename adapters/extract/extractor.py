@@ -42,6 +42,7 @@ MAX_SOURCE_BYTES = 64 * 1024 * 1024
 # (2: tracked changes, outline-level headings, titles from the document, blank pages; issue
 # #26), so `qmd update` re-extracts files an older version cached instead of keeping its text.
 EXTRACTION_VERSION = b"qmd-extraction 2\n"
+READER_VERSION = EXTRACTION_VERSION.decode("ascii").strip()
 DEFAULT_TIMEOUT_S = 60.0
 TIMEOUT_ENV = "QMD_EXTRACT_TIMEOUT"
 WORKER_MODULE = ("-m", "adapters.extract.worker")
@@ -111,6 +112,7 @@ class WorkerExtractor:
     ) -> None:
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
+        self.version = READER_VERSION
         self._command = list(command) if command is not None else None
         self._process: subprocess.Popen[bytes] | None = None
         self.started = 0  # workers started so far (tests read it)
@@ -225,6 +227,7 @@ class InProcessExtractor:
 
     def __init__(self, max_bytes: int = MAX_SOURCE_BYTES) -> None:
         self.max_bytes = max_bytes
+        self.version = READER_VERSION
 
     def digest(self, absolute_path: str) -> SourceDigest | ExtractionFailure:
         return digest_file(absolute_path, self.max_bytes)

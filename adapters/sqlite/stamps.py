@@ -29,6 +29,7 @@ STAMPS_DDL = f"""
       scan_started_ns INTEGER NOT NULL,
       hash TEXT NOT NULL,
       title TEXT NOT NULL,
+      reader TEXT NOT NULL DEFAULT '',
       PRIMARY KEY (collection, path)
     ) WITHOUT ROWID
   """
@@ -50,7 +51,7 @@ class SqliteFileStamps:
         if not self._exists():
             return {}
         rows = self._conn.query(
-            f"SELECT path, size, mtime_ns, ctime_ns, inode, scan_started_ns, hash, title "
+            f"SELECT path, size, mtime_ns, ctime_ns, inode, scan_started_ns, hash, title, reader "
             f"FROM {STAMPS_TABLE} WHERE collection = ?",
             (collection,),
         )
@@ -60,8 +61,9 @@ class SqliteFileStamps:
                 int(started),
                 str(content_hash),
                 str(title),
+                str(reader),
             )
-            for path, size, mtime, ctime, inode, started, content_hash, title in rows
+            for path, size, mtime, ctime, inode, started, content_hash, title, reader in rows
         }
 
     def record_file_stamps(self, collection: str, stamps: Mapping[str, RecordedStamp]) -> None:
@@ -71,7 +73,8 @@ class SqliteFileStamps:
             self._conn.execute(STAMPS_DDL)
             self._conn.executemany(
                 f"INSERT OR REPLACE INTO {STAMPS_TABLE} (collection, path, size, mtime_ns, "
-                "ctime_ns, inode, scan_started_ns, hash, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "ctime_ns, inode, scan_started_ns, hash, title, reader) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         collection,
@@ -83,6 +86,7 @@ class SqliteFileStamps:
                         r.scan_started_ns,
                         r.hash,
                         r.title,
+                        r.reader,
                     )
                     for path, r in stamps.items()
                 ],

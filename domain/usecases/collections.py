@@ -323,7 +323,10 @@ class CollectionManager:
             )
             counts[outcome.kind] = counts.get(outcome.kind, 0) + 1
             if stamps is not None and started is not None and file.stamp is not None:
-                fresh[file.relative_path] = RecordedStamp(file.stamp, started, digest, title)
+                reader = self._reader_of(file.relative_path)
+                fresh[file.relative_path] = RecordedStamp(
+                    file.stamp, started, digest, title, reader
+                )
             if self.metadata is not None:
                 given = extra_metadata.get(file.relative_path)
                 extra = {**extracted_metadata, **given} if given else extracted_metadata
@@ -351,6 +354,12 @@ class CollectionManager:
             problems=tuple(sorted(problems, key=lambda p: p.path)),
         )
 
+    def _reader_of(self, path: str) -> str:
+        """What reads `path`: the extractor's version for an extracted file, else ""."""
+        if self._extraction is not None and is_extracted(path):
+            return self._extraction.reader_version
+        return ""
+
     def _unchanged(
         self,
         collection: Collection,
@@ -365,8 +374,11 @@ class CollectionManager:
             return False  # fields given for this run must be recorded
         if self.metadata is not None and self.metadata.extra is not None:
             return False  # an outside source of metadata may have changed
-        if not can_skip(file.stamp, recorded.get(path), known.get(path)):
+        last = recorded.get(path)
+        if not can_skip(file.stamp, last, known.get(path)):
             return False
+        if last is None or last.reader != self._reader_of(path):
+            return False  # read by another extractor version: extract it again
         if self._extraction is not None and is_extracted(path):
             state = self._extraction.recorded_state(collection.name, path)
             return state is not None and state.status == "ok"

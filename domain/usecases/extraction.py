@@ -64,6 +64,11 @@ class DocumentExtraction:
         self._store = store
         self._clock = clock
 
+    @property
+    def reader_version(self) -> str:
+        """The extractor's version: text recorded under another one is extracted again."""
+        return self._extractor.version
+
     # -- during an update ---------------------------------------------------------------------
 
     def obtain(self, collection: str, file: SourceFile) -> Obtained:

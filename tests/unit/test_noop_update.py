@@ -9,8 +9,10 @@ from domain.model import FileStamp
 from domain.stamps import RACY_WINDOW_NS
 from tests.fakes import (
     FakeContentSource,
+    FakeExtractor,
     FixedClock,
     InMemoryConfigRepository,
+    InMemoryExtractionLedger,
     InMemoryFileStamps,
     InMemoryStore,
 )
@@ -124,3 +126,32 @@ def test_removing_or_renaming_a_collection_carries_its_stamps_along() -> None:
     assert stamps.file_stamps("n") == {} and sorted(stamps.file_stamps("m")) == ["a.md", "b.md"]
     app.collections.remove("m")
     assert stamps.rows == {}
+
+
+def test_an_extracted_file_is_extracted_again_when_the_extractor_version_changes() -> None:
+    """Unchanged bytes, a new extractor: the text indexed before may be wrong (tracked changes
+    dropped, a junk title), so the stamp alone does not vouch for it."""
+    pdf = f"{ROOT}/report.pdf"
+    files: dict[str, str | None] = {pdf: "turbine figures\fsecond page"}
+    source = FakeContentSource()
+    source.files = files
+    source.clock_ns = T0 + 60 * SECOND
+    source.stamps = {pdf: FileStamp(27, T0, T0, 3)}
+    extractor = FakeExtractor(files)
+    store = InMemoryStore()
+    app = assemble(
+        store, store, store, store, InMemoryConfigRepository(), source, FixedClock(),
+        maintenance=store, extractor=extractor, ledger=InMemoryExtractionLedger(),
+        stamps=InMemoryFileStamps(),
+    )  # fmt: skip
+    app.collections.add(ROOT, "n", "**/*.pdf")
+    assert extractor.calls == [pdf]
+    app.collections.update(["n"])
+    assert extractor.calls == [pdf]  # same extractor, same stamp: not even hashed again
+    extractor.version = "fake-extraction 2"
+    counts = app.collections.update(["n"])["n"]
+    assert extractor.calls == [pdf, pdf]
+    assert counts.unchanged == 1  # same text, so the document itself is unchanged
+    extractor.calls.clear()
+    app.collections.update(["n"])
+    assert extractor.calls == []  # recorded under the new version: trusted again
