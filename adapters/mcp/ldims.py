@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from adapters.mcp.tools import Tool, call_tool, tool_table
+from adapters.mcp.tools import OWN_BUDGET, SurfaceFacts, Tool, ToolFacts, call_tool, tool_table
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
 from domain.errors import INVALID_ARGUMENT, DocumentNotFoundError, QmdError
 from domain.filters import (
@@ -124,6 +124,16 @@ SEARCH_TOOL: dict[str, Any] = {
     "annotations": {"readOnlyHint": True, "openWorldHint": False},
 }
 
+
+def _search_runs_model(arguments: Any) -> bool:
+    """Every search mode but `exact` embeds the query (seed 003's default is semantic)."""
+    filters = arguments.get("filters") if isinstance(arguments, dict) else None
+    return not (isinstance(filters, dict) and filters.get("searchMode") == "exact")
+
+
+# seed 003: SEARCH_TIMEOUT is the tool's own answer to a slow search (OWN_BUDGET)
+FACTS = SurfaceFacts({"searchDocuments": ToolFacts(_search_runs_model, budget=OWN_BUDGET)})
+
 RESOURCE_TEMPLATE: dict[str, Any] = {
     "name": "extracted_content",
     "uriTemplate": "ldims://docs/{document_id}/extracted_content",
@@ -219,6 +229,7 @@ def _context(result: SearchResult) -> str:
 
 class LdimsSurface:
     name = "ldims"
+    facts = FACTS
     answers_malformed_messages = True
     wording: ProtocolWording = JsonRpcWording()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from adapters.mcp.formatting import text_result
 from adapters.mcp.spec import EnvelopeErrors
-from adapters.mcp.tools import Tool, ToolHandler, call_tool, tool_table
+from adapters.mcp.tools import SurfaceFacts, Tool, ToolFacts, ToolHandler, call_tool, tool_table
 from adapters.mcp.wording import JsonRpcError, JsonRpcWording, ProtocolWording
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
 from domain.ports import ChunkRow
@@ -239,6 +239,21 @@ def _hit_json(hit: ChunkHit, deep: bool) -> dict[str, Any]:
     return item
 
 
+FACTS = SurfaceFacts(
+    {
+        "projmem_search": ToolFacts(),
+        "projmem_vector_search": ToolFacts(runs_model=True),
+        "projmem_deep_search": ToolFacts(runs_model=True),
+        "projmem_get": ToolFacts(),
+        "projmem_multi_get": ToolFacts(),
+        "projmem_status": ToolFacts(),
+        "projmem_session_list": ToolFacts(),
+        "projmem_session_transcript": ToolFacts(),
+        "projmem_session_update_summary": ToolFacts(writes=True),
+    }
+)
+
+
 def _report_result(report: SearchReport) -> dict[str, Any]:
     deep = report.mode == "deep"
     lines: list[str] = []
@@ -314,6 +329,7 @@ def _chunk_text(row: ChunkRow) -> str:
 
 class ProjmemSurface:
     name = "projmem"
+    facts = FACTS
     server_version = PROJMEM_VERSION
     answers_malformed_messages = True
     wording: ProtocolWording = JsonRpcWording()

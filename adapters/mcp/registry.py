@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from adapters.mcp import compat, ldims, memorize, projmem, spec
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
 from adapters.mcp.ldims import LdimsSurface
 from adapters.mcp.memorize import MemorizeSurface
@@ -14,6 +15,7 @@ from adapters.mcp.projmem import ProjmemSurface
 from adapters.mcp.protocol import Surface
 from adapters.mcp.root_guard import RootGuard
 from adapters.mcp.spec import SpecSurface
+from adapters.mcp.tools import SurfaceFacts
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
 from domain.usecases.memorize import Memorizer
 from domain.usecases.services import Services
@@ -32,50 +34,44 @@ class SurfaceContext:
     memory: Callable[[], Memorizer] | None = None
     max_results: int | None = None  # the operator's hard limit on search results, if any
     # the server's request time limit (--request-timeout, QMD_REQUEST_TIMEOUT or seed 003's
-    # MCP_REQUEST_TIMEOUT_SECONDS), for a surface that times itself; None: its own default
+    # MCP_REQUEST_TIMEOUT_SECONDS), for a tool that times itself; None: its own default
     request_timeout_s: float | None = None
 
 
 SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
 
+DEFAULT_SURFACE = "spec"
 _FACTORIES: dict[str, SurfaceFactory] = {}
+_FACTS: dict[str, SurfaceFacts] = {}
 _ALIASES: dict[str, str] = {}
-_TALKS_BACK: set[str] = set()
-_TIMES_ITSELF: set[str] = set()
-# How much longer the transport waits for a surface that answers its own timeouts (LDIMS's
-# SEARCH_TIMEOUT) before it answers with its generic timeout error instead.
-OWN_TIMEOUT_GRACE_S = 5.0
 
 
 def register_surface(
     name: str,
     factory: SurfaceFactory,
     aliases: tuple[str, ...] = (),
-    talks_back: bool = False,
-    times_itself: bool = False,
+    *,
+    facts: SurfaceFacts,
 ) -> None:
-    """`talks_back`: the surface's tools send the client requests while they run (sampling),
-    so the 2025-era HTTP transport answers its POSTs as a live event stream. `times_itself`:
-    the surface answers a request past the time limit in its own words, so the transport's
-    own limit comes a little later (`transport_timeout`)."""
+    """`facts`: what the transports and the CLI must know of each tool (runs a model, writes,
+    waits on the client, its time budget) and of the surface; they read these, never a name."""
     _FACTORIES[name] = factory
+    _FACTS[name] = facts
     for alias in aliases:
         _ALIASES[alias] = name
-    if talks_back:
-        _TALKS_BACK.add(name)
-    if times_itself:
-        _TIMES_ITSELF.add(name)
 
 
-def talks_back(name: str) -> bool:
-    return canonical_surface(name) in _TALKS_BACK
+def surface_facts(name: str) -> SurfaceFacts:
+    return _FACTS[canonical_surface(name)]
 
 
-def transport_timeout(name: str, timeout_s: float) -> float:
-    """The transport's time limit for requests to surface `name` under a configured limit."""
-    return (
-        timeout_s + OWN_TIMEOUT_GRACE_S if canonical_surface(name) in _TIMES_ITSELF else timeout_s
-    )
+def original_surface(release: str) -> str | None:
+    """The registered surface that answers as the original QMD `release`, if any."""
+    return next((n for n, f in sorted(_FACTS.items()) if f.original == release), None)
+
+
+def original_releases() -> list[str]:
+    return sorted({f.original for f in _FACTS.values() if f.original is not None})
 
 
 def surface_names() -> list[str]:
@@ -96,16 +92,20 @@ def create_surface(name: str, services: Services, context: SurfaceContext) -> Su
 
 
 register_surface(
-    "spec",
+    DEFAULT_SURFACE,
     lambda services, ctx: SpecSurface(
         services, ctx.version, RootGuard(ctx.force_root, ctx.home), ctx.max_results
     ),
     aliases=("default",),
+    facts=spec.FACTS,
 )
 register_surface(
-    f"compat-{COMPAT_VERSION}", lambda services, _ctx: CompatSurface(services), (COMPAT_VERSION,)
+    f"compat-{COMPAT_VERSION}",
+    lambda services, _ctx: CompatSurface(services),
+    (COMPAT_VERSION,),
+    facts=compat.FACTS,
 )
-register_surface(  # seed 003: SEARCH_TIMEOUT is its own answer to a slow search
+register_surface(
     "ldims",
     lambda services, ctx: LdimsSurface(
         services,
@@ -113,7 +113,7 @@ register_surface(  # seed 003: SEARCH_TIMEOUT is its own answer to a slow search
         hard_limit=ctx.max_results,
         timeout_s=ctx.request_timeout_s,
     ),
-    times_itself=True,
+    facts=ldims.FACTS,
 )
 
 
@@ -123,6 +123,6 @@ def _memorize(_services: Services, context: SurfaceContext) -> MemorizeSurface:
     return MemorizeSurface(context.memory(), context.version)
 
 
-register_surface("memorize", _memorize, talks_back=True)
+register_surface("memorize", _memorize, facts=memorize.FACTS)
 
-register_surface("projmem", lambda services, _ctx: ProjmemSurface(services))
+register_surface("projmem", lambda services, _ctx: ProjmemSurface(services), facts=projmem.FACTS)
