@@ -27,7 +27,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -105,7 +105,8 @@ class Dispatcher:
         self._write = write
         self._pools = pools
         self._timeout_s = timeout_s
-        self._lock = threading.Lock()
+        # re-entrant: cancelling a queued job settles it at once, on the cancelling thread
+        self._lock = threading.RLock()
         self._in_flight: dict[tuple[str, Any], list[_InFlight]] = {}
         self._idle = threading.Condition(self._lock)
         self._count = 0
@@ -165,7 +166,7 @@ class Dispatcher:
         if it has committed a write (then it is answered as usual)."""
         cancelled: list[_InFlight] = []
         with self._lock:  # under the lock: no reply slips out between the two steps
-            for entry in self._in_flight.get(id_key(request_id), []):
+            for entry in list(self._in_flight.get(id_key(request_id), [])):
                 if entry.done:
                     continue
                 if entry.job.cancel():
@@ -230,7 +231,7 @@ class Dispatcher:
             entry.timer.cancel()
         try:
             reply: Reply | None = future.result()
-        except CancelledJobError:
+        except (CancelledJobError, CancelledError):  # cancelled while running, or queued
             reply = None
         except Exception:  # the session answers handler errors itself; this is a last resort
             log.exception("worker failed on %s", entry.request.method)
@@ -239,15 +240,19 @@ class Dispatcher:
 
     def _expire(self, entry: _InFlight, limit: float) -> None:
         with self._lock:
-            if entry.done or not entry.job.cancel():  # answered, or its write committed
+            if entry.done:
                 return
-        text = f"Request timed out after {limit:g} s"
-        self._settle(entry, Session.error(entry.request.id, TIMED_OUT, text), final=True)
+            entry.done = True  # before the cancel: a queued job is settled (silently) by it
+            if not entry.job.cancel():  # its write committed: it is answered when it ends
+                entry.done = False
+                return
+        reply = Session.error(entry.request.id, TIMED_OUT, f"Request timed out after {limit:g} s")
+        self._write(reply)
+        log_request(entry.request, reply, entry.began)
 
-    def _settle(self, entry: _InFlight, reply: Reply | None, final: bool = False) -> None:
-        """Write `reply` unless the request was cancelled or answered already; the request
-        leaves the in-flight table when its work has ended (`final` for a timeout, whose
-        work may still be finishing: it is then dropped)."""
+    def _settle(self, entry: _InFlight, reply: Reply | None) -> None:
+        """Write `reply` unless the request was cancelled, timed out or answered already;
+        the request leaves the in-flight table here, when its work has ended."""
         with self._lock:
             write = not entry.done and reply is not None
             entry.done = True
@@ -255,8 +260,6 @@ class Dispatcher:
             assert reply is not None
             self._write(reply)
             log_request(entry.request, reply, entry.began)
-        if final:
-            return
         with self._lock:
             key = id_key(entry.request.id)
             entries = self._in_flight.get(key, [])

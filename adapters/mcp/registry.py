@@ -61,6 +61,10 @@ def register_surface(
         _ALIASES[alias] = name
 
 
+def surface_aliases() -> list[str]:
+    return sorted(_ALIASES)
+
+
 def surface_facts(name: str) -> SurfaceFacts:
     return _FACTS[canonical_surface(name)]
 

@@ -149,19 +149,23 @@ class WorkerPools:
             job.finished()
 
     def submit(self, job: Job, work: Callable[[Worker], T], model: bool = False) -> Future[T]:
-        """Queue `work` on a worker thread; BusyError when the model lane is full."""
+        """Queue `work` on a worker thread; BusyError when the model lane is full. A job
+        cancelled while it waits in the queue leaves it at once (its slot is free again)."""
         if not model:
-            return self._fast.submit(self._run, job, work)
-        with self._count_lock:
-            if self._model_pending >= self._model_capacity:
-                raise BusyError
-            self._model_pending += 1
-        try:
-            future = self._slow.submit(self._run, job, work)
-        except BaseException:
-            self._release_model_slot()
-            raise
-        future.add_done_callback(lambda _done: self._release_model_slot())
+            future = self._fast.submit(self._run, job, work)
+        else:
+            with self._count_lock:
+                if self._model_pending >= self._model_capacity:
+                    raise BusyError
+                self._model_pending += 1
+            try:
+                future = self._slow.submit(self._run, job, work)
+            except BaseException:
+                self._release_model_slot()
+                raise
+            future.add_done_callback(lambda _done: self._release_model_slot())
+        withdraw = job.on_cancel(future.cancel)  # only a job not yet started is dropped
+        future.add_done_callback(lambda _done: withdraw())
         return future
 
     def _release_model_slot(self) -> None:
@@ -169,7 +173,13 @@ class WorkerPools:
             self._model_pending -= 1
 
     async def run(self, job: Job, work: Callable[[Worker], T], model: bool = False) -> T:
-        return await asyncio.wrap_future(self.submit(job, work, model))
+        future = self.submit(job, work, model)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if future.cancelled():  # the job was cancelled in the queue, not this task
+                raise CancelledJobError from None
+            raise
 
     def shutdown(self) -> None:
         """Wait for running jobs, then close every worker's connection."""
