@@ -140,11 +140,14 @@ class Rig:
             projmem=ProjmemAdapters(chunks, chunks, InMemorySessions(), chunks, MemoryNotes()),
         )
         self.services = self.app.services()
+        self.memory_store = InMemoryMemoryStore()
         self.memory = Memorizer(
-            InMemoryMemoryStore(), GatedEmbedder(self.gate), FixedClock(), Thresholds(0.5, 0.5)
+            self.memory_store, GatedEmbedder(self.gate), FixedClock(), Thresholds(0.5, 0.5)
         )
         self.context = SurfaceContext("test", memory=lambda: self.memory)
         self.facts = surface_facts(self.surface_name)
+        # as the HTTP service shares one across its workers (adapters/http/main.py)
+        self.outgoing = Correlator("test") if self.facts.talks_back else None
 
     def session(self, stateless: bool = False) -> Session:
         return Session(
@@ -153,7 +156,9 @@ class Rig:
 
     def pools(self, model_threads: int = 1, model_queue: int = 0) -> WorkerPools:
         def worker() -> Worker:  # the fakes are shared between workers
-            return Worker(self.session(stateless=True), self.services, lambda: None, lambda: None)
+            session = self.session(stateless=True)
+            session.outgoing = self.outgoing
+            return Worker(session, self.services, lambda: None, lambda: None)
 
         return WorkerPools(worker, threads=4, model_threads=model_threads, model_queue=model_queue)
 
@@ -167,8 +172,7 @@ class Rig:
             strict_original=False,
             timeout_s=timeout_s,
         )
-        outgoing = Correlator("test") if self.facts.talks_back else None
-        return QmdHttpApp(pools, settings, outgoing, self.facts)
+        return QmdHttpApp(pools, settings, self.outgoing, self.facts)
 
 
 def sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
@@ -284,6 +288,7 @@ class Exchange:
     hang_up: asyncio.Event = field(default_factory=asyncio.Event)
     sent: list[dict[str, Any]] = field(default_factory=list)
     chunk: asyncio.Event = field(default_factory=asyncio.Event)
+    client: str = "127.0.0.1"
 
     async def run(self) -> HttpReply | None:
         pending = [{"type": "http.request", "body": self.body, "more_body": False}]
@@ -305,7 +310,7 @@ class Exchange:
             "method": "POST",
             "path": "/mcp",
             "headers": self.headers,
-            "client": ("127.0.0.1", 40000),
+            "client": (self.client, 40000),
         }
         await self.app(scope, receive, send)
         if not self.sent or self.hang_up.is_set():
