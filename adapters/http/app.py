@@ -172,9 +172,13 @@ class QmdHttpApp:
         return any(self.facts.tool(name).waits_on_client for name, _args in plan.tool_calls())
 
     def _time_limit(self, plan: McpPlan) -> float | None:
-        """The plan's time limit: its tools' budgets (None: a tool that has no limit)."""
+        """The plan's time limit: its tools' budgets (None: a tool that has no limit). In the
+        2026-07-28 era nothing waits on the client (it answers `input_required` instead), so a
+        tool that would is held to the configured limit."""
         configured = self.settings.timeout_s
         limits = [self.facts.tool(name).time_limit(configured) for name, _ in plan.tool_calls()]
+        if plan.modern:
+            limits = [configured if limit is None else limit for limit in limits]
         if any(limit is None for limit in limits):
             return None
         return max([configured, *(limit for limit in limits if limit is not None)])

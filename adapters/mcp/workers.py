@@ -164,7 +164,11 @@ class WorkerPools:
                 self._release_model_slot()
                 raise
             future.add_done_callback(lambda _done: self._release_model_slot())
-        withdraw = job.on_cancel(future.cancel)  # only a job not yet started is dropped
+
+        def drop() -> None:  # only a job not yet started leaves (a running future refuses)
+            future.cancel()
+
+        withdraw = job.on_cancel(drop)
         future.add_done_callback(lambda _done: withdraw())
         return future
 
