@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.mcp.registry import SurfaceContext, register_surface
-from adapters.mcp.tools import Tool, call_tool, tool_table
+from adapters.mcp.tools import SurfaceFacts, Tool, ToolFacts, call_tool, tool_table
 from adapters.mcp.wording import JsonRpcError, JsonRpcWording, ProtocolWording
 from domain.errors import DocumentNotFoundError, QmdError
 from domain.usecases.services import Services
@@ -19,6 +19,9 @@ COUNT_TOOL = {
         "properties": {"collection": {"type": "string"}},
     },
 }
+
+
+FACTS = SurfaceFacts({"count_documents": ToolFacts()})
 
 
 class ToyErrors:
@@ -40,6 +43,7 @@ class ToyErrors:
 
 class ToySurface:
     name = "toy"
+    facts = FACTS
     server_version = "0.0.1-toy"
     answers_malformed_messages = True
     wording: ProtocolWording = JsonRpcWording()
@@ -86,4 +90,4 @@ def _toy(services: Services, _context: SurfaceContext) -> ToySurface:
     return ToySurface(services)
 
 
-register_surface("toy", _toy, aliases=("plaything",))
+register_surface("toy", _toy, aliases=("plaything",), facts=FACTS)

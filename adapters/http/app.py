@@ -6,7 +6,8 @@ original) and, when a bearer token is configured, the token check (401). Then:
 `GET /health`, `POST /query` and `POST /search` (REST), `/mcp` (Streamable HTTP in both
 eras, `adapters/http/exchange.py`), and 404 `Not Found` for anything else. The work runs in
 worker threads (`adapters/http/workers.py`) under a per-request time limit; a client that goes
-away cancels its request.
+away cancels its request. Which lane a tool call takes, its time limit and whether its answer
+is streamed come from the facts its surface declares (`SurfaceFacts`), never from a name.
 """
 
 from __future__ import annotations
@@ -36,17 +37,10 @@ from adapters.http.guard import OriginPolicy, token_matches
 from adapters.http.ldims_api import answer as backend_answer
 from adapters.http.ldims_api import backend_timeout, is_backend_path, runs_search
 from adapters.http.rest import internal_error, parse_body, rest_query
-from adapters.mcp.dispatch import id_key
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import cancel_notice
-from adapters.mcp.workers import (
-    BusyError,
-    CancelledJobError,
-    Job,
-    Worker,
-    WorkerPools,
-    may_run_model,
-)
+from adapters.mcp.tools import NO_FACTS, SurfaceFacts, hybrid_query_runs_model
+from adapters.mcp.workers import BusyError, CancelledJobError, Job, Worker, WorkerPools
 from domain.profiles import SearchProfile
 
 Scope = MutableMapping[str, Any]
@@ -58,7 +52,6 @@ FORBIDDEN = -32003
 UNAUTHORIZED = -32001
 TIMED_OUT = -32001
 BUSY = -32000
-REQUEST_CANCELLED = -32800
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 NOT_FOUND = HttpReply(404, b"Not Found")
@@ -83,15 +76,18 @@ class BodyTooLargeError(Exception):
 
 class QmdHttpApp:
     def __init__(
-        self, pools: WorkerPools, settings: HttpSettings, outgoing: Correlator | None = None
+        self,
+        pools: WorkerPools,
+        settings: HttpSettings,
+        outgoing: Correlator | None = None,
+        facts: SurfaceFacts = NO_FACTS,
     ) -> None:
         self.pools = pools
         self.settings = settings
         self.started = time.monotonic()
         # server-to-client requests of the 2025 era (sampling): None when the surface sends none
         self.outgoing = outgoing
-        # requests in flight by (client address, JSON-RPC id), for notifications/cancelled
-        self._in_flight: dict[tuple[str, tuple[str, Any]], list[asyncio.Event]] = {}
+        self.facts = facts  # what the served surface declares of its tools
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -170,15 +166,33 @@ class QmdHttpApp:
             plan = plan_mcp_request(method, headers, body)
             if plan.reply is not None:
                 return plan.reply, plan.label or method
+            # who sent this POST: only they may answer the requests its stream carries
+            requester = (client, headers.get("authorization", ""))
             if self.outgoing is not None and not plan.modern:
                 if all("method" not in m for m in plan.messages):
                     for message in plan.messages:  # the client's answers to our requests
-                        self.outgoing.deliver(message)
+                        if not self.outgoing.deliver(message, requester):
+                            log.info("dropped an answer no request of this client awaits")
                     return HttpReply(202), "response"
-                if send is not None and any("method" in m and "id" in m for m in plan.messages):
-                    return await self._mcp_streamed(plan, send), plan.label
-            return await self._mcp(plan, receive, client), plan.label
+                if send is not None and self._waits_on_client(plan):
+                    return await self._mcp_streamed(plan, send, receive, requester), plan.label
+            return await self._mcp(plan, receive), plan.label
         return NOT_FOUND, ""
+
+    def _waits_on_client(self, plan: McpPlan) -> bool:
+        return any(self.facts.tool(name).waits_on_client for name, _args in plan.tool_calls())
+
+    def _time_limit(self, plan: McpPlan) -> float | None:
+        """The plan's time limit: its tools' budgets (None: a tool that has no limit). In the
+        2026-07-28 era nothing waits on the client (it answers `input_required` instead), so a
+        tool that would is held to the configured limit."""
+        configured = self.settings.timeout_s
+        limits = [self.facts.tool(name).time_limit(configured) for name, _ in plan.tool_calls()]
+        if plan.modern:
+            limits = [configured if limit is None else limit for limit in limits]
+        if any(limit is None for limit in limits):
+            return None
+        return max([configured, *(limit for limit in limits if limit is not None)])
 
     async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
         limit = self.settings.max_body_bytes
@@ -210,15 +224,15 @@ class QmdHttpApp:
             return HttpReply(400, b'{"error":"Invalid JSON body"}', "application/json"), "bad JSON"
         searches = body.get("searches") if isinstance(body, dict) else None
         label = f"{len(searches)} queries" if isinstance(searches, list) else ""
-        model = isinstance(body, dict) and may_run_model(
-            "query", {k: body.get(k) for k in ("searches", "rerank")}
+        model = isinstance(body, dict) and hybrid_query_runs_model(
+            {k: body.get(k) for k in ("searches", "rerank")}
         )
 
         def work(worker: Worker) -> HttpReply:
             return rest_query(worker.services, settings.profile, body, settings.strict_original)
 
         try:
-            reply = await self._guarded(work, model, receive)
+            reply = await self._guarded(work, model, receive, self.settings.timeout_s)
         except BusyError:
             return _rest_error(503, "Server busy: too many model requests queued"), label
         except TimeoutError:
@@ -230,79 +244,69 @@ class QmdHttpApp:
             return backend_answer(worker.services, method, raw_path, query)
 
         try:  # a search may embed and rerank: the model lane's bounds apply
-            reply = await self._guarded(work, runs_search(raw_path), receive)
+            reply = await self._guarded(
+                work, runs_search(raw_path), receive, self.settings.timeout_s
+            )
         except (BusyError, TimeoutError):
             return backend_timeout(self.settings.timeout_s)
         return reply if reply is not None else NOT_FOUND
 
-    async def _mcp(self, plan: McpPlan, receive: Receive, client: str) -> HttpReply | None:
-        model = any(may_run_model(name, args) for name, args in plan.tool_calls())
+    async def _mcp(self, plan: McpPlan, receive: Receive) -> HttpReply | None:
+        model = any(self.facts.tool(name).may_run_model(args) for name, args in plan.tool_calls())
         for message in plan.messages:
             notice = (
                 None
                 if "id" in message
                 else cancel_notice(str(message.get("method")), message.get("params"))
             )
-            if notice is not None:
-                self._cancel(client, notice.request_id)
+            if notice is not None:  # REQ-SEC-OUT-003
+                log.info(
+                    "ignored a cancel of request %r: over HTTP only its own requester can "
+                    "cancel a request, by closing its connection",
+                    notice.request_id,
+                )
 
         def work(worker: Worker) -> HttpReply:
             return answer(worker.session, plan)
 
-        cancelled = asyncio.Event()
-        keys = [(client, id_key(m["id"])) for m in plan.messages if "id" in m and "method" in m]
-        for key in keys:
-            self._in_flight.setdefault(key, []).append(cancelled)
+        limit = self._time_limit(plan)
         try:
-            return await self._guarded(work, model, receive, cancelled)
+            return await self._guarded(work, model, receive, limit)
         except BusyError:
             return _errors_for(plan, BUSY, "Server busy: too many model requests queued", 503)
         except TimeoutError:
-            return _errors_for(plan, TIMED_OUT, self._timeout_text(), 200)
-        except CancelledJobError:
-            return _errors_for(plan, REQUEST_CANCELLED, "Request cancelled", 200)
-        finally:
-            for key in keys:
-                waiting = self._in_flight.get(key, [])
-                if cancelled in waiting:
-                    waiting.remove(cancelled)
-                if not waiting:
-                    self._in_flight.pop(key, None)
+            return _errors_for(plan, TIMED_OUT, self._timeout_text(limit), 200)
 
-    def _cancel(self, client: str, request_id: Any) -> None:
-        """`notifications/cancelled` in a POST of its own: cancel the request with that id
-        from the same client address, if exactly one such request is in flight (ids are
-        chosen by clients, and stateless HTTP has no session to tell two clients apart)."""
-        waiting = self._in_flight.get((client, id_key(request_id)), [])
-        if len(waiting) == 1:
-            waiting[0].set()
-            log.info("cancelled request %r of %s", request_id, client or "a client")
-        elif waiting:
-            log.info("not cancelling request %r: %d requests use that id", request_id, len(waiting))
-
-    async def _mcp_streamed(self, plan: McpPlan, send: Send) -> HttpReply:
-        """A 2025-era POST to a surface that talks back: the SSE stream opens at once and
-        carries, before the replies, every request a tool sends the client while it runs
-        (the client POSTs its answers separately; `self.outgoing` matches them). No time
-        limit here: the client's LLM takes as long as it takes, and each of our requests
-        has its own (adapters/mcp/outgoing.py)."""
+    async def _mcp_streamed(
+        self, plan: McpPlan, send: Send, receive: Receive, requester: Any
+    ) -> HttpReply | None:
+        """A 2025-era POST calling a tool that waits on the client: the SSE stream opens at
+        once and carries, before the replies, every request the tool sends the client while
+        it runs (the client POSTs its answers separately; `self.outgoing` takes them from
+        `requester` only). No time limit here: the client's LLM takes as long as it takes,
+        and each of our requests has its own (adapters/mcp/outgoing.py). A client that goes
+        away cancels the call: its waits end and its lane slot is freed (REQ-MCP-HTTP-007)."""
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        job = Job()
 
         def emit(message: dict[str, Any]) -> None:
             loop.call_soon_threadsafe(events.put_nowait, message)
 
         def work(worker: Worker) -> list[dict[str, Any]]:
             session = worker.session
-            session.emit = emit
+            session.emit, session.owner = emit, requester
             try:
                 handled = (session.handle_message(m) for m in plan.messages)
                 return [r for r in handled if r is not None]
             finally:
-                session.emit = None
+                session.emit, session.owner = None, None
 
-        task = asyncio.ensure_future(self.pools.run(Job(), work, True))
+        model = any(self.facts.tool(name).may_run_model(args) for name, args in plan.tool_calls())
+        task = asyncio.ensure_future(self.pools.run(job, work, model))
         task.add_done_callback(lambda _task: events.put_nowait(None))
+        watcher = asyncio.ensure_future(_disconnected(receive))
+        watcher.add_done_callback(lambda done: None if done.cancelled() else _abandon(job))
         headers = [(b"content-type", b"text/event-stream")]
         headers += [(k.encode(), v.encode()) for k, v in SSE_HEADERS]
         gone = False
@@ -311,64 +315,67 @@ class QmdHttpApp:
         except OSError:
             gone = True
         while (message := await events.get()) is not None:
+            gone = gone or watcher.done()
             if not gone:
                 try:
                     chunk = sse_event(message)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                except OSError:  # the client went away; the tool's requests will time out
+                except OSError:  # the client went away: nobody will answer the tool
                     gone = True
+            if gone:
+                _abandon(job)
+        gone = gone or (watcher.done() and not watcher.cancelled())
+        watcher.cancel()
         try:
             replies = task.result()
         except BusyError:
             replies = _error_replies(plan, BUSY, "Server busy: too many model requests queued")
+        except CancelledJobError:
+            replies = []
         except Exception:  # the stream is open: answer in it, never with a second status
             log.exception("streamed MCP request failed")
             replies = _error_replies(plan, -32603, "Internal error")
-        if not gone:
-            body = b"".join(sse_event(reply) for reply in replies)
-            with contextlib.suppress(OSError):
-                await send({"type": "http.response.body", "body": body, "more_body": False})
+        if gone:
+            return None  # the client went away: nobody to answer
+        body = b"".join(sse_event(reply) for reply in replies)
+        with contextlib.suppress(OSError):
+            await send({"type": "http.response.body", "body": body, "more_body": False})
         return STREAMED
 
-    def _timeout_text(self) -> str:
-        return f"Request timed out after {self.settings.timeout_s:g} s"
+    def _timeout_text(self, limit: float | None = None) -> str:
+        return f"Request timed out after {limit or self.settings.timeout_s:g} s"
 
     async def _guarded(
         self,
         work: Callable[[Worker], HttpReply],
         model: bool,
         receive: Receive,
-        cancelled: asyncio.Event | None = None,
+        limit: float | None,
     ) -> HttpReply | None:
-        """Run `work` on a worker; TimeoutError past the time limit, CancelledJobError when
-        `cancelled` is set (a `notifications/cancelled` naming it). A model-lane request is
-        also watched for its client going away (None then). Either way the job is cancelled:
-        skipped if it has not started, its running SQL statement interrupted. Fast requests
-        are not watched for disconnects: they finish in milliseconds, and a watcher task per
-        request costs more than it could save."""
+        """Run `work` on a worker; TimeoutError past `limit` (None: no limit). A model-lane
+        request is also watched for its client going away (None then). Either way the job is
+        cancelled: skipped if it has not started, its running SQL statement interrupted, its
+        waits on the client ended; unless it has committed a write, which is then awaited
+        and answered (the cancel is refused: it was written). Fast requests are not watched
+        for disconnects: they finish in milliseconds, and a watcher task per request costs
+        more than it could save."""
         job = Job()
         task = asyncio.ensure_future(self.pools.run(job, work, model))
         waiting: set[asyncio.Future[Any]] = {task}
         watcher = asyncio.ensure_future(_disconnected(receive)) if model else None
         if watcher is not None:
             waiting.add(watcher)
-        stopper = asyncio.ensure_future(cancelled.wait()) if cancelled is not None else None
-        if stopper is not None:
-            waiting.add(stopper)
-        done, _ = await asyncio.wait(
-            waiting, timeout=self.settings.timeout_s, return_when=asyncio.FIRST_COMPLETED
-        )
-        for helper in (watcher, stopper):
-            if helper is not None:
-                helper.cancel()
+        done, _ = await asyncio.wait(waiting, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        if watcher is not None:
+            watcher.cancel()
         if task in done:
             return task.result()
-        job.cancel()
+        if not job.cancel():
+            log.info("a cancel was refused: the request has committed a write")
+            return await task
         task.add_done_callback(_drop_result)
         if watcher is not None and watcher in done:
             return None
-        if stopper is not None and stopper in done:
-            raise CancelledJobError
         raise TimeoutError
 
 
@@ -377,6 +384,11 @@ def _drop_result(task: asyncio.Future[Any]) -> None:
         error = task.exception()
         if error is not None and not isinstance(error, CancelledJobError):
             log.info("abandoned request ended with %s", type(error).__name__)
+
+
+def _abandon(job: Job) -> None:
+    if not job.cancel():
+        log.info("the client went away after the request committed a write")
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -31,6 +31,7 @@ from adapters.mcp.stdio import encode_frame
 from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, depth_exceeds
 
 HEADER_MISMATCH = -32020
+MISSING_CAPABILITY = -32021
 SERVER_ERROR = -32000
 # What the original's SDK lists in its "Unsupported protocol version" answer.
 SDK_LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07")
@@ -314,10 +315,15 @@ def frame_replies(plan: McpPlan, replies: list[dict[str, Any]]) -> HttpReply:
     if plan.modern:
         reply = replies[0]
         error = reply.get("error")
-        status = 404 if isinstance(error, dict) and error.get("code") == METHOD_NOT_FOUND else 200
+        code = error.get("code") if isinstance(error, dict) else None
+        status = _MODERN_ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
         return HttpReply(status, json_bytes(reply), "application/json")
     body = b"".join(sse_event(reply) for reply in replies)
     return HttpReply(200, body, "text/event-stream", SSE_HEADERS)
+
+
+# 2026-07-28: errors the revision answers with an HTTP status of their own (REQ-MCP-HTTP-008)
+_MODERN_ERROR_STATUS = {METHOD_NOT_FOUND: 404, MISSING_CAPABILITY: 400}
 
 
 def answer(session: Session, plan: McpPlan) -> HttpReply:

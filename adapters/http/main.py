@@ -15,7 +15,7 @@ from adapters.http.guard import OriginPolicy, bind_refusal
 from adapters.http.serve import bind_socket, serve
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
-from adapters.mcp.registry import SurfaceContext, canonical_surface, create_surface, talks_back
+from adapters.mcp.registry import SurfaceContext, create_surface, surface_facts
 from adapters.mcp.stdio import serve_stdio
 from adapters.mcp.workers import Worker, WorkerPools
 from domain.profiles import ORIGINAL_2_8_3, SEED_000
@@ -71,20 +71,21 @@ def build_http_app(
     refusal = bind_refusal(options.host, policy, options.token)
     if refusal is not None:
         raise HttpStartError(refusal)
-    compat = canonical_surface(surface).startswith("compat-")
+    facts = surface_facts(surface)
+    original = facts.original is not None  # the REST route answers as the original does
     # 2025-era clients POST their answers to our sampling requests on requests of their own,
     # which any worker may take: one correlator for the whole server.
-    outgoing = Correlator("qmd-http") if talks_back(surface) else None
+    outgoing = Correlator("qmd-http") if facts.talks_back else None
     pools = worker_pools(app, surface, context, options, outgoing)
     settings = HttpSettings(
         policy=policy,
-        profile=ORIGINAL_2_8_3 if compat else SEED_000,
-        strict_original=compat,
+        profile=ORIGINAL_2_8_3 if original else SEED_000,
+        strict_original=original,
         token=options.token,
         timeout_s=options.timeout_s,
         max_body_bytes=options.max_body_bytes,
     )
-    return QmdHttpApp(pools, settings, outgoing)
+    return QmdHttpApp(pools, settings, outgoing, facts)
 
 
 def run_http_server(

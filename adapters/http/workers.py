@@ -8,7 +8,6 @@ from adapters.mcp.workers import (
     Worker,
     WorkerFactory,
     WorkerPools,
-    may_run_model,
 )
 
 __all__ = [
@@ -18,5 +17,4 @@ __all__ = [
     "Worker",
     "WorkerFactory",
     "WorkerPools",
-    "may_run_model",
 ]

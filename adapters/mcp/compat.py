@@ -25,7 +25,16 @@ from adapters.mcp.formatting import (
     status_text_2_8_3,
     text_result,
 )
-from adapters.mcp.tools import Tool, ToolHandler, call_tool, input_validation_message, tool_table
+from adapters.mcp.tools import (
+    SurfaceFacts,
+    Tool,
+    ToolFacts,
+    ToolHandler,
+    call_tool,
+    hybrid_query_runs_model,
+    input_validation_message,
+    tool_table,
+)
 from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, OriginalWording, ProtocolWording
 from adapters.version import IMPLEMENTS
@@ -45,6 +54,16 @@ UNBOUNDED = 1_000_000
 _DATA = resources.files("adapters.mcp") / "data"
 _TOOLS: list[dict[str, Any]] = json.loads(
     (_DATA / "compat-2.8.3-tools.json").read_text(encoding="utf-8")
+)
+# The original's REST route and model rules come with it (`original`).
+FACTS = SurfaceFacts(
+    {
+        "query": ToolFacts(runs_model=hybrid_query_runs_model),
+        "get": ToolFacts(),
+        "multi_get": ToolFacts(),
+        "status": ToolFacts(),
+    },
+    original=IMPLEMENTS,
 )
 _INSTRUCTIONS_TAIL = (_DATA / "compat-2.8.3-instructions-tail.txt").read_text(encoding="utf-8")
 
@@ -68,6 +87,7 @@ class PlainTextErrors:
 
 class CompatSurface:
     name = "compat-2.8.3"
+    facts = FACTS
     server_version = COMPAT_VERSION
     answers_malformed_messages = False
     wording: ProtocolWording = OriginalWording()

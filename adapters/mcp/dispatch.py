@@ -13,8 +13,11 @@ allows (clients match replies by id).
 Every reply goes out through one `write` callable, under one lock, so frames never interleave.
 `notifications/cancelled` naming a request still queued or running cancels it: skipped if it
 has not started, its SQL statement interrupted if it has; either way no reply is written for
-it (the MCP cancellation rule). A request that runs past the time limit is cancelled the same
-way and answered with a timeout error.
+it (the MCP cancellation rule), and a wait on the client ends. A tool that writes and has
+committed refuses the cancel: it runs to its end and is answered, so its client learns it was
+written. A request that runs past its time limit is cancelled the same way and answered with
+a timeout error. Which lane a call takes and its time limit come from the facts its surface
+declares for the tool (`ToolFacts`), never from its name.
 """
 
 from __future__ import annotations
@@ -24,14 +27,14 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from adapters.mcp.protocol import Admission, Admitted, CancelNotice, Session
+from adapters.mcp.tools import PLAIN_TOOL, SurfaceFacts, ToolFacts
 from adapters.mcp.workers import BusyError, CancelledJobError, Job, Worker, WorkerPools
-from adapters.mcp.workers import may_run_model as _may_run_model
 
 log = logging.getLogger("qmd.mcp")
 
@@ -48,11 +51,16 @@ def id_key(request_id: Any) -> tuple[str, Any]:
     return (type(request_id).__name__, request_id)
 
 
-def may_run_model(request: Admitted) -> bool:
+def tool_facts(facts: SurfaceFacts, request: Admitted) -> ToolFacts:
+    """The declared facts of the tool a request calls (PLAIN_TOOL for any other method)."""
+    if request.method != "tools/call" or not isinstance(request.params, dict):
+        return PLAIN_TOOL
+    return facts.tool(request.params.get("name"))
+
+
+def may_run_model(facts: SurfaceFacts, request: Admitted) -> bool:
     params = request.params if isinstance(request.params, dict) else {}
-    if request.method != "tools/call":
-        return False
-    return _may_run_model(str(params.get("name")), params.get("arguments"))
+    return tool_facts(facts, request).may_run_model(params.get("arguments"))
 
 
 def log_request(request: Admitted, reply: Reply, began: float) -> None:
@@ -97,7 +105,8 @@ class Dispatcher:
         self._write = write
         self._pools = pools
         self._timeout_s = timeout_s
-        self._lock = threading.Lock()
+        # re-entrant: cancelling a queued job settles it at once, on the cancelling thread
+        self._lock = threading.RLock()
         self._in_flight: dict[tuple[str, Any], list[_InFlight]] = {}
         self._idle = threading.Condition(self._lock)
         self._count = 0
@@ -153,18 +162,24 @@ class Dispatcher:
                     self._idle.notify_all()
 
     def cancel(self, request_id: Any) -> bool:
-        """Cancel the queued or running request with this id; False if there is none."""
-        with self._lock:
-            entries = [e for e in self._in_flight.get(id_key(request_id), []) if not e.done]
-            for entry in entries:
-                entry.done = True
-        for entry in entries:
-            entry.job.cancel()
+        """Cancel the queued or running request with this id; False if there is none, or
+        if it has committed a write (then it is answered as usual)."""
+        cancelled: list[_InFlight] = []
+        with self._lock:  # under the lock: no reply slips out between the two steps
+            for entry in list(self._in_flight.get(id_key(request_id), [])):
+                if entry.done:
+                    continue
+                if entry.job.cancel():
+                    entry.done = True
+                    cancelled.append(entry)
+                else:
+                    log.info("not cancelling request %r: its write has committed", request_id)
+        for entry in cancelled:
             if entry.timer is not None:
                 entry.timer.cancel()
-        if entries:
+        if cancelled:
             log.info("cancelled request %r", request_id)
-        return bool(entries)
+        return bool(cancelled)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until no request is in flight (at the end of the input)."""
@@ -181,29 +196,32 @@ class Dispatcher:
             self._count += 1
 
         connection = self.session
+        facts = connection.surface.facts
 
         def work(worker: Worker) -> Reply:
             # the worker's session answers for this connection: server-to-client requests
             # and notifications go back the way this request came
             session = worker.session
-            saved = session.emit, session.outgoing
+            saved = session.emit, session.outgoing, session.owner
             if connection.emit is not None:
                 session.emit, session.outgoing = connection.emit, connection.outgoing
+                session.owner = connection.owner
             try:
                 return session.run(request)
             finally:
-                session.emit, session.outgoing = saved
+                session.emit, session.outgoing, session.owner = saved
 
         try:
-            future = pools.submit(entry.job, work, model=may_run_model(request))
+            future = pools.submit(entry.job, work, model=may_run_model(facts, request))
         except BusyError:
             self._settle(
                 entry,
                 Session.error(request.id, BUSY, "Server busy: too many model requests queued"),
             )
             return
-        if self._timeout_s is not None:
-            entry.timer = threading.Timer(self._timeout_s, self._expire, (entry,))
+        limit = tool_facts(facts, request).time_limit(self._timeout_s)
+        if limit is not None:
+            entry.timer = threading.Timer(limit, self._expire, (entry, limit))
             entry.timer.daemon = True
             entry.timer.start()
         future.add_done_callback(lambda done: self._finished(entry, done))
@@ -213,25 +231,28 @@ class Dispatcher:
             entry.timer.cancel()
         try:
             reply: Reply | None = future.result()
-        except CancelledJobError:
+        except (CancelledJobError, CancelledError):  # cancelled while running, or queued
             reply = None
         except Exception:  # the session answers handler errors itself; this is a last resort
             log.exception("worker failed on %s", entry.request.method)
             reply = Session.error(entry.request.id, -32603, "Internal error")
         self._settle(entry, reply)
 
-    def _expire(self, entry: _InFlight) -> None:
+    def _expire(self, entry: _InFlight, limit: float) -> None:
         with self._lock:
             if entry.done:
                 return
-        entry.job.cancel()
-        text = f"Request timed out after {self._timeout_s:g} s"
-        self._settle(entry, Session.error(entry.request.id, TIMED_OUT, text), final=True)
+            entry.done = True  # before the cancel: a queued job is settled (silently) by it
+            if not entry.job.cancel():  # its write committed: it is answered when it ends
+                entry.done = False
+                return
+        reply = Session.error(entry.request.id, TIMED_OUT, f"Request timed out after {limit:g} s")
+        self._write(reply)
+        log_request(entry.request, reply, entry.began)
 
-    def _settle(self, entry: _InFlight, reply: Reply | None, final: bool = False) -> None:
-        """Write `reply` unless the request was cancelled or answered already; the request
-        leaves the in-flight table when its work has ended (`final` for a timeout, whose
-        work may still be finishing: it is then dropped)."""
+    def _settle(self, entry: _InFlight, reply: Reply | None) -> None:
+        """Write `reply` unless the request was cancelled, timed out or answered already;
+        the request leaves the in-flight table here, when its work has ended."""
         with self._lock:
             write = not entry.done and reply is not None
             entry.done = True
@@ -239,8 +260,6 @@ class Dispatcher:
             assert reply is not None
             self._write(reply)
             log_request(entry.request, reply, entry.began)
-        if final:
-            return
         with self._lock:
             key = id_key(entry.request.id)
             entries = self._in_flight.get(key, [])

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
-from adapters.mcp.tools import Tool, call_tool, tool_table
+from adapters.mcp.tools import OWN_BUDGET, SurfaceFacts, Tool, ToolFacts, call_tool, tool_table
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
 from adapters.version import package_version
 from domain.errors import INVALID_ARGUMENT, DocumentNotFoundError, QmdError
@@ -145,6 +145,19 @@ SEARCH_TOOL: dict[str, Any] = {
     "annotations": {"readOnlyHint": True, "openWorldHint": False},
 }
 
+
+def _search_runs_model(arguments: Any) -> bool:
+    """Every search mode but `exact` embeds the query (seed 003's default is semantic)."""
+    filters = arguments.get("filters") if isinstance(arguments, dict) else None
+    return not (isinstance(filters, dict) and filters.get("searchMode") == "exact")
+
+
+# seed 003: SEARCH_TIMEOUT is the tool's own answer to a slow search (OWN_BUDGET)
+FACTS = SurfaceFacts(
+    {"searchDocuments": ToolFacts(_search_runs_model, budget=OWN_BUDGET)},
+    reads_working_env_file=True,
+)
+
 RESOURCE_TEMPLATE: dict[str, Any] = {
     "name": "extracted_content",
     "uriTemplate": "ldims://docs/{document_id}/extracted_content",
@@ -240,6 +253,7 @@ def _context(result: SearchResult) -> str:
 
 class LdimsSurface:
     name = "ldims"
+    facts = FACTS
     answers_malformed_messages = True
     answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
     wording: ProtocolWording = JsonRpcWording()

@@ -6,16 +6,22 @@ the client's LLM: in the 2025 era it sends `sampling/createMessage` requests to 
 waits for each answer; in the 2026-07-28 era (no server-to-client requests) it answers with an
 `input_required` result that carries one sampling request per group and the plan as
 `requestState`, and the client's retry, carrying the answers, stores the knowledge
-(docs/decisions/0039).
+(docs/decisions/0039). The state is signed with a key this process draws at start (HMAC) and
+bound to the call's arguments: a forged, altered, expired or re-aimed one is refused
+(REQ-SEC-OUT-002).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 import logging
+import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +30,14 @@ from urllib.parse import unquote
 from adapters.mcp.formatting import text_result
 from adapters.mcp.protocol import CallContext
 from adapters.mcp.spec import EnvelopeErrors, error_result
-from adapters.mcp.tools import Tool, call_tool, tool_table
+from adapters.mcp.tools import (
+    CLIENT_BUDGET,
+    SurfaceFacts,
+    Tool,
+    ToolFacts,
+    call_tool,
+    tool_table,
+)
 from adapters.mcp.wording import JsonRpcError, JsonRpcWording, ProtocolWording
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError, error_envelope
 from domain.memory import (
@@ -111,6 +124,17 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 
+# Every tool embeds its text; merge_knowledge also waits on the client's LLM (sampling).
+FACTS = SurfaceFacts(
+    {
+        "store_qa": ToolFacts(runs_model=True, writes=True),
+        "query_qa": ToolFacts(runs_model=True),
+        "merge_knowledge": ToolFacts(
+            runs_model=True, writes=True, waits_on_client=True, budget=CLIENT_BUDGET
+        ),
+    }
+)
+
 RESOURCE_TEMPLATE = {
     "uriTemplate": "knowledge://{topic}/{query}",
     "name": "knowledge",
@@ -180,26 +204,64 @@ class _Answers:
         return Fusion(text, "" if text else "no answer for this group in inputResponses")
 
 
-def _encode_state(state: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(state).encode()).decode()
+# Signs the requestState this process hands out; a restart invalidates outstanding ones.
+_STATE_KEY = secrets.token_bytes(32)
+STATE_TTL_S = 3600.0
+BAD_STATE = (
+    "requestState was not issued by this server for this call (forged, altered, expired, or "
+    "made for other arguments); call merge_knowledge again without it. Nothing was changed."
+)
 
 
-def _decode_state(raw: str) -> Any:
+def _call_digest(arguments: dict[str, Any]) -> str:
+    """What binds a state to its call: the arguments that chose the groups."""
+    bound = {"tool": "merge_knowledge", **{k: arguments.get(k) for k in ("topic", "threshold")}}
+    canonical = json.dumps(bound, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _encode_state(state: dict[str, Any], arguments: dict[str, Any]) -> str:
+    payload = json.dumps({**state, "call": _call_digest(arguments), "issued": time.time()})
+    signature = hmac.new(_STATE_KEY, payload.encode(), hashlib.sha256).digest()
+    return f"{_b64(payload.encode())}.{_b64(signature)}"
+
+
+def _decode_state(raw: str, arguments: dict[str, Any]) -> Any:
+    payload_text, _, signature_text = raw.partition(".")
     try:
-        state = json.loads(base64.urlsafe_b64decode(raw.encode()))
+        payload, signature = _unb64(payload_text), _unb64(signature_text)
     except (ValueError, binascii.Error) as error:
-        raise QmdError(INVALID_ARGUMENT, "requestState is not one this server made") from error
+        raise QmdError(INVALID_ARGUMENT, BAD_STATE) from error
+    expected = hmac.new(_STATE_KEY, payload, hashlib.sha256).digest()
+    if not hmac.compare_digest(signature, expected):
+        raise QmdError(INVALID_ARGUMENT, BAD_STATE)
+    try:
+        state = json.loads(payload)
+    except ValueError as error:
+        raise QmdError(INVALID_ARGUMENT, BAD_STATE) from error
     if (
         not isinstance(state, dict)
         or state.get("v") != 1
         or not isinstance(state.get("groups"), dict)
+        or state.get("call") != _call_digest(arguments)
+        or not isinstance(state.get("issued"), float | int)
+        or not 0 <= time.time() - state["issued"] <= STATE_TTL_S
     ):
-        raise QmdError(INVALID_ARGUMENT, "requestState is not one this server made")
+        raise QmdError(INVALID_ARGUMENT, BAD_STATE)
     return state
 
 
 class MemorizeSurface:
     name = "memorize"
+    facts = FACTS
     answers_malformed_messages = True
     wording: ProtocolWording = JsonRpcWording()
 
@@ -264,7 +326,9 @@ class MemorizeSurface:
     # -- tools ----------------------------------------------------------------------------
 
     def _store(self, args: dict[str, Any]) -> dict[str, Any]:
-        stored = self._memory.store_qa(args["question"], args["answer"], args["topic"])
+        stored = self._memory.store_qa(
+            args["question"], args["answer"], args["topic"], may_write=self._context.commit
+        )
         record = stored.record
         suggestion = [
             {"id": s.record.id, "question": s.record.question, "score": round(s.score, 4)}
@@ -341,7 +405,7 @@ class MemorizeSurface:
         threshold = args.get("threshold")
         context = self._context
         if context.era == "modern":
-            return self._merge_modern(topic, threshold, context)
+            return self._merge_modern(args, context)
         if context.client_capabilities is not None and "sampling" not in (
             context.client_capabilities
         ):
@@ -358,9 +422,9 @@ class MemorizeSurface:
             return error_result(UNAVAILABLE, NO_SAMPLING)
         return _merge_result(report)
 
-    def _merge_modern(self, topic: Any, threshold: Any, context: CallContext) -> dict[str, Any]:
+    def _merge_modern(self, args: dict[str, Any], context: CallContext) -> dict[str, Any]:
         if context.request_state is None:
-            groups, chosen = self._memory.plan_merge(topic, threshold)
+            groups, chosen = self._memory.plan_merge(args.get("topic"), args.get("threshold"))
             if not groups:
                 return _merge_result(MergeReport(chosen))
             state = {
@@ -374,9 +438,9 @@ class MemorizeSurface:
                     g.key: {"method": "sampling/createMessage", "params": _sampling_params(g)}
                     for g in groups
                 },
-                "requestState": _encode_state(state),
+                "requestState": _encode_state(state, args),
             }
-        state = _decode_state(context.request_state)
+        state = _decode_state(context.request_state, args)
         planned = state.get("threshold")  # None: refused for Latin text (REQ-MEM-CAL-003)
         report = MergeReport(None if planned is None else float(planned))
         answers = _Answers(context.input_responses or {})

@@ -6,11 +6,16 @@ stdout, an event on the SSE stream of the POST being answered) and hands it ever
 response it reads (`deliver`). The stdio loop consults it for each incoming response while a
 tool call runs on a worker thread; the HTTP app shares one across its workers, because the
 2025-era client POSTs each response on a request of its own (docs/decisions/0039).
+
+Ids are unguessable (REQ-SEC-OUT-001): only the client that reads the stream a request went
+out on learns its id, so no other client can answer it. Each request also names its `owner`
+(the requester over HTTP) and a response is accepted only from that owner; a request whose
+call is cancelled (the client went away, a cancel, a time limit) stops waiting at once.
 """
 
 from __future__ import annotations
 
-import itertools
+import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,8 +33,14 @@ class ClientRequestError(Exception):
         self.code = code
 
 
+# registers a callback for when the call is cancelled; returns a function that withdraws it
+Watch = Callable[[Callable[[], None]], Callable[[], None]]
+ID_BYTES = 18  # 144 random bits per request id
+
+
 @dataclass
 class _Pending:
+    owner: Any = None
     done: threading.Event = field(default_factory=threading.Event)
     reply: dict[str, Any] | None = None
     failure: str | None = None
@@ -40,26 +51,38 @@ class Correlator:
 
     def __init__(self, prefix: str = "qmd") -> None:
         self._prefix = prefix
-        self._ids = itertools.count(1)
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
         self._closed: str | None = None
 
     def request(
-        self, emit: Emit, method: str, params: dict[str, Any], timeout: float = DEFAULT_TIMEOUT_S
+        self,
+        emit: Emit,
+        method: str,
+        params: dict[str, Any],
+        timeout: float = DEFAULT_TIMEOUT_S,
+        *,
+        owner: Any = None,
+        watch: Watch | None = None,
     ) -> dict[str, Any]:
-        """Send `method` through `emit`, block until its response, return its `result`."""
-        request_id = f"{self._prefix}-{next(self._ids)}"
-        pending = _Pending()
+        """Send `method` through `emit`, block until its response, return its `result`.
+        `owner`: the only one whose response is accepted (`deliver`); `watch`: how to hear
+        that the call was cancelled, which ends the wait."""
+        request_id = f"{self._prefix}-{secrets.token_urlsafe(ID_BYTES)}"
+        pending = _Pending(owner)
         with self._lock:
             if self._closed is not None:
                 raise ClientRequestError(self._closed)
             self._pending[request_id] = pending
+        withdraw = watch(lambda: _fail(pending, "the call was cancelled")) if watch else None
         try:
-            emit({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            if pending.failure is None:
+                emit({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             if not pending.done.wait(timeout):
                 raise ClientRequestError(f"the client did not answer {method} in {timeout:g} s")
         finally:
+            if withdraw is not None:
+                withdraw()
             with self._lock:
                 self._pending.pop(request_id, None)
         if pending.failure is not None:
@@ -76,17 +99,18 @@ class Correlator:
             raise ClientRequestError(f"the client's answer to {method} has no result object")
         return result
 
-    def deliver(self, message: dict[str, Any]) -> bool:
-        """Hand over a response read from the client; False when no request waits for it."""
+    def deliver(self, message: dict[str, Any], owner: Any = None) -> bool:
+        """Hand over a response read from `owner`; False when no request of that owner waits
+        for it (an unknown id, or another requester's: dropped)."""
         request_id = message.get("id")
         if not isinstance(request_id, str):
             return False
         with self._lock:
             pending = self._pending.get(request_id)
-        if pending is None:
-            return False
-        pending.reply = message
-        pending.done.set()
+            if pending is None or pending.owner != owner or pending.done.is_set():
+                return False
+            pending.reply = message
+            pending.done.set()
         return True
 
     def close(self, reason: str = "the client closed the connection") -> None:
@@ -95,10 +119,15 @@ class Correlator:
             self._closed = reason
             waiting = list(self._pending.values())
         for pending in waiting:
-            pending.failure = reason
-            pending.done.set()
+            _fail(pending, reason)
 
     @property
     def waiting(self) -> int:
         with self._lock:
             return len(self._pending)
+
+
+def _fail(pending: _Pending, reason: str) -> None:
+    if not pending.done.is_set():
+        pending.failure = reason
+        pending.done.set()

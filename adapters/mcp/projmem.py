@@ -10,7 +10,7 @@ from typing import Any
 
 from adapters.mcp.formatting import text_result
 from adapters.mcp.spec import EnvelopeErrors
-from adapters.mcp.tools import Tool, ToolHandler, call_tool, tool_table
+from adapters.mcp.tools import SurfaceFacts, Tool, ToolFacts, ToolHandler, call_tool, tool_table
 from adapters.mcp.wording import JsonRpcError, JsonRpcWording, ProtocolWording
 from adapters.version import package_version
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
@@ -263,6 +263,21 @@ def _stage_json(stage: Stage) -> dict[str, Any]:
     }
 
 
+FACTS = SurfaceFacts(
+    {
+        "projmem_search": ToolFacts(),
+        "projmem_vector_search": ToolFacts(runs_model=True),
+        "projmem_deep_search": ToolFacts(runs_model=True),
+        "projmem_get": ToolFacts(),
+        "projmem_multi_get": ToolFacts(),
+        "projmem_status": ToolFacts(),
+        "projmem_session_list": ToolFacts(),
+        "projmem_session_transcript": ToolFacts(),
+        "projmem_session_update_summary": ToolFacts(writes=True),
+    }
+)
+
+
 def _report_result(report: SearchReport) -> dict[str, Any]:
     deep = report.mode == "deep"
     lines: list[str] = []
@@ -332,6 +347,7 @@ def _chunk_text(row: ChunkRow) -> str:
 
 class ProjmemSurface:
     name = "projmem"
+    facts = FACTS
     answers_malformed_messages = True
     answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
     wording: ProtocolWording = JsonRpcWording()

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from adapters.mcp.eras import MODERN_ERA, ConnectionEra, pinned_envelope_problem
 from adapters.mcp.outgoing import ClientRequestError, Correlator, Emit
+from adapters.mcp.tools import SurfaceFacts
 from adapters.mcp.validation import js_type
 from adapters.mcp.wire import (
     MAX_DEPTH,
@@ -67,6 +68,7 @@ class Surface(Protocol):
     server_version: str
     answers_malformed_messages: bool
     wording: ProtocolWording
+    facts: SurfaceFacts  # what transports must know of its tools (adapters/mcp/tools.py)
 
     def capabilities(self) -> dict[str, Any]: ...
     def instructions(self) -> str | None: ...
@@ -94,6 +96,16 @@ class CallContext:
     ask: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
+    # a tool that writes calls this just before it writes: False means the call was cancelled
+    # (write nothing); after True a cancel is refused. None where nothing can cancel the call.
+    commit: Callable[[], bool] | None = None
+
+
+class Cancellable(Protocol):
+    """The request a worker runs, as a tool sees it (adapters/mcp/workers.py, Job)."""
+
+    def commit(self) -> bool: ...
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]: ...
 
 
 class InteractiveSurface(Protocol):
@@ -164,6 +176,10 @@ class Session:
         # matches the client's responses to the requests we sent (adapters/mcp/outgoing.py).
         self.emit: Emit | None = None
         self.outgoing: Correlator | None = None
+        # who may answer the requests we send (the HTTP requester; None on stdio, where the
+        # connection is the only one), and the request being run, set by the worker pools
+        self.owner: Any = None
+        self.job: Cancellable | None = None
         # the request this session is running (a session runs one request at a time)
         self._running: Admitted | None = None
 
@@ -402,17 +418,23 @@ class Session:
                 declared if isinstance(declared, dict) else {},
                 input_responses=responses if isinstance(responses, dict) else None,
                 request_state=state if isinstance(state, str) else None,
+                commit=self._commit(),
             )
         capabilities = running.client_capabilities if running is not None else None
-        return CallContext(era, capabilities, self._asker())
+        return CallContext(era, capabilities, self._asker(), commit=self._commit())
+
+    def _commit(self) -> Callable[[], bool] | None:
+        return self.job.commit if self.job is not None else None
 
     def _asker(self) -> Callable[[str, dict[str, Any]], dict[str, Any]] | None:
-        emit, outgoing = self.emit, self.outgoing
+        emit, outgoing, owner, job = self.emit, self.outgoing, self.owner, self.job
         if emit is None or outgoing is None:
             return None
+        watch = job.on_cancel if job is not None else None
 
         def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            return outgoing.request(emit, method, params)
+            # a cancelled call (client gone, cancel, time limit) ends its wait at once
+            return outgoing.request(emit, method, params, owner=owner, watch=watch)
 
         return ask
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.fs.scope import RootGuard
+from adapters.mcp import compat, ldims, memorize, projmem, spec
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
 from adapters.mcp.ldims import LdimsSurface
 from adapters.mcp.ldims_backend import RemoteLdims
@@ -15,6 +16,7 @@ from adapters.mcp.memorize import MemorizeSurface
 from adapters.mcp.projmem import ProjmemSurface
 from adapters.mcp.protocol import Surface
 from adapters.mcp.spec import SpecSurface
+from adapters.mcp.tools import SurfaceFacts
 from domain.document_backend import DocumentBackend
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
 from domain.usecases.memorize import Memorizer
@@ -34,7 +36,7 @@ class SurfaceContext:
     memory: Callable[[], Memorizer] | None = None
     max_results: int | None = None  # the operator's hard limit on search results, if any
     # the server's request time limit (--request-timeout, QMD_REQUEST_TIMEOUT or seed 003's
-    # MCP_REQUEST_TIMEOUT_SECONDS), for a surface that times itself; None: its own default
+    # MCP_REQUEST_TIMEOUT_SECONDS), for a tool that times itself; None: its own default
     request_timeout_s: float | None = None
     # seed 003's LDIMS backend (LDIMS_API_BASE_URL), for a surface that serves from one;
     # None: the local index
@@ -43,55 +45,46 @@ class SurfaceContext:
 
 SurfaceFactory = Callable[[Services, SurfaceContext], Surface]
 
+DEFAULT_SURFACE = "spec"
 _FACTORIES: dict[str, SurfaceFactory] = {}
+_FACTS: dict[str, SurfaceFacts] = {}
 _ALIASES: dict[str, str] = {}
-_TALKS_BACK: set[str] = set()
-_TIMES_ITSELF: set[str] = set()
-_READS_WORKING_ENV_FILE: set[str] = set()
-# How much longer the transport waits for a surface that answers its own timeouts (LDIMS's
-# SEARCH_TIMEOUT, given at the configured time exactly) before it answers with its generic
-# timeout error instead: only enough for the surface's answer to win the race.
-OWN_TIMEOUT_GRACE_S = 0.5
 
 
 def register_surface(
     name: str,
     factory: SurfaceFactory,
     aliases: tuple[str, ...] = (),
-    talks_back: bool = False,
-    times_itself: bool = False,
-    reads_working_env_file: bool = False,
+    *,
+    facts: SurfaceFacts,
 ) -> None:
-    """`talks_back`: the surface's tools send the client requests while they run (sampling),
-    so the 2025-era HTTP transport answers its POSTs as a live event stream. `times_itself`:
-    the surface answers a request past the time limit in its own words, so the transport's
-    own limit comes a little later (`transport_timeout`). `reads_working_env_file`: the
-    surface's service is configured by a `.env` in the working folder when no `--env-file`
-    names another (seed 003 §7.1)."""
+    """`facts`: what the transports and the CLI must know of each tool (runs a model, writes,
+    waits on the client, its time budget) and of the surface; they read these, never a name."""
     _FACTORIES[name] = factory
+    _FACTS[name] = facts
     for alias in aliases:
         _ALIASES[alias] = name
-    if talks_back:
-        _TALKS_BACK.add(name)
-    if times_itself:
-        _TIMES_ITSELF.add(name)
-    if reads_working_env_file:
-        _READS_WORKING_ENV_FILE.add(name)
 
 
-def talks_back(name: str) -> bool:
-    return canonical_surface(name) in _TALKS_BACK
+def surface_aliases() -> list[str]:
+    return sorted(_ALIASES)
+
+
+def surface_facts(name: str) -> SurfaceFacts:
+    return _FACTS[canonical_surface(name)]
+
+
+def original_surface(release: str) -> str | None:
+    """The registered surface that answers as the original QMD `release`, if any."""
+    return next((n for n, f in sorted(_FACTS.items()) if f.original == release), None)
+
+
+def original_releases() -> list[str]:
+    return sorted({f.original for f in _FACTS.values() if f.original is not None})
 
 
 def reads_working_env_file(name: str) -> bool:
-    return canonical_surface(name) in _READS_WORKING_ENV_FILE
-
-
-def transport_timeout(name: str, timeout_s: float) -> float:
-    """The transport's time limit for requests to surface `name` under a configured limit."""
-    return (
-        timeout_s + OWN_TIMEOUT_GRACE_S if canonical_surface(name) in _TIMES_ITSELF else timeout_s
-    )
+    return surface_facts(name).reads_working_env_file
 
 
 def surface_names() -> list[str]:
@@ -112,14 +105,18 @@ def create_surface(name: str, services: Services, context: SurfaceContext) -> Su
 
 
 register_surface(
-    "spec",
+    DEFAULT_SURFACE,
     lambda services, ctx: SpecSurface(
         services, ctx.version, RootGuard(ctx.force_root, ctx.home), ctx.max_results
     ),
     aliases=("default",),
+    facts=spec.FACTS,
 )
 register_surface(
-    f"compat-{COMPAT_VERSION}", lambda services, _ctx: CompatSurface(services), (COMPAT_VERSION,)
+    f"compat-{COMPAT_VERSION}",
+    lambda services, _ctx: CompatSurface(services),
+    (COMPAT_VERSION,),
+    facts=compat.FACTS,
 )
 # seed 003: SEARCH_TIMEOUT is its own answer to a slow search; its service reads `.env`
 register_surface(
@@ -131,8 +128,7 @@ register_surface(
         timeout_s=ctx.request_timeout_s,
         remote=RemoteLdims(ctx.document_backend) if ctx.document_backend is not None else None,
     ),
-    times_itself=True,
-    reads_working_env_file=True,
+    facts=ldims.FACTS,
 )
 
 
@@ -142,6 +138,6 @@ def _memorize(_services: Services, context: SurfaceContext) -> MemorizeSurface:
     return MemorizeSurface(context.memory(), context.version)
 
 
-register_surface("memorize", _memorize, talks_back=True)
+register_surface("memorize", _memorize, facts=memorize.FACTS)
 
-register_surface("projmem", lambda services, _ctx: ProjmemSurface(services))
+register_surface("projmem", lambda services, _ctx: ProjmemSurface(services), facts=projmem.FACTS)

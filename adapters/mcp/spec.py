@@ -25,7 +25,16 @@ from adapters.mcp.formatting import (
     status_text_spec,
     text_result,
 )
-from adapters.mcp.tools import Tool, ToolHandler, call_tool, input_validation_message, tool_table
+from adapters.mcp.tools import (
+    SurfaceFacts,
+    Tool,
+    ToolFacts,
+    ToolHandler,
+    call_tool,
+    hybrid_query_runs_model,
+    input_validation_message,
+    tool_table,
+)
 from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
 from domain.errors import (
@@ -244,6 +253,18 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+# What the transports need to know of each tool (adapters/mcp/tools.py, ToolFacts).
+FACTS = SurfaceFacts(
+    {
+        "search": ToolFacts(),
+        "vsearch": ToolFacts(runs_model=True),
+        "query": ToolFacts(runs_model=hybrid_query_runs_model),
+        "get": ToolFacts(),
+        "multi_get": ToolFacts(),
+        "status": ToolFacts(),
+    }
+)
+
 _PROMPT = {
     "name": "query",
     "title": "QMD Query Guide",
@@ -278,6 +299,7 @@ class EnvelopeErrors:
 
 class SpecSurface:
     name = "spec"
+    facts = FACTS
     answers_malformed_messages = True
     answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
     wording: ProtocolWording = JsonRpcWording()

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from adapters.mcp.protocol import Session
 from domain.usecases.services import Services
@@ -50,12 +50,17 @@ class CancelledJobError(Exception):
 
 class Job:
     """One request's work; cancelling it before it starts skips it, while it runs it
-    interrupts the worker's current SQL statement (a model call runs to its end)."""
+    interrupts the worker's current SQL statement (a model call runs to its end) and ends its
+    waits on the client (`on_cancel`). A tool that writes claims the right to write with
+    `commit` just before it does: from then on a cancel is refused, so a cancelled write is
+    never written and a committed one is never reported as cancelled."""
 
     def __init__(self) -> None:
         self.cancelled = False
+        self.committed = False
         self._worker: Worker | None = None
         self._lock = threading.Lock()
+        self._on_cancel: list[Callable[[], None]] = []
 
     def started(self, worker: Worker) -> None:
         with self._lock:
@@ -67,11 +72,41 @@ class Job:
         with self._lock:
             self._worker = None
 
-    def cancel(self) -> None:
+    def cancel(self) -> bool:
+        """Cancel the work; False (nothing changes) when it has committed a write."""
         with self._lock:
+            if self.committed:
+                return False
             self.cancelled = True
             if self._worker is not None:
                 self._worker.interrupt()
+            callbacks, self._on_cancel = self._on_cancel, []
+        for callback in callbacks:
+            callback()
+        return True
+
+    def commit(self) -> bool:
+        """Claim the right to write; False when the job was cancelled (write nothing)."""
+        with self._lock:
+            if self.cancelled:
+                return False
+            self.committed = True
+            return True
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when the job is cancelled (at once if it is already); returns a
+        function that withdraws it."""
+        with self._lock:
+            if not self.cancelled:
+                self._on_cancel.append(callback)
+                return lambda: self._withdraw(callback)
+        callback()
+        return lambda: None
+
+    def _withdraw(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._on_cancel:
+                self._on_cancel.remove(callback)
 
 
 class WorkerPools:
@@ -106,25 +141,35 @@ class WorkerPools:
     def _run(self, job: Job, work: Callable[[Worker], T]) -> T:
         worker = self._worker()
         job.started(worker)
+        worker.session.job = job  # the tool's writes and client waits answer to the job
         try:
             return work(worker)
         finally:
+            worker.session.job = None
             job.finished()
 
     def submit(self, job: Job, work: Callable[[Worker], T], model: bool = False) -> Future[T]:
-        """Queue `work` on a worker thread; BusyError when the model lane is full."""
+        """Queue `work` on a worker thread; BusyError when the model lane is full. A job
+        cancelled while it waits in the queue leaves it at once (its slot is free again)."""
         if not model:
-            return self._fast.submit(self._run, job, work)
-        with self._count_lock:
-            if self._model_pending >= self._model_capacity:
-                raise BusyError
-            self._model_pending += 1
-        try:
-            future = self._slow.submit(self._run, job, work)
-        except BaseException:
-            self._release_model_slot()
-            raise
-        future.add_done_callback(lambda _done: self._release_model_slot())
+            future = self._fast.submit(self._run, job, work)
+        else:
+            with self._count_lock:
+                if self._model_pending >= self._model_capacity:
+                    raise BusyError
+                self._model_pending += 1
+            try:
+                future = self._slow.submit(self._run, job, work)
+            except BaseException:
+                self._release_model_slot()
+                raise
+            future.add_done_callback(lambda _done: self._release_model_slot())
+
+        def drop() -> None:  # only a job not yet started leaves (a running future refuses)
+            future.cancel()
+
+        withdraw = job.on_cancel(drop)
+        future.add_done_callback(lambda _done: withdraw())
         return future
 
     def _release_model_slot(self) -> None:
@@ -132,7 +177,13 @@ class WorkerPools:
             self._model_pending -= 1
 
     async def run(self, job: Job, work: Callable[[Worker], T], model: bool = False) -> T:
-        return await asyncio.wrap_future(self.submit(job, work, model))
+        future = self.submit(job, work, model)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if future.cancelled():  # the job was cancelled in the queue, not this task
+                raise CancelledJobError from None
+            raise
 
     def shutdown(self) -> None:
         """Wait for running jobs, then close every worker's connection."""
@@ -163,19 +214,3 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, tid, target)
     except (AttributeError, OSError):  # not Linux, or not permitted: run at normal priority
         log.debug("could not lower the model lane's priority")
-
-
-def may_run_model(tool: str, arguments: Any) -> bool:
-    """Whether a tool call can reach a model: `vsearch`, and `query` unless it is lexical
-    sub-queries only with reranking off (then it is BM25 and fast)."""
-    if tool == "vsearch":
-        return True
-    if tool != "query":
-        return False
-    if not isinstance(arguments, dict):
-        return True
-    searches = arguments.get("searches")
-    if arguments.get("query") or not isinstance(searches, list) or not searches:
-        return True
-    lexical = all(isinstance(s, dict) and s.get("type") == "lex" for s in searches)
-    return not (lexical and arguments.get("rerank") is False)

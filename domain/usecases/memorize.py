@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from domain.errors import MODEL_UNAVAILABLE, QmdError
+from domain.errors import MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
 from domain.memory import (
     DEFAULT_QUERY_LIMIT,
     KNOWLEDGE,
@@ -163,7 +163,15 @@ class Memorizer:
 
     # -- store ----------------------------------------------------------------------------
 
-    def store_qa(self, question: str, answer: str, topic: str) -> Stored:
+    def store_qa(
+        self,
+        question: str,
+        answer: str,
+        topic: str,
+        may_write: Callable[[], bool] | None = None,
+    ) -> Stored:
+        """`may_write`: asked just before anything is written; False (the call was
+        cancelled) writes nothing and fails with `unavailable`."""
         question = require_text("question", question, MAX_QUESTION_CHARS)
         answer = require_text("answer", answer, MAX_ANSWER_CHARS)
         topic = require_text("topic", topic, MAX_TOPIC_CHARS)
@@ -175,6 +183,8 @@ class Memorizer:
             if existing is not None:
                 choice = TopicChoice(existing.topic, True, topic, None)
                 return self._stored(existing, False, choice)
+            if may_write is not None and not may_write():
+                raise QmdError(UNAVAILABLE, "The call was cancelled; nothing was stored.")
             choice = self._choose_topic(topic, topic_vector)
             now = self._clock.now_iso()
             record = MemoryRecord(

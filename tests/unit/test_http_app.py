@@ -17,7 +17,7 @@ from adapters.http.exchange import HttpReply
 from adapters.http.guard import OriginPolicy
 from adapters.http.workers import Worker, WorkerPools
 from adapters.mcp.protocol import Session
-from adapters.mcp.tools import Tool, call_tool, tool_table
+from adapters.mcp.tools import SurfaceFacts, Tool, ToolFacts, call_tool, tool_table
 from domain.profiles import SEED_000
 from tests.fakes import InMemoryStore, app_over
 from tests.toy_surface import ToyErrors, ToySurface
@@ -30,6 +30,8 @@ ACCEPT = [
 
 class GatedSurface(ToySurface):
     """`query` (a model tool) waits for the gate; `get` answers at once."""
+
+    facts = SurfaceFacts({"query": ToolFacts(runs_model=True), "get": ToolFacts()})
 
     def __init__(self, gate: threading.Event, calls: list[str]) -> None:
         super().__init__(app_over(InMemoryStore()).services())
@@ -79,7 +81,7 @@ def _app(
         timeout_s=timeout,
         max_body_bytes=1024,
     )
-    return QmdHttpApp(pools, settings)
+    return QmdHttpApp(pools, settings, facts=GatedSurface.facts)
 
 
 async def _request(

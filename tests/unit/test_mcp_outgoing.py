@@ -29,9 +29,66 @@ def test_a_request_gets_its_result_from_another_thread() -> None:
         threading.Thread(target=correlator.deliver, args=(answer,)).start()
 
     assert correlator.request(emit, "sampling/createMessage", {"x": 1}) == {"ok": 1}
-    assert sent[0]["method"] == "sampling/createMessage" and sent[0]["id"] == "t-1"
+    assert sent[0]["method"] == "sampling/createMessage" and sent[0]["id"].startswith("t-")
     assert correlator.waiting == 0
-    assert not correlator.deliver({"jsonrpc": "2.0", "id": "t-1", "result": {}})  # too late
+    assert not correlator.deliver({"jsonrpc": "2.0", "id": sent[0]["id"], "result": {}})  # late
+
+
+def test_request_ids_are_unguessable() -> None:
+    """REQ-SEC-OUT-001: no counter; each id carries at least 128 random bits."""
+    correlator = Correlator("t")
+    sent: list[str] = []
+
+    def emit(message: dict[str, Any]) -> None:
+        sent.append(message["id"])
+        correlator.deliver({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+
+    for _ in range(50):
+        correlator.request(emit, "sampling/createMessage", {})
+    assert len(set(sent)) == 50
+    assert "t-1" not in sent and "t-2" not in sent
+    assert all(len(i) - len("t-") >= 22 for i in sent)  # 22 url-safe characters = 132 bits
+
+
+def test_an_answer_is_taken_only_from_the_requester() -> None:
+    """REQ-SEC-OUT-001: another client that learns the id cannot answer in its place."""
+    correlator = Correlator("t")
+    outcome: list[dict[str, Any]] = []
+    asked = threading.Event()
+    ids: list[str] = []
+
+    def emit(message: dict[str, Any]) -> None:
+        ids.append(message["id"])
+        asked.set()
+
+    def ask() -> None:
+        outcome.append(correlator.request(emit, "m", {}, timeout=5, owner=("a", "")))
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    assert asked.wait(5)
+    forged = {"jsonrpc": "2.0", "id": ids[0], "result": {"text": "attacker"}}
+    assert not correlator.deliver(forged, ("b", ""))
+    assert not correlator.deliver(forged)  # no owner is not the owner either
+    assert correlator.deliver(
+        {"jsonrpc": "2.0", "id": ids[0], "result": {"text": "mine"}}, ("a", "")
+    )
+    thread.join(5)
+    assert outcome == [{"text": "mine"}]
+
+
+def test_a_cancelled_call_stops_waiting_at_once() -> None:
+    correlator = Correlator("t")
+    callbacks: list[Any] = []
+
+    def watch(callback: Any) -> Any:
+        callbacks.append(callback)
+        return lambda: callbacks.remove(callback)
+
+    threading.Timer(0.05, lambda: [c() for c in list(callbacks)]).start()
+    with pytest.raises(ClientRequestError, match="cancelled"):
+        correlator.request(lambda _m: None, "m", {}, timeout=30, watch=watch)
+    assert callbacks == [] and correlator.waiting == 0
 
 
 def test_an_error_answer_a_timeout_and_a_close_fail_the_request() -> None:

@@ -57,13 +57,16 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _surface_name(args: argparse.Namespace) -> str:
-    from adapters.mcp.registry import canonical_surface
+    from adapters.mcp.registry import DEFAULT_SURFACE, canonical_surface, original_surface
     from domain.errors import QmdError
 
-    # `--compat 2.8.3` is the original's spelling of `--surface 2.8.3`.
-    surface: str = args.surface or args.compat or "spec"
+    # `--compat VERSION` (the original's flag) serves the surface that answers as that release.
+    original = original_surface(args.compat) if args.compat else None
+    if args.compat and original is None:
+        raise CommandError(f"--compat {args.compat}: no surface answers as that release", code=2)
+    surface: str = args.surface or original or DEFAULT_SURFACE
     try:
-        if args.compat and canonical_surface(surface) != canonical_surface(args.compat):
+        if original is not None and canonical_surface(surface) != original:
             raise CommandError("--compat and --surface name different surfaces", code=2)
         canonical_surface(surface)
     except QmdError as error:
@@ -139,7 +142,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
         keep_models_warm,
         watch_collections,
     )
-    from adapters.mcp.registry import SurfaceContext, canonical_surface, transport_timeout
+    from adapters.mcp.registry import SurfaceContext, surface_facts
     from domain.errors import QmdError
 
     force_root = os.path.realpath(args.force_root) if args.force_root else None
@@ -166,7 +169,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
             with_models=True,
             force_cpu=bool(args.no_gpu),
             force_root=force_root,
-            compat=canonical_surface(surface) == canonical_surface(IMPLEMENTS),
+            compat=surface_facts(surface).original is not None,
         )
     try:
         backend = document_backend(settings.env, settings.request_timeout_s)
@@ -187,7 +190,8 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
         document_backend=backend,
     )
     _preflight(app, surface, context)
-    timeout_s = transport_timeout(surface, settings.request_timeout_s)
+    # each tool's own budget is the transports' business (ToolFacts.time_limit)
+    timeout_s = settings.request_timeout_s
     options = _replace(options, timeout_s=timeout_s)
     if transport == "stdio":
         from adapters.http.main import worker_pools
