@@ -117,7 +117,8 @@ def _search_request(query: str) -> BackendSearch:
         if name in params:
             raise BackendError(INVALID_INPUT, {"field": name, "issue": "given more than once"})
         params[name] = value
-    if "query" not in params:
+    text = params.get("query")  # the seed's query parameter
+    if text is None:
         raise BackendError(INVALID_INPUT, {"field": "query", "issue": "Required"})
     raw = params.get("maxResults", "").strip()
     try:
@@ -127,7 +128,7 @@ def _search_request(query: str) -> BackendSearch:
             INVALID_INPUT, {"field": "maxResults", "issue": "expected a whole number"}
         ) from None
     filters = {k: params[k] for k in FILTER_NAMES if params.get(k)}
-    return BackendSearch(params["query"], wanted, filters)
+    return BackendSearch(text, wanted, filters)
 
 
 def _file(backend: IndexBackend, file_id: str) -> HttpReply:
