@@ -13,7 +13,6 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY domain ./domain
 COPY adapters ./adapters
-COPY conformance ./conformance
 RUN python -m venv /opt/qmd && /opt/qmd/bin/pip install .
 
 FROM python:3.11-slim

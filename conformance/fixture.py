@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from conformance.cases import EMBEDDED_FIXTURES
+from conformance.cases import EMBEDDED_FIXTURES, package_dir
 from conformance.profiles import Profile, binary_root, repo_root
 from conformance.transport import ServerStartError
 
@@ -28,7 +28,8 @@ def default_fixtures_dir() -> Path:
     env = os.environ.get("QMD_CONFORMANCE_FIXTURES")
     if env:
         return Path(env)
-    for cand in (repo_root() / "fixtures", Path.cwd() / "fixtures"):
+    # The wheel carries the fixtures inside the package; the source tree keeps them at its root.
+    for cand in (package_dir() / "fixtures", repo_root() / "fixtures", Path.cwd() / "fixtures"):
         if (cand / "setup.json").is_file():
             return cand
     raise FileNotFoundError("fixtures/setup.json not found; pass --fixtures DIR")

@@ -17,6 +17,9 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[dev]"
+# The conformance suite is a distribution of its own (ADR 0046); editable, so
+# .venv/bin/qmd-conformance runs this tree's cases and code.
+.venv/bin/python -m pip install -q -e ./conformance
 # Byte-compile our own packages: environments that set PYTHONDONTWRITEBYTECODE would
 # otherwise recompile them on every `qmd` start (about a second on a small machine).
 .venv/bin/python -m compileall -q domain adapters conformance >/dev/null
