@@ -86,7 +86,9 @@ def _parser() -> argparse.ArgumentParser:
             "--era",
             action="append",
             choices=ERAS,
-            help="protocol era(s) to run (default: every era a case lists)",
+            help="protocol era(s) to run (default: every era the server answers the handshake "
+            "of; a server without the 2026-07-28 one gets the 2025-era cases, said in the "
+            "report's first line). Given, a failing handshake stops the run (exit 3)",
         )
         sel.add_argument(
             "--case",
@@ -206,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         opts = Options(
             profile=profile,
             eras=args.era or list(ERAS),
+            eras_forced=bool(args.era),
             case_patterns=args.case,
             qmd_bin=args.qmd_bin,
             fixtures=args.fixtures,

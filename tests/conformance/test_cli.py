@@ -267,3 +267,36 @@ def test_validate_and_list() -> None:
     listed = run_cli("list", timeout=120)
     assert listed.returncode == 0
     assert "requirement IDs covered" in listed.stdout
+
+
+def test_a_2025_only_server_gets_its_2025_cases_and_the_first_line_says_so(
+    tmp_path: Path,
+) -> None:
+    # mini_server answers `initialize` but not `server/discover`: a 2025-era-only port.
+    d = tmp_path / "cases"
+    d.mkdir()
+    case = _case(
+        "mini.both-eras",
+        [
+            {
+                "send": {"method": "tools/list"},
+                "expect": {"match": [{"path": "$.result.tools[0].name", "equals": "echo"}]},
+            }
+        ],
+        eras=("2025", "2026-07-28"),
+    )
+    (d / "mini.both-eras.json").write_text(json.dumps(case))
+    common = ["run", "--server-cmd", shlex.join(MINI), "--surface", "spec", "--cases-dir", str(d)]
+    proc = run_cli(*common, "--report-json", str(tmp_path / "r.json"), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert "era 2025 only: the 2026-07-28 handshake failed" in first, first
+    assert "-32601" in first  # what the server sent instead
+    assert "(1 case/era runs)" in first
+    assert proc.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["eras"] == ["2025"] and report["era_fallback"].startswith("era 2025 only")
+    # --era still forces an era: the modern handshake failing then stops the run.
+    forced = run_cli(*common, "--era", "2026-07-28", timeout=120)
+    assert forced.returncode == 3
+    assert "2026-07-28 handshake" in forced.stderr
