@@ -148,6 +148,12 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument(
         "-v", "--verbose", action="store_true", help="also show details of expected failures"
     )
+    run_p.add_argument(
+        "--summary",
+        action="store_true",
+        help="one line per requirement area (a docs/spec section) instead of one per case; "
+        "the failures grouped by root cause still follow",
+    )
 
     rec = sub.add_parser("record", help="record goldens from a reference implementation")
     target_options(rec)
@@ -229,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             opts.report_json = args.report_json
             opts.report_junit = args.report_junit
             opts.verbose = args.verbose
+            opts.summary_only = args.summary
         return run(opts)
     except CaseError as exc:
         print(f"invalid case data: {exc}", file=sys.stderr)

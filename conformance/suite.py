@@ -59,6 +59,7 @@ class Options:
     record: bool = False
     transport: str = "stdio"  # or "http"
     url: str | None = None  # http: a server already listening (no launch)
+    summary_only: bool = False  # --summary: one line per requirement area, not per case
     eras_forced: bool = False  # --era given: a failing handshake stops the run, no fallback
 
 
@@ -304,7 +305,7 @@ def _finish_run(
     for o in outcomes:
         verdict = baselines.judge(entries, o.case.id, o.era, o.passed)
         results.append(Result(o, verdict.status, verdict.reason))
-    print_results(results, out, opts.verbose)
+    print_results(results, out, opts.verbose, opts.summary_only)
     meta = {
         "tool": f"qmd-conformance {__version__}",
         "implementation": profile.name,

@@ -300,3 +300,46 @@ def test_a_2025_only_server_gets_its_2025_cases_and_the_first_line_says_so(
     forced = run_cli(*common, "--era", "2026-07-28", timeout=120)
     assert forced.returncode == 3
     assert "2026-07-28 handshake" in forced.stderr
+
+
+def test_failures_are_grouped_by_root_cause_and_summary_gives_one_line_per_area(
+    tmp_path: Path,
+) -> None:
+    d = tmp_path / "cases"
+    d.mkdir()
+    step = {
+        "send": {"method": "tools/list"},
+        "expect": {"match": [{"path": "$.result.tools[0].name", "equals": "echo"}]},
+    }
+    for n in range(3):  # one defect (--wrong names the tool "ekho") fails all three
+        case = _case(f"mini.tools-{n}", [step])
+        if n:
+            case["requirements"] = ["REQ-SPEC-RPC-003", "REQ-SPEC-TOOLS-001"]
+        (d / f"mini.tools-{n}.json").write_text(json.dumps(case))
+    ping_step = {
+        "send": {"method": "ping"},
+        "expect": {"match": [{"path": "$.result", "equals": {}}]},
+    }
+    ping = _case("mini.ping", [ping_step])
+    ping["requirements"] = ["REQ-WIRE-ENCODE-001"]
+    (d / "mini.ping.json").write_text(json.dumps(ping))
+    server = shlex.join([*MINI, "--wrong"])
+    common = ["run", "--server-cmd", server, "--surface", "spec", "--cases-dir", str(d)]
+    proc = run_cli(*common, "--report-json", str(tmp_path / "r.json"), timeout=120)
+    assert proc.returncode == 1
+    assert "Failures by root cause (1; same JSON path, same kind):" in proc.stdout
+    assert "   3 run(s)  $.result.tools[*].name: strings differ  (mini.tools-0 [2025]" in (
+        proc.stdout
+    )
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [(c["path"], c["kind"], c["runs"]) for c in report["root_causes"]] == [
+        ("$.result.tools[*].name", "strings differ", 3)
+    ]
+    summary = run_cli(*common, "--summary", timeout=120)
+    lines = summary.stdout.splitlines()
+    assert not any(line.startswith(("PASS  mini.", "FAIL  mini.")) for line in lines)
+    areas = [line for line in lines if line.startswith(("PASS ", "FAIL "))]
+    assert len(areas) == len({line.split(":")[0] for line in areas}) >= 2
+    assert any(line.startswith("PASS ") and "1/1 requirements, 1/1 runs" in line for line in areas)
+    assert any(line.startswith("FAIL ") and "0/" in line for line in areas)
+    assert lines[-1] == "1 passed, 3 failed, 0 skipped"
