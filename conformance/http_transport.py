@@ -203,7 +203,9 @@ def probe_modern(target: HttpTarget) -> str | None:
         "Mcp-Method": "server/discover",
     }
     try:
-        status, found, body = target.exchange("POST", "/mcp", headers, request_body(message))
+        status, found, body = target.exchange(
+            "POST", "/mcp", headers, request_body({"json": message})
+        )
     except OSError as exc:
         return f"POST /mcp failed: {exc!r}"
     replies = [m for _path, m in messages_of(describe(status, found, body))]

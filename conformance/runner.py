@@ -463,13 +463,29 @@ def execute_http(
     for n, step in enumerate(case.steps):
         label = step.get("label", "")
         request = substitute(step["http"], spec.fixture_roots[0])
+        quiet_ms = step["expect"].get("noReplyWithinMs")
+        # A request the server must hold open (subscriptions/listen): no response may start
+        # within the time; giving up closes the connection, as a client that leaves.
+        wait = target if quiet_ms is None else HttpTarget(target.base_url, quiet_ms / 1000)
         try:
-            status, headers, body = target.exchange(
+            status, headers, body = wait.exchange(
                 request.get("method", "POST"),
                 request["path"],
                 request.get("headers", {}),
                 request_body(request),
             )
+        except TimeoutError as exc:
+            if quiet_ms is None:
+                out.failures.append(
+                    Failure(n, label, f"the server sent no HTTP response within "
+                            f"{target.timeout:g}s: {exc!r}")
+                )  # fmt: skip
+            else:
+                out.exchanges.append(
+                    {"step": n, "label": label, "request": request, "responses": []}
+                )
+                _check(step, n, label, request, [], golden_steps.get(n), golden, recording, out)
+            continue
         except OSError as exc:
             out.failures.append(
                 Failure(n, label, f"the server gave no complete HTTP response: {exc!r}")
