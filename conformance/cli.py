@@ -171,6 +171,13 @@ def _parser() -> argparse.ArgumentParser:
         "label merge)",
     )
     mat.add_argument("--out", type=Path, help="write here instead of stdout")
+    mat.add_argument(
+        "--check",
+        type=Path,
+        metavar="PAGE",
+        help="write nothing; exit 1 when PAGE's table states any cell of the given columns "
+        "differently (the committed matrix against a fresh run)",
+    )
     mat.add_argument("--notes", type=Path, help="a Markdown file appended as written")
     mat.add_argument(
         "--made-by",
@@ -250,6 +257,15 @@ def _matrix(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     text = matrix.render(columns, requirements.load(), args.made_by)
     if args.notes:
         text += "\n" + args.notes.read_text(encoding="utf-8")
+    if args.check:
+        problems = matrix.check(args.check.read_text(encoding="utf-8"), text)
+        for problem in problems:
+            print(f"matrix differs: {problem}", file=sys.stderr)
+        print(
+            f"{args.check}: {'matches' if not problems else f'{len(problems)} cell(s) differ'} "
+            f"for {', '.join(c.label for c in columns)}"
+        )
+        return EXIT_OK if not problems else EXIT_FAIL
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     else:

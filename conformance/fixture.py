@@ -147,6 +147,8 @@ def setup_commands(scratch: Scratch, profile: Profile, qmd: str | None) -> list[
         out.append(expand(tmpl["context"], {**base, "target": ctx["target"], "text": ctx["text"]}))
     for name in steps.get("exclude", []):
         out.append(expand(tmpl["exclude"], {**base, "name": name}))
+    if "finish" in tmpl:  # a port that indexes in a step of its own (e.g. `update`)
+        out.append(expand(tmpl["finish"], base))
     if profile.fixture in EMBEDDED_FIXTURES:
         out.append(expand(tmpl["embed"], base))
     return out
@@ -158,7 +160,7 @@ class SetupFailure:
 
     step: int  # 1-based, in setup order
     total: int
-    kind: str  # collection, context, exclude, embed, or shell
+    kind: str  # collection, context, exclude, finish, embed, or shell
     command: str
     reason: str
 
@@ -178,6 +180,7 @@ def setup_steps(scratch: Scratch, profile: Profile, qmd: str | None) -> list[tup
         ["collection"] * len(scratch.setup["collections"])
         + ["context"] * len(scratch.setup.get("contexts", []))
         + ["exclude"] * len(scratch.setup.get("exclude", []))
+        + (["finish"] if "finish" in profile.setup else [])
         + (["embed"] if profile.fixture in EMBEDDED_FIXTURES else [])
     )
     return list(zip(kinds, setup_commands(scratch, profile, qmd), strict=True))
