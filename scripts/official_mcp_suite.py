@@ -85,6 +85,10 @@ def load_expected(path: Path = EXPECTED) -> tuple[dict[str, Any], list[Expected]
         if unknown:
             raise ValueError(f"{path}: {item['check']}: unknown surfaces {sorted(unknown)}")
         out.append(Expected(item["check"], item["reason"], surfaces))
+    pairs = [(e.check, s) for e in out for s in e.surfaces]
+    twice = sorted({pair for pair in pairs if pairs.count(pair) > 1})
+    if twice:
+        raise ValueError(f"{path}: listed twice for a surface: {twice}")
     return data, out
 
 
