@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import threading
 import xml.etree.ElementTree as ET
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +345,61 @@ def test_failures_are_grouped_by_root_cause_and_summary_gives_one_line_per_area(
     assert any(line.startswith("PASS ") and "1/1 requirements, 1/1 runs" in line for line in areas)
     assert any(line.startswith("FAIL ") and "0/" in line for line in areas)
     assert lines[-1] == "1 passed, 3 failed, 0 skipped"
+
+
+class _Http2025Only(BaseHTTPRequestHandler):
+    """A 2025-era-only Streamable HTTP server: `server/discover` is a -32601 error."""
+
+    def log_message(self, *args: Any) -> None:  # keep the test output clean
+        pass
+
+    def do_GET(self) -> None:
+        self._send(200, "application/json", b'{"status":"ok"}')
+
+    def do_POST(self) -> None:
+        msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if msg["method"] == "server/discover":
+            err = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "nope"}}
+            self._send(404, "application/json", json.dumps(err).encode())
+            return
+        reply = {"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [{"name": "echo"}]}}
+        self._send(
+            200, "text/event-stream", f"event: message\ndata: {json.dumps(reply)}\n\n".encode()
+        )
+
+    def _send(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_over_http_a_2025_only_server_gets_its_2025_cases_too(tmp_path: Path) -> None:
+    d = tmp_path / "cases"
+    d.mkdir()
+    for era, headers in (
+        ("2025", {}),
+        ("2026-07-28", {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}),
+    ):
+        case = _case(f"mini.http-{era}", [{
+            "http": {"method": "POST", "path": "/mcp",
+                     "headers": {"Content-Type": "application/json", **headers},
+                     "json": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}},
+            "expect": {"match": [{"path": "$.body.sse[0].result.tools[0].name",
+                                  "equals": "echo"}]}}], eras=(era,))  # fmt: skip
+        case["transports"], case["handshake"] = ["http"], False
+        (d / f"{case['id']}.json").write_text(json.dumps(case))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Http2025Only)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        proc = run_cli("run", "--server-cmd", "unused", "--surface", "spec", "--transport",
+                       "http", "--url", url, "--cases-dir", str(d), timeout=120)  # fmt: skip
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert "era 2025 only: the 2026-07-28 handshake failed (POST /mcp server/discover " in first
+    assert "HTTP 404" in first and "(1 case/era runs)" in first
+    assert proc.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
