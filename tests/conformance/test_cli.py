@@ -11,6 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conformance.helpers import HERE, run_cli
 
 MINI = [sys.executable, str(HERE / "mini_server.py")]
@@ -358,6 +360,10 @@ class _Http2025Only(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if msg["method"] == "server/discover" and self.server.speaks_2026:  # type: ignore[attr-defined]
+            found = {"jsonrpc": "2.0", "id": msg["id"], "result": {"supportedVersions": []}}
+            self._send(200, "application/json", json.dumps(found).encode())
+            return
         if msg["method"] == "server/discover":
             err = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "nope"}}
             self._send(404, "application/json", json.dumps(err).encode())
@@ -375,7 +381,10 @@ class _Http2025Only(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def test_over_http_a_2025_only_server_gets_its_2025_cases_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("speaks_2026", [False, True])
+def test_over_http_a_2025_only_server_gets_its_2025_cases_too(
+    tmp_path: Path, speaks_2026: bool
+) -> None:
     d = tmp_path / "cases"
     d.mkdir()
     for era, headers in (
@@ -391,6 +400,7 @@ def test_over_http_a_2025_only_server_gets_its_2025_cases_too(tmp_path: Path) ->
         case["transports"], case["handshake"] = ["http"], False
         (d / f"{case['id']}.json").write_text(json.dumps(case))
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Http2025Only)
+    server.speaks_2026 = speaks_2026  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -398,8 +408,11 @@ def test_over_http_a_2025_only_server_gets_its_2025_cases_too(tmp_path: Path) ->
                        "http", "--url", url, "--cases-dir", str(d), timeout=120)  # fmt: skip
     finally:
         server.shutdown()
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     first = proc.stdout.splitlines()[0]
+    if speaks_2026:  # the probe finds the era: both cases run (the 2026 one fails: no SSE)
+        assert "; eras 2025, 2026-07-28" in first and "(2 case/era runs)" in first
+        return
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "era 2025 only: the 2026-07-28 handshake failed (POST /mcp server/discover " in first
     assert "HTTP 404" in first and "(1 case/era runs)" in first
     assert proc.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
