@@ -20,7 +20,6 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY domain ./domain
 COPY adapters ./adapters
-COPY conformance ./conformance
 RUN python -m venv /opt/qmd && /opt/qmd/bin/pip install .
 COPY scripts/install_llama.sh ./scripts/
 RUN PYTHON=/opt/qmd/bin/python QMD_WHEEL_DIR=/tmp/wheels bash scripts/install_llama.sh

@@ -86,7 +86,9 @@ def _parser() -> argparse.ArgumentParser:
             "--era",
             action="append",
             choices=ERAS,
-            help="protocol era(s) to run (default: every era a case lists)",
+            help="protocol era(s) to run (default: every era the server answers the handshake "
+            "of; a server without the 2026-07-28 one gets the 2025-era cases, said in the "
+            "report's first line). Given, a failing handshake stops the run (exit 3)",
         )
         sel.add_argument(
             "--case",
@@ -146,6 +148,12 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument(
         "-v", "--verbose", action="store_true", help="also show details of expected failures"
     )
+    run_p.add_argument(
+        "--summary",
+        action="store_true",
+        help="one line per requirement area (a docs/spec section) instead of one per case; "
+        "the failures grouped by root cause still follow",
+    )
 
     rec = sub.add_parser("record", help="record goldens from a reference implementation")
     target_options(rec)
@@ -163,6 +171,13 @@ def _parser() -> argparse.ArgumentParser:
         "label merge)",
     )
     mat.add_argument("--out", type=Path, help="write here instead of stdout")
+    mat.add_argument(
+        "--check",
+        type=Path,
+        metavar="PAGE",
+        help="write nothing; exit 1 when PAGE's table states any cell of the given columns "
+        "differently (the committed matrix against a fresh run)",
+    )
     mat.add_argument("--notes", type=Path, help="a Markdown file appended as written")
     mat.add_argument(
         "--made-by",
@@ -206,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         opts = Options(
             profile=profile,
             eras=args.era or list(ERAS),
+            eras_forced=bool(args.era),
             case_patterns=args.case,
             qmd_bin=args.qmd_bin,
             fixtures=args.fixtures,
@@ -226,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             opts.report_json = args.report_json
             opts.report_junit = args.report_junit
             opts.verbose = args.verbose
+            opts.summary_only = args.summary
         return run(opts)
     except CaseError as exc:
         print(f"invalid case data: {exc}", file=sys.stderr)
@@ -240,6 +257,15 @@ def _matrix(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     text = matrix.render(columns, requirements.load(), args.made_by)
     if args.notes:
         text += "\n" + args.notes.read_text(encoding="utf-8")
+    if args.check:
+        problems = matrix.check(args.check.read_text(encoding="utf-8"), text)
+        for problem in problems:
+            print(f"matrix differs: {problem}", file=sys.stderr)
+        print(
+            f"{args.check}: {'matches' if not problems else f'{len(problems)} cell(s) differ'} "
+            f"for {', '.join(c.label for c in columns)}"
+        )
+        return EXIT_OK if not problems else EXIT_FAIL
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     else:

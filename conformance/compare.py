@@ -9,6 +9,8 @@ from typing import Any
 
 from conformance import jsonpath
 
+WINDOW = 80  # characters shown on each side of the first difference of two strings
+
 
 @dataclass(frozen=True)
 class Difference:
@@ -16,10 +18,34 @@ class Difference:
     expected: Any
     actual: Any
     note: str = ""
+    at: int | None = None  # two strings: where they first differ
 
     def render(self) -> str:
         head = f"{self.path}: {self.note}" if self.note else f"{self.path}:"
-        return f"{head}\n    expected {_show(self.expected)}\n    got      {_show(self.actual)}"
+        if self.at is not None and isinstance(self.expected, str) and isinstance(self.actual, str):
+            shown = (window(self.expected, self.at), window(self.actual, self.at))
+        else:
+            shown = (_show(self.expected), _show(self.actual))
+        return f"{head}\n    expected {shown[0]}\n    got      {shown[1]}"
+
+    @property
+    def kind(self) -> str:
+        """The kind of difference, for grouping failures by root cause."""
+        if self.note.startswith("strings differ"):
+            return "strings differ"
+        if self.note:  # its general part: no counts, no values the server sent
+            general = re.split(r":|, got", self.note, maxsplit=1)[0]
+            return re.sub(r"\d+", "N", general)[:80]
+        if _json_type(self.expected) != _json_type(self.actual):
+            return f"{_json_type(self.actual)} where {_json_type(self.expected)} was expected"
+        return "value differs"
+
+
+def window(text: str, at: int, width: int = WINDOW) -> str:
+    """`text` around position `at`, ±width characters, JSON-escaped, cut ends marked with …"""
+    start, end = max(0, at - width), min(len(text), at + width)
+    body = json.dumps(text[start:end], ensure_ascii=False)
+    return ("…" if start else "") + body + ("…" if end < len(text) else "")
 
 
 class _Missing:
@@ -110,10 +136,11 @@ def diff(
         return []
     if tolerant and path in tolerant and _close(expected, actual, tolerant[path]):
         return []
-    note = ""
     if isinstance(expected, str) and isinstance(actual, str):
-        note = _first_difference(expected, actual)
-    return [Difference(path, expected, actual, note)]
+        at = first_difference(expected, actual)
+        note = f"strings differ at char {at} (expected len {len(expected)}, got len {len(actual)})"
+        return [Difference(path, expected, actual, note, at)]
+    return [Difference(path, expected, actual)]
 
 
 def _close(a: Any, b: Any, allowed: float) -> bool:
@@ -121,9 +148,10 @@ def _close(a: Any, b: Any, allowed: float) -> bool:
     return numbers and abs(float(a) - float(b)) <= allowed
 
 
-def _first_difference(a: str, b: str) -> str:
-    i = next((n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    return f"strings differ at char {i} (expected len {len(a)}, got len {len(b)})"
+def first_difference(a: str, b: str) -> int:
+    return next(
+        (n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
 
 
 # --- matchers --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from conformance.cases import EMBEDDED_FIXTURES
+from conformance.cases import EMBEDDED_FIXTURES, package_dir
 from conformance.profiles import Profile, binary_root, repo_root
 from conformance.transport import ServerStartError
 
@@ -28,7 +28,8 @@ def default_fixtures_dir() -> Path:
     env = os.environ.get("QMD_CONFORMANCE_FIXTURES")
     if env:
         return Path(env)
-    for cand in (repo_root() / "fixtures", Path.cwd() / "fixtures"):
+    # The wheel carries the fixtures inside the package; the source tree keeps them at its root.
+    for cand in (package_dir() / "fixtures", repo_root() / "fixtures", Path.cwd() / "fixtures"):
         if (cand / "setup.json").is_file():
             return cand
     raise FileNotFoundError("fixtures/setup.json not found; pass --fixtures DIR")
@@ -146,6 +147,8 @@ def setup_commands(scratch: Scratch, profile: Profile, qmd: str | None) -> list[
         out.append(expand(tmpl["context"], {**base, "target": ctx["target"], "text": ctx["text"]}))
     for name in steps.get("exclude", []):
         out.append(expand(tmpl["exclude"], {**base, "name": name}))
+    if "finish" in tmpl:  # a port that indexes in a step of its own (e.g. `update`)
+        out.append(expand(tmpl["finish"], base))
     if profile.fixture in EMBEDDED_FIXTURES:
         out.append(expand(tmpl["embed"], base))
     return out
@@ -157,7 +160,7 @@ class SetupFailure:
 
     step: int  # 1-based, in setup order
     total: int
-    kind: str  # collection, context, exclude, embed, or shell
+    kind: str  # collection, context, exclude, finish, embed, or shell
     command: str
     reason: str
 
@@ -177,6 +180,7 @@ def setup_steps(scratch: Scratch, profile: Profile, qmd: str | None) -> list[tup
         ["collection"] * len(scratch.setup["collections"])
         + ["context"] * len(scratch.setup.get("contexts", []))
         + ["exclude"] * len(scratch.setup.get("exclude", []))
+        + (["finish"] if "finish" in profile.setup else [])
         + (["embed"] if profile.fixture in EMBEDDED_FIXTURES else [])
     )
     return list(zip(kinds, setup_commands(scratch, profile, qmd), strict=True))

@@ -182,6 +182,38 @@ def describe(status: int, headers: Mapping[str, str], body: bytes) -> dict[str, 
     return out
 
 
+def probe_modern(target: HttpTarget) -> str | None:
+    """None when the server answers a 2026-07-28 `server/discover`; else what it sent instead."""
+    era = "2026-07-28"
+    message = {
+        "jsonrpc": "2.0",
+        "id": "era-probe",
+        "method": "server/discover",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": era,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        },
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": era,
+        "Mcp-Method": "server/discover",
+    }
+    try:
+        status, found, body = target.exchange(
+            "POST", "/mcp", headers, request_body({"json": message})
+        )
+    except OSError as exc:
+        return f"POST /mcp failed: {exc!r}"
+    replies = [m for _path, m in messages_of(describe(status, found, body))]
+    if status == 200 and any(isinstance(m, dict) and "result" in m for m in replies):
+        return None
+    return f"HTTP {status}: {body[:200].decode('utf-8', errors='replace')!r}"
+
+
 def messages_of(described: dict[str, Any]) -> list[tuple[list[str | int], Any]]:
     """(path into `described`, message) of every JSON-RPC message in a described response."""
     body = described.get("body")

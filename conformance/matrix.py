@@ -136,7 +136,72 @@ def render(columns: Sequence[Column], requirements: dict[str, Requirement], comm
     if notes:
         lines += ["", "Setup steps that failed (the cases ran anyway):", ""]
         lines += [f"* {label}: {_setup_note(failure)}" for label, failure in notes]
+    lines += ["", "## Pass counts and top root causes", ""]
+    lines += [
+        "Case/era runs passed per column, and its largest groups of failures (same JSON path,",
+        "same kind of difference; `qmd-conformance run` prints them after the cases).",
+        "",
+    ]
+    for column in columns:
+        lines += _column_causes(column)
     deferred = [r for r in requirements.values() if r.deferred is not None]
     lines += ["", "## Not checked (deferred requirements)", ""]
     lines += [f"* **{r.id}** ({r.doc}): {r.deferred}" for r in sorted(deferred, key=lambda r: r.id)]
     return "\n".join(lines) + "\n"
+
+
+TOP_CAUSES = 5
+
+
+def _column_causes(column: Column) -> list[str]:
+    passed, runs = column.runs()
+    head = f"* **{column.label}**: {passed}/{runs} runs passed"
+    fallbacks = sorted({r["era_fallback"] for r in column.reports if r.get("era_fallback")})
+    if fallbacks:
+        head += " (" + "; ".join(f.split(" (")[0] for f in fallbacks) + ")"
+    merged: dict[tuple[str, str], int] = {}
+    for report in column.reports:
+        for cause in report.get("root_causes") or []:
+            key = (str(cause["path"]), str(cause["kind"]))
+            merged[key] = merged.get(key, 0) + int(cause["runs"])
+    if not merged:
+        return [head + "."]
+    top = sorted(merged.items(), key=lambda item: (-item[1], item[0]))[:TOP_CAUSES]
+    out = [head + "; top root causes:"]
+    out += [f"  {n}. `{path}`: {kind} ({count} runs)" for n, ((path, kind), count) in
+            enumerate(top, start=1)]  # fmt: skip
+    return out
+
+
+def table_cells(text: str) -> dict[tuple[str, str], str]:
+    """(row, column label) -> cell of a matrix page's main table."""
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    if not rows or not rows[0].startswith("| area (docs/spec) |"):
+        return {}
+    labels = [c.strip() for c in rows[0].strip("|").split("|")][1:]
+    cells: dict[tuple[str, str], str] = {}
+    for row in rows[1:]:
+        parts = [c.strip() for c in row.strip("|").split("|")]
+        if parts[0] in ("column",) or parts[0].startswith("---"):
+            break  # the next table (runs)
+        for label, cell in zip(labels, parts[1:], strict=False):
+            cells[(parts[0], label)] = cell
+    return cells
+
+
+def check(committed: str, fresh: str) -> list[str]:
+    """Cells of the freshly measured columns that the committed page states differently
+    (columns the fresh run does not measure, e.g. third-party ports, are not compared)."""
+    old, new = table_cells(committed), table_cells(fresh)
+    measured = {label for _row, label in new}
+    problems = []
+    for (row, label), cell in sorted(new.items()):
+        if old.get((row, label)) != cell:
+            was = old.get((row, label), "<no such cell>")
+            problems.append(f"{label} / {row}: committed {was!r}, measured {cell!r}")
+    problems += [
+        f"{label} / {row}: committed {cell!r}, not measured now"
+        for (row, label), cell in sorted(old.items())
+        if label in measured and (row, label) not in new
+    ]
+    return problems

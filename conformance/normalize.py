@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from conformance import jsonpath
+from conformance.compare import MISSING as _MISSING
 
 Kind = Literal["server-version", "timestamp", "fixture-root", "duration"]
 
@@ -27,9 +28,20 @@ PLACEHOLDERS: dict[str, str] = {
 
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+# The requirements the built-in volatile fields come from (docs/spec).
+INIT_REQ, ERA_REQ, STATUS_REQ = "REQ-MCP-INIT-004", "REQ-MCP-ERA-001", "REQ-TOOL-STATUS-001"
 ENVELOPE_KEYS = {
     "io.modelcontextprotocol/protocolVersion",
     "io.modelcontextprotocol/clientCapabilities",
+}
+
+
+# What each kind of volatile field must look like, as said to a port author.
+WANTED: dict[str, str] = {
+    "server-version": "a non-empty version string",
+    "timestamp": "an ISO 8601 timestamp",
+    "fixture-root": "a string containing the fixture root",
+    "duration": "a non-negative number",
 }
 
 
@@ -38,12 +50,16 @@ class Rule:
     path: str
     kind: Kind
     why: str = ""
+    requirement: str = ""  # the requirement the field comes from (builtin rules)
 
 
 @dataclass(frozen=True)
 class Problem:
     path: str
     message: str
+    kind: str = ""
+    value: Any = None  # what the server sent there (compare.MISSING when nothing)
+    requirement: str = ""
 
 
 def builtin_rules(
@@ -59,7 +75,9 @@ def builtin_rules(
     rules: list[Rule] = []
     method = request.get("method") if request else None
     if method == "initialize":
-        rules.append(Rule("$.result.serverInfo.version", "server-version", "release string"))
+        rules.append(
+            Rule("$.result.serverInfo.version", "server-version", "release string", INIT_REQ)
+        )
     has_meta = isinstance(response["result"], dict) and "_meta" in response["result"]
     if era == "2026-07-28" and _has_envelope(request) and (meta_required or has_meta):
         rules.append(
@@ -67,6 +85,7 @@ def builtin_rules(
                 f'$.result._meta["{SERVER_INFO_META}"].version',
                 "server-version",
                 "every 2026-07-28 result names the server",
+                ERA_REQ,
             )
         )
     params = request.get("params") if request else None
@@ -78,10 +97,11 @@ def builtin_rules(
         and isinstance(result, dict)
         and not result.get("isError")
     ):
+        where = "$.result.structuredContent.collections[*]"
         rules += [
-            Rule("$.result.structuredContent.collections[*].lastUpdated", "timestamp", "mtime"),
-            Rule("$.result.structuredContent.collections[*].path", "fixture-root", "scratch dir"),
-            Rule("$.result.content[0].text", "fixture-root", "status text names each path"),
+            Rule(f"{where}.lastUpdated", "timestamp", "mtime", STATUS_REQ),
+            Rule(f"{where}.path", "fixture-root", "scratch dir", STATUS_REQ),
+            Rule("$.result.content[0].text", "fixture-root", "status names paths", STATUS_REQ),
         ]
     return rules
 
@@ -104,12 +124,20 @@ def normalize(
     for rule in rules:
         nodes = list(jsonpath.find(out, rule.path))
         if not nodes:
-            problems.append(Problem(rule.path, f"volatile field ({rule.kind}) is missing"))
+            problems.append(
+                Problem(
+                    rule.path,
+                    f"missing: the answer has no {rule.path} ({WANTED[rule.kind]})",
+                    rule.kind,
+                    _MISSING,
+                    rule.requirement,
+                )
+            )
             continue
         for where, value in nodes:
             fixed, why_not = _replace(rule.kind, value, roots)
             if why_not:
-                problems.append(Problem(where, why_not))
+                problems.append(Problem(where, why_not, rule.kind, value, rule.requirement))
             else:
                 jsonpath.set_value(out, where, fixed)
     return out, problems

@@ -111,7 +111,14 @@ def from_command_line(
 
 
 def repo_root() -> Path:
-    return package_dir().parent
+    """The checkout a profile's relative defaults (`.tools/original`, `.venv/bin/qmd`) are in.
+
+    Run from the source tree (the package folder holds its pyproject.toml), the folder above
+    it; installed as the qmd-conformance wheel, the current directory.
+    """
+    if (package_dir() / "pyproject.toml").is_file():
+        return package_dir().parent
+    return Path.cwd()
 
 
 def binary_root(profile: Profile) -> Path | None:

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from conformance.runner import Outcome
+from conformance import requirements
+from conformance.compare import window
+from conformance.runner import Failure, Outcome
 
 
 @dataclass
@@ -62,11 +64,78 @@ def console_details(r: Result) -> str:
     return "\n".join(lines)
 
 
-def print_results(results: list[Result], out: TextIO, verbose: bool) -> None:
+def print_results(
+    results: list[Result], out: TextIO, verbose: bool, areas_only: bool = False
+) -> None:
+    """One line per case and era with the details of each failure, then the failures grouped
+    by root cause; `areas_only` (--summary): one line per requirement area instead."""
+    if areas_only:
+        for line in area_lines(results):
+            print(line, file=out)
+    else:
+        for r in results:
+            print(console_line(r), file=out)
+            if r.status in ("fail", "stale") or (verbose and r.status == "xfail"):
+                print(console_details(r), file=out)
+    causes = root_causes(results)
+    if causes:
+        print(f"Failures by root cause ({len(causes)}; same JSON path, same kind):", file=out)
+        for cause in causes:
+            shown = ", ".join(cause["examples"])
+            more = cause["runs"] - len(cause["examples"])
+            shown += f", … {more} more" if more > 0 else ""
+            print(
+                f"  {cause['runs']:4d} run(s)  {cause['path']}: {cause['kind']}  ({shown})",
+                file=out,
+            )
+
+
+def root_causes(results: list[Result], examples: int = 3) -> list[dict[str, Any]]:
+    """Failing case/era runs grouped by (JSON path with [*] for indexes, kind of difference),
+    largest group first: one defect of a port usually fails many cases at one place."""
+    groups: dict[tuple[str, str], list[str]] = {}
     for r in results:
-        print(console_line(r), file=out)
-        if r.status in ("fail", "stale") or (verbose and r.status == "xfail"):
-            print(console_details(r), file=out)
+        if r.status != "fail":
+            continue
+        o = r.outcome
+        for key in dict.fromkeys(f.root_cause for f in o.failures):
+            groups.setdefault(key, []).append(f"{o.case.id} [{o.era}]")
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [
+        {"path": path, "kind": kind, "runs": len(runs), "examples": runs[:examples]}
+        for (path, kind), runs in ordered
+    ]
+
+
+def area_lines(results: list[Result]) -> list[str]:
+    """One line per requirement area (a docs/spec section) the runs cite: requirements
+    passed / checked, and case/era runs passed / run."""
+    reqs = requirements.load()
+    areas: dict[str, dict[str, Any]] = {}
+    for r in results:
+        ok = r.status == "pass"
+        for req_id in r.outcome.case.requirements:
+            req = reqs.get(req_id)
+            name = f"{req.doc}: {req.section}" if req else "(unknown requirement)"
+            area = areas.setdefault(name, {"reqs": {}, "runs": [0, 0]})
+            area["reqs"][req_id] = area["reqs"].get(req_id, True) and ok
+    for r in results:
+        for name in {
+            f"{reqs[q].doc}: {reqs[q].section}" if q in reqs else "(unknown requirement)"
+            for q in r.outcome.case.requirements
+        }:
+            areas[name]["runs"][0] += r.status == "pass"
+            areas[name]["runs"][1] += 1
+    lines = []
+    for name, area in sorted(areas.items()):
+        verdicts = area["reqs"].values()
+        passed, total = sum(verdicts), len(verdicts)
+        mark = "PASS " if passed == total else "FAIL "
+        lines.append(
+            f"{mark} {name}: {passed}/{total} requirements, "
+            f"{area['runs'][0]}/{area['runs'][1]} runs"
+        )
+    return lines
 
 
 def to_json(results: list[Result], meta: dict[str, Any]) -> dict[str, Any]:
@@ -81,21 +150,37 @@ def to_json(results: list[Result], meta: dict[str, Any]) -> dict[str, Any]:
                 "reason": r.reason,
                 "requirements": list(o.case.requirements),
                 "seconds": round(o.seconds, 3),
-                "failures": [
-                    {
-                        "step": f.step,
-                        "label": f.label,
-                        "message": f.message,
-                        "path": f.difference.path if f.difference else None,
-                        "expected": _jsonable(f.difference.expected) if f.difference else None,
-                        "actual": _jsonable(f.difference.actual) if f.difference else None,
-                        "note": f.difference.note if f.difference else None,
-                    }
-                    for f in o.failures
-                ],
+                "failures": [_failure_json(f) for f in o.failures],
             }
         )
-    return {**meta, "summary": summary(results), "results": items}
+    return {
+        **meta,
+        "summary": summary(results),
+        "root_causes": root_causes(results),
+        "results": items,
+    }
+
+
+def _failure_json(f: Failure) -> dict[str, Any]:
+    d = f.difference
+    item: dict[str, Any] = {
+        "step": f.step,
+        "label": f.label,
+        "message": f.message,
+        "path": d.path if d else None,
+        "expected": _jsonable(d.expected) if d else None,
+        "actual": _jsonable(d.actual) if d else None,
+        "note": d.note if d else None,
+        "requirements": list(f.requirements),
+        "root_cause": list(f.root_cause),
+    }
+    if d is not None and d.at is not None:
+        item["around"] = {
+            "at": d.at,
+            "expected": window(d.expected, d.at),
+            "actual": window(d.actual, d.at),
+        }
+    return item
 
 
 def _jsonable(value: Any) -> Any:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from conformance.cases import Case
 from conformance.compare import MISSING, Difference, check_matcher, diff, tolerances
 from conformance.http_transport import HttpTarget, describe, messages_of, request_body
-from conformance.normalize import Rule, builtin_rules, normalize
+from conformance.normalize import WANTED, Problem, Rule, builtin_rules, normalize
 from conformance.transport import Frame, ServerStartError, StdioServer
 
 MODERN = "2026-07-28"
@@ -33,6 +34,9 @@ class Failure:
     label: str
     message: str
     difference: Difference | None = None
+    # The requirement(s) the server breaks, named where the runner knows them (a handshake,
+    # a volatile field, a non-JSON line) or, for other runner messages, the case's.
+    requirements: tuple[str, ...] = ()
 
     def render(self) -> str:
         where = "setup" if self.step is None else f"step {self.step}"
@@ -41,7 +45,47 @@ class Failure:
         body = self.difference.render() if self.difference else self.message
         if self.difference and self.message:
             body = f"{self.message}\n  {body}"
+        if self.requirements:
+            body += f"\n    breaks {', '.join(self.requirements)}"
         return f"{where}: {body}"
+
+    @property
+    def root_cause(self) -> tuple[str, str]:
+        """(JSON path with indexes as [*], kind of difference): one root cause shows up in
+        many cases at the same place, in the same way."""
+        if self.difference is None:
+            return "-", re.sub(r"\d+(\.\d+)?", "N", self.message.splitlines()[0])[:120]
+        return re.sub(r"\[\d+\]", "[*]", self.difference.path), self.difference.kind
+
+
+def _handshake_requirement(era: str) -> tuple[str, ...]:
+    return ("REQ-MCP-ERA-001",) if era == MODERN else ("REQ-MCP-INIT-001",)
+
+
+def _normalisation_failure(n: int, label: str, issue: Problem) -> Failure:
+    """A volatile field that is missing or malformed: what was wanted, what the server sent."""
+    wanted = f"<{WANTED.get(issue.kind, 'a value')}>"
+    return Failure(
+        n,
+        label,
+        f"volatile field ({issue.kind})",
+        Difference(issue.path, wanted, issue.value, issue.message),
+        (issue.requirement,) if issue.requirement else (),
+    )
+
+
+def _blame_case(out: Outcome) -> None:
+    """Runner messages without a requirement of their own break the case's requirements."""
+    out.failures = [
+        f
+        if f.requirements or f.difference is not None or f.message.startswith(_SUITE_SIDE)
+        else replace(f, requirements=tuple(out.case.requirements))
+        for f in out.failures
+    ]
+
+
+# Messages about the suite's own data (goldens), not about what the server did.
+_SUITE_SIDE = ("no golden", "golden ")
 
 
 @dataclass
@@ -138,12 +182,17 @@ def start_and_handshake(spec: ServerSpec, era: str, tag: str) -> tuple[StdioServ
     except (TimeoutError, EOFError, ServerStartError) as exc:
         tail = server.stderr_tail()
         server.close()
+        sent = "closed stdout" if isinstance(exc, EOFError) else "sent nothing"
         raise ServerStartError(
-            f"no answer to {req['method']} ({type(exc).__name__}); stderr:\n{tail}"
+            f"the server {sent} in answer to {req['method']} ({type(exc).__name__}); "
+            f"stderr:\n{tail}"
         ) from exc
     if not isinstance(frame.parsed, dict) or "result" not in frame.parsed:
         server.close()
-        raise ServerStartError(f"{req['method']} failed: {frame.raw[:500]}")
+        raise ServerStartError(
+            f"{req['method']} failed: the server sent {frame.raw[:500]}"
+            f" (breaks {_handshake_requirement(era)[0]})"
+        )
     return server, frame.parsed
 
 
@@ -163,6 +212,7 @@ def execute(
         out.seconds = time.monotonic() - started
         if out.failures:
             out.stderr_tail = server.stderr_tail()
+    _blame_case(out)
     return out
 
 
@@ -183,10 +233,27 @@ def _run_steps(
         try:
             frame = server.wait_for_id(req["id"], spec.request_timeout)
         except (TimeoutError, EOFError) as exc:
-            out.failures.append(Failure(None, "handshake", f"no answer ({type(exc).__name__})"))
+            sent = "closed stdout" if isinstance(exc, EOFError) else "sent nothing"
+            out.failures.append(
+                Failure(
+                    None,
+                    "handshake",
+                    f"the server {sent} in answer to {req['method']} "
+                    f"within {spec.request_timeout:g}s",
+                    requirements=_handshake_requirement(era),
+                )
+            )
             return
         if not isinstance(frame.parsed, dict) or "result" not in frame.parsed:
-            out.failures.append(Failure(None, "handshake", f"handshake failed: {frame.raw[:300]}"))
+            out.failures.append(
+                Failure(
+                    None,
+                    "handshake",
+                    f"{req['method']} was not answered with a result; the server sent "
+                    f"{frame.raw[:300]}",
+                    requirements=_handshake_requirement(era),
+                )
+            )
             return
         if era != MODERN:
             server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -202,7 +269,12 @@ def _run_steps(
         for frame in frames:
             if frame.parsed is None:
                 out.failures.append(
-                    Failure(n, label, f"stdout carried a non-JSON line: {frame.raw[:200]!r}")
+                    Failure(
+                        n,
+                        label,
+                        f"the server wrote a line that is not JSON: {frame.raw[:200]!r}",
+                        requirements=("REQ-WIRE-ENCODE-001",),
+                    )
                 )
             value = _frame_value(frame)
             rules = builtin_rules(
@@ -217,15 +289,7 @@ def _run_steps(
                 Rule(r["path"], r["kind"], r.get("why", "")) for r in step.get("normalize", [])
             ]
             fixed, issues = normalize(value, rules, spec.fixture_roots)
-            for issue in issues:
-                out.failures.append(
-                    Failure(
-                        n,
-                        label,
-                        "normalisation",
-                        Difference(issue.path, "present", MISSING, issue.message),
-                    )
-                )
+            out.failures += [_normalisation_failure(n, label, issue) for issue in issues]
             responses.append(fixed)
         out.exchanges.append(
             {"step": n, "label": label, "request": request, "responses": responses}
@@ -261,9 +325,14 @@ def _perform(
     try:
         frame = server.wait_for_id(req["id"], spec.request_timeout)
     except TimeoutError:
-        return req, [], f"no reply to id {req['id']!r} within {spec.request_timeout:g}s"
+        return (
+            req,
+            [],
+            f"the server sent no reply to id {req['id']!r} within "
+            + (f"{spec.request_timeout:g}s"),
+        )
     except EOFError:
-        return req, [], "server closed stdout before replying"
+        return req, [], f"the server closed stdout without replying to id {req['id']!r}"
     if (
         "handshake" in step
         and era != MODERN
@@ -394,47 +463,50 @@ def execute_http(
     for n, step in enumerate(case.steps):
         label = step.get("label", "")
         request = substitute(step["http"], spec.fixture_roots[0])
+        quiet_ms = step["expect"].get("noReplyWithinMs")
+        # A request the server must hold open (subscriptions/listen): no response may start
+        # within the time; giving up closes the connection, as a client that leaves.
+        wait = target if quiet_ms is None else HttpTarget(target.base_url, quiet_ms / 1000)
         try:
-            status, headers, body = target.exchange(
+            status, headers, body = wait.exchange(
                 request.get("method", "POST"),
                 request["path"],
                 request.get("headers", {}),
                 request_body(request),
             )
+        except TimeoutError as exc:
+            if quiet_ms is None:
+                out.failures.append(
+                    Failure(n, label, f"the server sent no HTTP response within "
+                            f"{target.timeout:g}s: {exc!r}")
+                )  # fmt: skip
+            else:
+                out.exchanges.append(
+                    {"step": n, "label": label, "request": request, "responses": []}
+                )
+                _check(step, n, label, request, [], golden_steps.get(n), golden, recording, out)
+            continue
         except OSError as exc:
-            out.failures.append(Failure(n, label, f"HTTP exchange failed: {exc!r}"))
+            out.failures.append(
+                Failure(n, label, f"the server gave no complete HTTP response: {exc!r}")
+            )
             continue
         described = describe(status, headers, body)
         sent = request.get("json") if isinstance(request.get("json"), dict) else None
         for path, message in messages_of(described):
             rules = builtin_rules(era, sent, message)
             fixed, issues = normalize(message, rules, spec.fixture_roots)
-            for issue in issues:
-                out.failures.append(
-                    Failure(
-                        n,
-                        label,
-                        "normalisation",
-                        Difference(issue.path, "present", MISSING, issue.message),
-                    )
-                )
+            out.failures += [_normalisation_failure(n, label, issue) for issue in issues]
             _set_path(described, path, fixed)
         rules = [Rule(r["path"], r["kind"], r.get("why", "")) for r in step.get("normalize", [])]
         described, issues = normalize(described, rules, spec.fixture_roots)
-        for issue in issues:
-            out.failures.append(
-                Failure(
-                    n,
-                    label,
-                    "normalisation",
-                    Difference(issue.path, "present", MISSING, issue.message),
-                )
-            )
+        out.failures += [_normalisation_failure(n, label, issue) for issue in issues]
         out.exchanges.append(
             {"step": n, "label": label, "request": request, "responses": [described]}
         )
         _check(step, n, label, request, [described], golden_steps.get(n), golden, recording, out)
     out.seconds = time.monotonic() - started
+    _blame_case(out)
     return out
 
 

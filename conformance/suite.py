@@ -24,9 +24,16 @@ from conformance.fixture import (
     run_setup,
     server_env,
 )
-from conformance.http_transport import HttpServerProcess, HttpTarget, free_port
+from conformance.http_transport import HttpServerProcess, HttpTarget, free_port, probe_modern
 from conformance.report import Result, print_results, summary, summary_line, write_json, write_junit
-from conformance.runner import Outcome, ServerSpec, execute, execute_http, start_and_handshake
+from conformance.runner import (
+    MODERN,
+    Outcome,
+    ServerSpec,
+    execute,
+    execute_http,
+    start_and_handshake,
+)
 from conformance.transport import ServerStartError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_START, EXIT_DATA = 0, 1, 2, 3, 4
@@ -52,6 +59,8 @@ class Options:
     record: bool = False
     transport: str = "stdio"  # or "http"
     url: str | None = None  # http: a server already listening (no launch)
+    summary_only: bool = False  # --summary: one line per requirement area, not per case
+    eras_forced: bool = False  # --era given: a failing handshake stops the run, no fallback
 
 
 def select(cases: list[Case], opts: Options) -> list[tuple[Case, str]]:
@@ -93,16 +102,6 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
     if opts.use_baseline and not opts.record:
         entries = baselines.load(opts.baseline or profile.baseline, [c.id for c in cases])
 
-    requirement_ids = sorted({r for c, _ in chosen for r in c.requirements})
-    distinct = sorted({c.id for c, _ in chosen})
-    verb = "Recording" if opts.record else "Running"
-    print(
-        f"{verb} {len(distinct)} cases ({len(chosen)} case/era runs) covering "
-        f"{len(requirement_ids)} requirement IDs against {profile.name} "
-        f"(surface {profile.surface})",
-        file=out,
-    )
-
     try:
         qmd, path_dirs = profiles.resolve_binary(profile, opts.qmd_bin)
     except FileNotFoundError as exc:
@@ -121,10 +120,6 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
         except ServerStartError as exc:
             print(f"server could not start: fixture setup failed: {exc}", file=sys.stderr)
             return EXIT_START
-        for failure in setup_failures:
-            print(f"SETUP FAILED {failure.render()}", file=out)
-        if setup_failures:
-            print("running the cases anyway", file=out)
         spec = ServerSpec(
             argv=expand(profile.launch, profile_placeholders(scratch, profile, qmd)),
             env=env,
@@ -135,16 +130,20 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
         )
         setup_notes = [asdict(failure) for failure in setup_failures]
         if opts.transport == "http":
-            return _run_http(
-                opts, chosen, entries, spec, scratch, qmd, env, out, requirement_ids, setup_notes
-            )
+            return _run_http(opts, chosen, entries, spec, scratch, qmd, env, out, setup_failures)
+        failed_eras: dict[str, str] = {}
         for era in sorted({e for _, e in chosen}):
             try:
                 server, _ = start_and_handshake(spec, era, f"preflight.{era}")
                 server.close()
             except ServerStartError as exc:
-                print(f"server could not start ({era} handshake): {exc}", file=sys.stderr)
-                return EXIT_START
+                failed_eras[era] = str(exc)
+        chosen, fallback, fatal = _era_fallback(chosen, failed_eras, opts.eras_forced)
+        if fatal:
+            print(f"server could not start ({fatal}", file=sys.stderr)
+            return EXIT_START
+        requirement_ids = _header(chosen, opts, fallback, out)
+        _print_setup_failures(setup_failures, out)
 
         golden_impl = profile.goldens
         loaded: dict[tuple[str, str], dict[str, Any] | None] = {}
@@ -161,12 +160,61 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
 
         if opts.record:
             return _finish_record(outcomes, profile, qmd, env, opts, out)
-        return _finish_run(outcomes, entries, profile, opts, out, requirement_ids, setup_notes)
+        return _finish_run(
+            outcomes, entries, profile, opts, out, requirement_ids, setup_notes, fallback
+        )
     finally:
         if opts.keep_scratch:
             print(f"scratch kept in {scratch_root}", file=out)
         else:
             shutil.rmtree(scratch_root, ignore_errors=True)
+
+
+def _era_fallback(
+    chosen: list[tuple[Case, str]], failed: dict[str, str], forced: bool
+) -> tuple[list[tuple[Case, str]], str | None, str | None]:
+    """Drop the eras whose handshake failed, unless the user named them with --era.
+
+    Returns (the runs left, the fallback note for the report's first line, a fatal reason).
+    A 2025-only port (no `server/discover`) still gets its 2025-era cases run.
+    """
+    if not failed:
+        return chosen, None, None
+    era, reason = next(iter(sorted(failed.items())))
+    left = [(c, e) for c, e in chosen if e not in failed]
+    if forced or not left:
+        return chosen, None, f"{era} handshake): {reason}"
+    spoken = ", ".join(sorted({e for _, e in left}))
+    first = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
+    note = (
+        f"era {spoken} only: the {', '.join(sorted(failed))} handshake failed ({first}); "
+        f"{len(chosen) - len(left)} case/era runs of that era not run (--era forces an era)"
+    )
+    return left, note, None
+
+
+def _header(
+    chosen: list[tuple[Case, str]], opts: Options, fallback: str | None, out: TextIO
+) -> list[str]:
+    """The report's first line: what runs against what, in which eras (and any fallback)."""
+    requirement_ids = sorted({r for c, _ in chosen for r in c.requirements})
+    distinct = sorted({c.id for c, _ in chosen})
+    verb = "Recording" if opts.record else "Running"
+    eras = fallback or "eras " + ", ".join(sorted({e for _, e in chosen}))
+    print(
+        f"{verb} {len(distinct)} cases ({len(chosen)} case/era runs) covering "
+        f"{len(requirement_ids)} requirement IDs against {opts.profile.name} "
+        f"(surface {opts.profile.surface}); {eras}",
+        file=out,
+    )
+    return requirement_ids
+
+
+def _print_setup_failures(failures: list[Any], out: TextIO) -> None:
+    for failure in failures:
+        print(f"SETUP FAILED {failure.render()}", file=out)
+    if failures:
+        print("running the cases anyway", file=out)
 
 
 def _load_goldens(
@@ -189,8 +237,7 @@ def _run_http(
     qmd: str | None,
     env: dict[str, str],
     out: TextIO,
-    requirement_ids: list[str],
-    setup_notes: list[dict[str, Any]],
+    setup_failures: list[Any],
 ) -> int:
     """One server for the whole run (stateless HTTP), or the one at --url."""
     profile = opts.profile
@@ -218,6 +265,16 @@ def _run_http(
             print(f"server could not start (http): {exc}", file=sys.stderr)
             return EXIT_START
     try:
+        failed = {}
+        if MODERN in {e for _, e in chosen}:
+            why = probe_modern(target)
+            failed = {MODERN: f"POST /mcp server/discover answered {why}"} if why else {}
+        chosen, fallback, fatal = _era_fallback(chosen, failed, opts.eras_forced)
+        if fatal:
+            print(f"server could not start ({fatal}", file=sys.stderr)
+            return EXIT_START
+        requirement_ids = _header(chosen, opts, fallback, out)
+        _print_setup_failures(setup_failures, out)
         loaded = _load_goldens(opts, chosen)
         outcomes = [
             execute_http(case, era, target, spec, loaded[(case.id, era)], opts.record)
@@ -228,7 +285,10 @@ def _run_http(
             server.close()
     if opts.record:
         return _finish_record(outcomes, profile, qmd, env, opts, out)
-    return _finish_run(outcomes, entries, profile, opts, out, requirement_ids, setup_notes)
+    setup_notes = [asdict(failure) for failure in setup_failures]
+    return _finish_run(
+        outcomes, entries, profile, opts, out, requirement_ids, setup_notes, fallback
+    )
 
 
 def _finish_run(
@@ -239,12 +299,13 @@ def _finish_run(
     out: TextIO,
     requirement_ids: list[str],
     setup_failures: list[dict[str, Any]],
+    era_fallback: str | None = None,
 ) -> int:
     results: list[Result] = []
     for o in outcomes:
         verdict = baselines.judge(entries, o.case.id, o.era, o.passed)
         results.append(Result(o, verdict.status, verdict.reason))
-    print_results(results, out, opts.verbose)
+    print_results(results, out, opts.verbose, opts.summary_only)
     meta = {
         "tool": f"qmd-conformance {__version__}",
         "implementation": profile.name,
@@ -255,6 +316,8 @@ def _finish_run(
         "requirements": requirement_ids,
         "fixture": profile.fixture,
         "setup_failures": setup_failures,
+        "eras": sorted({o.era for o in outcomes}),
+        "era_fallback": era_fallback,
     }
     if opts.report_json:
         write_json(opts.report_json, results, meta)

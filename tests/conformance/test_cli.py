@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import threading
 import xml.etree.ElementTree as ET
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conformance.helpers import HERE, run_cli
 
@@ -267,3 +271,148 @@ def test_validate_and_list() -> None:
     listed = run_cli("list", timeout=120)
     assert listed.returncode == 0
     assert "requirement IDs covered" in listed.stdout
+
+
+def test_a_2025_only_server_gets_its_2025_cases_and_the_first_line_says_so(
+    tmp_path: Path,
+) -> None:
+    # mini_server answers `initialize` but not `server/discover`: a 2025-era-only port.
+    d = tmp_path / "cases"
+    d.mkdir()
+    case = _case(
+        "mini.both-eras",
+        [
+            {
+                "send": {"method": "tools/list"},
+                "expect": {"match": [{"path": "$.result.tools[0].name", "equals": "echo"}]},
+            }
+        ],
+        eras=("2025", "2026-07-28"),
+    )
+    (d / "mini.both-eras.json").write_text(json.dumps(case))
+    common = ["run", "--server-cmd", shlex.join(MINI), "--surface", "spec", "--cases-dir", str(d)]
+    proc = run_cli(*common, "--report-json", str(tmp_path / "r.json"), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert "era 2025 only: the 2026-07-28 handshake failed" in first, first
+    assert "-32601" in first  # what the server sent instead
+    assert "(1 case/era runs)" in first
+    assert proc.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["eras"] == ["2025"] and report["era_fallback"].startswith("era 2025 only")
+    # --era still forces an era: the modern handshake failing then stops the run.
+    forced = run_cli(*common, "--era", "2026-07-28", timeout=120)
+    assert forced.returncode == 3
+    assert "2026-07-28 handshake" in forced.stderr
+
+
+def test_failures_are_grouped_by_root_cause_and_summary_gives_one_line_per_area(
+    tmp_path: Path,
+) -> None:
+    d = tmp_path / "cases"
+    d.mkdir()
+    step = {
+        "send": {"method": "tools/list"},
+        "expect": {"match": [{"path": "$.result.tools[0].name", "equals": "echo"}]},
+    }
+    for n in range(3):  # one defect (--wrong names the tool "ekho") fails all three
+        case = _case(f"mini.tools-{n}", [step])
+        if n:
+            case["requirements"] = ["REQ-SPEC-RPC-003", "REQ-SPEC-TOOLS-001"]
+        (d / f"mini.tools-{n}.json").write_text(json.dumps(case))
+    ping_step = {
+        "send": {"method": "ping"},
+        "expect": {"match": [{"path": "$.result", "equals": {}}]},
+    }
+    ping = _case("mini.ping", [ping_step])
+    ping["requirements"] = ["REQ-WIRE-ENCODE-001"]
+    (d / "mini.ping.json").write_text(json.dumps(ping))
+    server = shlex.join([*MINI, "--wrong"])
+    common = ["run", "--server-cmd", server, "--surface", "spec", "--cases-dir", str(d)]
+    proc = run_cli(*common, "--report-json", str(tmp_path / "r.json"), timeout=120)
+    assert proc.returncode == 1
+    assert "Failures by root cause (1; same JSON path, same kind):" in proc.stdout
+    assert "   3 run(s)  $.result.tools[*].name: strings differ  (mini.tools-0 [2025]" in (
+        proc.stdout
+    )
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [(c["path"], c["kind"], c["runs"]) for c in report["root_causes"]] == [
+        ("$.result.tools[*].name", "strings differ", 3)
+    ]
+    summary = run_cli(*common, "--summary", timeout=120)
+    lines = summary.stdout.splitlines()
+    assert not any(line.startswith(("PASS  mini.", "FAIL  mini.")) for line in lines)
+    areas = [line for line in lines if line.startswith(("PASS ", "FAIL "))]
+    assert len(areas) == len({line.split(":")[0] for line in areas}) >= 2
+    assert any(line.startswith("PASS ") and "1/1 requirements, 1/1 runs" in line for line in areas)
+    assert any(line.startswith("FAIL ") and "0/" in line for line in areas)
+    assert lines[-1] == "1 passed, 3 failed, 0 skipped"
+
+
+class _Http2025Only(BaseHTTPRequestHandler):
+    """A 2025-era-only Streamable HTTP server: `server/discover` is a -32601 error."""
+
+    def log_message(self, *args: Any) -> None:  # keep the test output clean
+        pass
+
+    def do_GET(self) -> None:
+        self._send(200, "application/json", b'{"status":"ok"}')
+
+    def do_POST(self) -> None:
+        msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if msg["method"] == "server/discover" and self.server.speaks_2026:  # type: ignore[attr-defined]
+            found = {"jsonrpc": "2.0", "id": msg["id"], "result": {"supportedVersions": []}}
+            self._send(200, "application/json", json.dumps(found).encode())
+            return
+        if msg["method"] == "server/discover":
+            err = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "nope"}}
+            self._send(404, "application/json", json.dumps(err).encode())
+            return
+        reply = {"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [{"name": "echo"}]}}
+        self._send(
+            200, "text/event-stream", f"event: message\ndata: {json.dumps(reply)}\n\n".encode()
+        )
+
+    def _send(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize("speaks_2026", [False, True])
+def test_over_http_a_2025_only_server_gets_its_2025_cases_too(
+    tmp_path: Path, speaks_2026: bool
+) -> None:
+    d = tmp_path / "cases"
+    d.mkdir()
+    for era, headers in (
+        ("2025", {}),
+        ("2026-07-28", {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}),
+    ):
+        case = _case(f"mini.http-{era}", [{
+            "http": {"method": "POST", "path": "/mcp",
+                     "headers": {"Content-Type": "application/json", **headers},
+                     "json": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}},
+            "expect": {"match": [{"path": "$.body.sse[0].result.tools[0].name",
+                                  "equals": "echo"}]}}], eras=(era,))  # fmt: skip
+        case["transports"], case["handshake"] = ["http"], False
+        (d / f"{case['id']}.json").write_text(json.dumps(case))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Http2025Only)
+    server.speaks_2026 = speaks_2026  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        proc = run_cli("run", "--server-cmd", "unused", "--surface", "spec", "--transport",
+                       "http", "--url", url, "--cases-dir", str(d), timeout=120)  # fmt: skip
+    finally:
+        server.shutdown()
+    first = proc.stdout.splitlines()[0]
+    if speaks_2026:  # the probe finds the era: both cases run (the 2026 one fails: no SSE)
+        assert "; eras 2025, 2026-07-28" in first and "(2 case/era runs)" in first
+        return
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "era 2025 only: the 2026-07-28 handshake failed (POST /mcp server/discover " in first
+    assert "HTTP 404" in first and "(1 case/era runs)" in first
+    assert proc.stdout.rstrip().splitlines()[-1] == "1 passed, 0 failed, 0 skipped"

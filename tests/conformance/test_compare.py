@@ -97,3 +97,25 @@ def test_descending_by_checks_the_order_of_a_key() -> None:
     by_score = {"path": "$.results", "descendingBy": "score"}
     assert check_matcher({"results": [{"score": "x"}]}, by_score)
     assert check_matcher({"results": 3}, by_score)
+
+
+def test_a_long_string_diff_shows_both_sides_around_the_first_difference() -> None:
+    # The change sits at char 408 of a 900-character text: both sides show it, escaped,
+    # with 80 characters of context each way and the cut ends marked.
+    head, tail = "x" * 400 + "line one\n", "\t" + "y" * 490
+    exp = {"text": head + "Found 3 results" + tail}
+    got = {"text": head + "Found 4 results" + tail}
+    (d,) = diff(exp, got)
+    assert d.at == 415 and "char 415" in d.note
+    expected_line, got_line = d.render().splitlines()[1:]
+    assert expected_line.strip().startswith('expected …"') and expected_line.endswith("…")
+    assert "line one\\nFound 3 results\\t" in expected_line
+    assert "line one\\nFound 4 results\\t" in got_line
+    shown = expected_line.split('"', 1)[1].rsplit('"', 1)[0]
+    assert len(shown.replace("\\n", "\n").replace("\\t", "\t")) == 160
+
+
+def test_differences_have_a_kind_to_group_root_causes_by() -> None:
+    kinds = {d.path: d.kind for d in diff({"a": "x", "b": 1, "c": 2}, {"a": "y", "b": "1"})}
+    assert kinds == {"$.a": "strings differ", "$.b": "string where integer was expected",
+                     "$.c": "missing"}  # fmt: skip

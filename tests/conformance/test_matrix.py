@@ -84,3 +84,41 @@ def test_matrix_rejects_a_file_that_is_not_a_report(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "not a qmd-conformance JSON report" in proc.stderr
     proc = run_cli("matrix", "--report", "no-label", timeout=60)
     assert proc.returncode == 2 and "LABEL=PATH" in proc.stderr
+
+
+def test_matrix_lists_pass_counts_and_top_root_causes_per_column(tmp_path: Path) -> None:
+    causes = [{"path": "$.result.isError", "kind": "unexpected", "runs": 2, "examples": []}]
+    port = _report(
+        tmp_path / "p.json",
+        "port",
+        [("p", "fail", ["REQ-MCP-PING-001"]), ("i", "pass", ["REQ-MCP-INIT-001"])],
+        root_causes=causes,
+        era_fallback="era 2025 only: the 2026-07-28 handshake failed (…); 3 runs not run",
+    )
+    proc = run_cli("matrix", "--report", f"port 1.0={port}", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "* **port 1.0**: 1/2 runs passed (era 2025 only: the 2026-07-28 handshake failed)" in (
+        proc.stdout
+    )
+    assert "  1. `$.result.isError`: unexpected (2 runs)" in proc.stdout
+
+
+def test_matrix_check_compares_only_the_measured_columns(tmp_path: Path) -> None:
+    ping = "REQ-MCP-PING-001"
+    ours = _report(tmp_path / "o.json", "ours", [("p", "pass", [ping])])
+    port = _report(tmp_path / "p.json", "port", [("p", "fail", [ping])])
+    page = tmp_path / "matrix.md"
+    made = run_cli("matrix", "--report", f"ours={ours}", "--report", f"port={port}",
+                   "--out", str(page), timeout=60)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    # A fresh run of ours alone matches the committed page (the port is not re-measured).
+    same = run_cli("matrix", "--report", f"ours={ours}", "--check", str(page), timeout=60)
+    assert same.returncode == 0, same.stderr
+    assert "matches for ours" in same.stdout
+    # ours regressed: the check names the cell that changed.
+    worse = _report(tmp_path / "w.json", "ours", [("p", "fail", [ping])])
+    differs = run_cli("matrix", "--report", f"ours={worse}", "--check", str(page), timeout=60)
+    assert differs.returncode == 1
+    assert "ours / mcp-protocol.md: 2025 era (initialize handshake): committed '✅ 1/1', " in (
+        differs.stderr
+    )

@@ -123,3 +123,16 @@ def test_envelope_less_requests_get_2025_rules_even_in_2026() -> None:
     # The original answers them the 2025 way (no _meta), so nothing may be demanded.
     ok = {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}
     assert builtin_rules("2026-07-28", {"method": "tools/list"}, ok) == []
+
+
+def test_a_missing_volatile_field_names_the_field_what_was_sent_and_the_requirement() -> None:
+    msg = _status()
+    del msg["result"]["structuredContent"]["collections"][0]["lastUpdated"]
+    _fixed, problems = normalize(msg, builtin_rules("2025", STATUS_CALL, msg), [ROOT])
+    (problem,) = problems
+    assert problem.path == "$.result.structuredContent.collections[*].lastUpdated"
+    assert problem.message.startswith("missing: the answer has no")
+    assert "ISO 8601" in problem.message and problem.requirement == "REQ-TOOL-STATUS-001"
+    bad = _status(stamp="yesterday")
+    _fixed, problems = normalize(bad, builtin_rules("2025", STATUS_CALL, bad), [ROOT])
+    assert [(p.value, p.requirement) for p in problems] == [("yesterday", "REQ-TOOL-STATUS-001")]
