@@ -32,7 +32,7 @@ from adapters.http.exchange import (
     sse_event,
     transport_error,
 )
-from adapters.http.guard import OriginPolicy, token_matches
+from adapters.http.guard import OriginPolicy, request_headers, token_matches
 from adapters.http.rest import internal_error, parse_body, rest_query
 from adapters.mcp.dispatch import id_key
 from adapters.mcp.outgoing import Correlator
@@ -79,6 +79,10 @@ class BodyTooLargeError(Exception):
     pass
 
 
+class ClientGoneError(Exception):
+    """The client left (or was timed out, REQ-HTTP-LIMIT-003) before its body was whole."""
+
+
 class QmdHttpApp:
     def __init__(
         self, pools: WorkerPools, settings: HttpSettings, outgoing: Correlator | None = None
@@ -97,15 +101,14 @@ class QmdHttpApp:
         began = time.perf_counter()
         method = str(scope["method"])
         path = str(scope["path"])
-        headers = {
-            key.decode("latin-1").lower(): value.decode("latin-1")
-            for key, value in scope.get("headers", [])
-        }
+        headers = request_headers(scope.get("headers", []))
         label = ""
         try:
             peer = scope.get("client")
             client = str(peer[0]) if peer else ""
             reply, label = await self._route(method, path, headers, receive, client, send)
+        except ClientGoneError:  # the body never came whole: there is no request to answer
+            reply = None
         except BodyTooLargeError:
             reply = transport_error(
                 413,
@@ -179,7 +182,7 @@ class QmdHttpApp:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
+                raise ClientGoneError  # a part of a body is not a request
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
