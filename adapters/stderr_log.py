@@ -10,9 +10,9 @@ once stderr takes lines again (and at exit).
 
 from __future__ import annotations
 
-import collections
 import logging
 import os
+import queue
 import select
 import sys
 import threading
@@ -21,20 +21,24 @@ import time
 CAPACITY_BYTES = 1 << 20  # queued and not yet written: beyond it lines are dropped
 PIECE_BYTES = 4096  # at most PIPE_BUF per write: a pipe that polls writable takes it whole
 EXIT_FLUSH_S = 2.0
+NOTICE_EVERY_S = 0.5
 
 
 class NonBlockingStderrHandler(logging.Handler):
+    """`emit` never waits: it is called from the event loop, from worker threads and from
+    signal handlers (which may interrupt the main thread inside `emit` itself), so its only
+    lock is reentrant and held for a few counter updates; `queue.SimpleQueue` is reentrant."""
+
     def __init__(self, fd: int = 2, capacity_bytes: int = CAPACITY_BYTES) -> None:
         super().__init__()
         self.fd = fd
         self.capacity_bytes = capacity_bytes
-        self._lines: collections.deque[bytes] = collections.deque()
+        self._lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._counts = threading.RLock()
         self._queued_bytes = 0
         self._dropped = 0
         self._dropped_total = 0
         self._writing = False
-        self._ready = threading.Condition(threading.Lock())
-        self._closed = False
         self._thread = threading.Thread(target=self._write_forever, name="qmd-log", daemon=True)
         self._thread.start()
 
@@ -54,14 +58,13 @@ class NonBlockingStderrHandler(logging.Handler):
         """Queue one line; dropped (and counted) when the queue is full, unless `always`
         (the start line, which a parent waits for)."""
         data = (text + "\n").encode("utf-8", "backslashreplace")
-        with self._ready:
+        with self._counts:
             if not always and self._queued_bytes + len(data) > self.capacity_bytes:
                 self._dropped += 1
                 self._dropped_total += 1
                 return
-            self._lines.append(data)
             self._queued_bytes += len(data)
-            self._ready.notify()
+        self._lines.put(data)
 
     def flush(self) -> None:
         """At exit (logging.shutdown), the queue gets a bounded time to be written."""
@@ -70,36 +73,37 @@ class NonBlockingStderrHandler(logging.Handler):
     def drain(self, timeout_s: float) -> bool:
         """Wait (at most `timeout_s`) until everything queued is written; False if not."""
         deadline = time.monotonic() + timeout_s
-        with self._ready:
-            while self._lines or self._writing or self._dropped:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._ready.wait(min(left, 0.05))
+        while not self._lines.empty() or self._writing or self._dropped:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
         return True
 
     def _write_forever(self) -> None:
         while True:
-            with self._ready:
-                while not self._lines and not self._dropped:
-                    self._ready.wait()
-                batch = b""
-                if self._dropped:
-                    batch = (
-                        f"[qmd: {self._dropped} log line(s) dropped: stderr could not take them]\n"
-                    ).encode()
-                    self._dropped = 0
-                while self._lines and len(batch) < 64 * 1024:
-                    line = self._lines.popleft()
-                    self._queued_bytes -= len(line)
-                    batch += line
-                self._writing = True
+            try:  # a timeout, so that a count of dropped lines is told even if none follow
+                first = self._lines.get(timeout=NOTICE_EVERY_S)
+            except queue.Empty:
+                if not self._dropped:
+                    continue
+                first = b""
+            self._writing = True
             try:
-                self._write_all(batch)
+                batch = [first]
+                size = len(first)
+                while size < 64 * 1024 and not self._lines.empty():
+                    line = self._lines.get()
+                    batch.append(line)
+                    size += len(line)
+                with self._counts:
+                    self._queued_bytes -= size
+                    dropped, self._dropped = self._dropped, 0
+                if dropped:
+                    notice = f"[qmd: {dropped} log line(s) dropped: stderr could not take them]"
+                    batch.insert(0, (notice + "\n").encode())
+                self._write_all(b"".join(batch))
             finally:
-                with self._ready:
-                    self._writing = False
-                    self._ready.notify_all()
+                self._writing = False
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
