@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -303,15 +304,15 @@ def test_a_stdio_server_whose_stderr_nobody_reads_keeps_serving(
     try:
         server.initialize()
         name = "t" * 4096
-        for n in range(100):
-            server.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": n,
-                    "method": "tools/call",
-                    "params": {"name": name, "arguments": {}},
-                }
-            )
+        calls = b"".join(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name}}
+            ).encode()
+            + b"\n"
+            for n in range(100)
+        )
+        # written beside: a server that stopped reading must fail the test, not hang it
+        threading.Thread(target=server.send_raw, args=(calls,), daemon=True).start()
         for _ in range(100):
             reply = server.receive(timeout=20)
             assert "error" in reply or reply["result"]["isError"]
