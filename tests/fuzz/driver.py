@@ -290,7 +290,7 @@ def _send_batch(
             report.violations += 1
             report.note(f"unexpected reply {json.dumps(reply)[:200]}")
             continue
-        index, expectation = due.pop(_answered(due, reply))
+        index, expectation = due.pop(_answered(due, reply, not compat, tool_codes))
         problems = oracle.violations(
             expectation, reply, answers_malformed=not compat, tool_codes=tool_codes
         )
@@ -299,17 +299,27 @@ def _send_batch(
             report.note(f"{problems} for {lines[index][:300]!r} -> {json.dumps(reply)[:300]}")
 
 
-def _answered(due: list[tuple[int, oracle.Expectation]], reply: Any) -> int:
+def _answered(
+    due: list[tuple[int, oracle.Expectation]],
+    reply: Any,
+    answers_malformed: bool = True,
+    tool_codes: bool | None = None,
+) -> int:
     """Which due frame a reply answers: replies may come out of order (JSON-RPC matches them
-    by id), so the first due frame with the reply's id; a reply with a null id answers the
-    first frame that may get one (replies to unreadable frames are written in order)."""
+    by id), so a due frame with the reply's id; a reply with a null id answers a frame that
+    may get one (replies to unreadable frames are written in order). When several due frames
+    share the id (a batch may repeat one), the first the reply satisfies, else the first."""
     reply_id = reply.get("id") if isinstance(reply, dict) else None
-    for position, (_, expectation) in enumerate(due):
-        if reply_id is None and (expectation.id is None or expectation.id_may_be_null):
+    matching = [
+        position
+        for position, (_, expectation) in enumerate(due)
+        if (reply_id is None and (expectation.id is None or expectation.id_may_be_null))
+        or (reply_id is not None and oracle.same_id(expectation.id, reply_id))
+    ]
+    for position in matching:
+        if not oracle.violations(due[position][1], reply, answers_malformed, tool_codes):
             return position
-        if reply_id is not None and oracle.same_id(expectation.id, reply_id):
-            return position
-    return 0  # answers nothing due: judged against the oldest, so the report shows it
+    return matching[0] if matching else 0  # else judged against the oldest, to show it
 
 
 def _show_batch(report: Report, lines: list[bytes], index: int) -> None:
