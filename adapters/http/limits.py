@@ -6,7 +6,9 @@ uvicorn times out idle keep-alive connections (`timeout_keep_alive`) and bounds 
 head's size (`h11_max_incomplete_event_size`), but never times out a connection that sends
 nothing, a head sent a byte at a time or a body that never ends, and it accepts connections
 until the process runs out of file descriptors. `limited_protocol` adds those to its h11
-protocol; everything else is uvicorn's.
+protocol; everything else is uvicorn's. (uvicorn's own `limit_concurrency` is not used: it
+answers 503 only once a request head has arrived, and never frees a descriptor held by a
+connection that sends nothing.)
 """
 
 from __future__ import annotations
