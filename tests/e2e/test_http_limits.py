@@ -136,16 +136,18 @@ def test_a_request_cut_off_mid_body_is_never_served(server: HttpServer) -> None:
     assert b"tools" not in data
 
 
-def _raise_fd_limit(at_least: int) -> None:
+def _descriptor_budget() -> tuple[int, int]:
+    """(the server's descriptor limit, idle sockets to open against it): 1,024 and 1,100 as
+    in finding 7, lower where this machine's hard limit leaves less room; the test process's
+    own soft limit is raised to hold the sockets."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < at_least:
-        if hard != resource.RLIM_INFINITY and hard < at_least:
-            pytest.fail(f"this test needs {at_least} descriptors; the hard limit is {hard}")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (at_least, hard))
-
-
-def _server_fd_limit_1024() -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+    room = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+    server_limit = min(1024, room - 300)
+    assert server_limit > 256, f"a hard descriptor limit of {hard} is too low for this test"
+    sockets = server_limit + server_limit * 3 // 40  # 1,100 for 1,024
+    if soft < sockets + 200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(room, sockets + 200), hard))
+    return server_limit, sockets
 
 
 def test_more_idle_sockets_than_descriptors_do_not_lock_clients_out(
@@ -154,13 +156,17 @@ def test_more_idle_sockets_than_descriptors_do_not_lock_clients_out(
     """Finding 7: 1,100 idle sockets against a limit of 1,024 descriptors, with the header
     timeout far away (60 s): a new client is still answered at once, and the log stays
     small."""
-    _raise_fd_limit(1400)
+    server_limit, count = _descriptor_budget()
+
+    def limit_the_server() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (server_limit, server_limit))
+
     env = limited_env(index_env, header_timeout="60")
     server = HttpServer(["mcp", "--http", "--port", "0"], env)
-    server.start(preexec_fn=_server_fd_limit_1024)
+    server.start(preexec_fn=limit_the_server)
     idle: list[socket.socket] = []
     try:
-        for _ in range(1100):
+        for _ in range(count):
             idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=10))
         time.sleep(1.0)  # let the server take them all in
         began = time.monotonic()
@@ -173,7 +179,8 @@ def test_more_idle_sockets_than_descriptors_do_not_lock_clients_out(
             sock.close()
         assert server.stop() == 0
     log = "\n".join(server.log)
-    assert "out of system resource" not in log and "Too many open files" not in log
+    for exhausted in ("out of system resource", "out of file descriptors", "Too many open files"):
+        assert exhausted not in log  # the cap decided, not accept() failing
     assert len(log) < 20_000, log[-2000:]
 
 
