@@ -1,8 +1,13 @@
 """The MCP wire fuzzer, long run: N frames per surface against real `qmd mcp` processes.
 
-    PYTHONPATH=. .venv/bin/python scripts/fuzz_wire.py --frames 100000 [--surface spec|compat]
-        [--transport stdio|http|both] [--seed S] [--batch 25] [--hang 10] [--index DIR]
+    PYTHONPATH=. .venv/bin/python scripts/fuzz_wire.py --frames 100000
+        [--surface spec|compat|both|all|NAME] [--transport stdio|http|both|all|http-2025|
+        http-2026-07-28] [--seed S] [--batch 25] [--hang 10] [--index DIR]
         [--crash-dir DIR] [--json OUT] [--server-root CHECKOUT] [--progress N]
+
+`--surface all` fuzzes every registered surface (or NAME, one of them); `--transport all` is
+stdio, then HTTP with 2025-era requests, then HTTP with 2026-07-28 requests (`http` mixes
+both eras).
 
 Builds the conformance fixture index (once, under --index), then drives `qmd mcp` and
 `qmd mcp --compat 2.8.3` with structure-aware and mutated frames, judging every reply by the
@@ -31,8 +36,12 @@ from tests.fuzz import driver, http_driver
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=100_000)
-    parser.add_argument("--surface", choices=["spec", "compat", "both"], default="both")
-    parser.add_argument("--transport", choices=["stdio", "http", "both"], default="stdio")
+    parser.add_argument("--surface", default="both", help="spec, compat, both, all or a name")
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "http", "both", "all", "http-2025", "http-2026-07-28"],
+        default="stdio",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--batch", type=int, default=25)
     parser.add_argument("--hang", type=float, default=10.0, help="seconds without a reply")
@@ -46,31 +55,44 @@ def main() -> int:
     args = parser.parse_args()
     index = args.index or Path(tempfile.mkdtemp(prefix="qmd-fuzz-"))
     env = driver.fuzz_env(index)
-    surfaces = {"spec": [False], "compat": [True], "both": [False, True]}[args.surface]
+    legacy = {"spec": [False], "compat": [True], "both": [False, True]}
+    if args.surface in legacy:
+        profiles = [driver.Profile.legacy(compat) for compat in legacy[args.surface]]
+    else:
+        from adapters.mcp.registry import surface_names
+
+        names = surface_names() if args.surface == "all" else [args.surface]
+        profiles = [driver.surface_profile(env, name, args.server_root) for name in names]
     reports = []
-    transports = {"stdio": ["stdio"], "http": ["http"], "both": ["stdio", "http"]}[args.transport]
-    for transport, compat in [(t, c) for t in transports for c in surfaces]:
-        if transport == "http":
+    transports = {
+        "both": ["stdio", "http"],
+        "all": ["stdio", "http-2025", "http-2026-07-28"],
+    }.get(args.transport, [args.transport])
+    for transport, profile in [(t, p) for t in transports for p in profiles]:
+        if transport.startswith("http"):
             report = http_driver.run(
                 env,
-                compat,
+                profile.compat,
                 args.frames,
                 args.seed,
                 args.hang,
                 args.crash_dir,
                 server_root=args.server_root,
                 progress_every=args.progress,
+                profile=profile,
+                era=transport.removeprefix("http-") if transport != "http" else None,
             )
         else:
             report = driver.run(
                 env,
-                compat,
+                profile.compat,
                 args.frames,
                 args.seed,
                 args.batch,
                 args.hang,
                 args.crash_dir,
                 server_root=args.server_root,
+                profile=profile,
             )
         reports.append(report)
         print(report.summary(), flush=True)

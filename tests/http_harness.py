@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,9 @@ class HttpServer:
     process: subprocess.Popen[bytes] | None = None
     log: list[str] = field(default_factory=list)
 
-    def start(self, timeout: float = 60.0) -> HttpServer:
+    def start(
+        self, timeout: float = 60.0, preexec_fn: Callable[[], None] | None = None
+    ) -> HttpServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "adapters.cli", *self.args],
             env=dict(self.env),
@@ -62,6 +64,7 @@ class HttpServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            preexec_fn=preexec_fn,
         )
         ready = threading.Event()
 

@@ -33,7 +33,7 @@ from adapters.http.exchange import (
     sse_event,
     transport_error,
 )
-from adapters.http.guard import OriginPolicy, token_matches
+from adapters.http.guard import OriginPolicy, request_headers, token_matches
 from adapters.http.ldims_api import answer as backend_answer
 from adapters.http.ldims_api import backend_timeout, is_backend_path, runs_search
 from adapters.http.rest import internal_error, parse_body, rest_query
@@ -74,6 +74,10 @@ class BodyTooLargeError(Exception):
     pass
 
 
+class ClientGoneError(Exception):
+    """The client left (or was timed out, REQ-HTTP-LIMIT-003) before its body was whole."""
+
+
 class QmdHttpApp:
     def __init__(
         self,
@@ -95,10 +99,7 @@ class QmdHttpApp:
         began = time.perf_counter()
         method = str(scope["method"])
         path = str(scope["path"])
-        headers = {
-            key.decode("latin-1").lower(): value.decode("latin-1")
-            for key, value in scope.get("headers", [])
-        }
+        headers = request_headers(scope.get("headers", []))
         label = ""
         try:
             peer = scope.get("client")
@@ -110,6 +111,8 @@ class QmdHttpApp:
             else:
                 target = None
             reply, label = await self._route(method, path, headers, receive, client, send, target)
+        except ClientGoneError:  # the body never came whole: there is no request to answer
+            reply = None
         except BodyTooLargeError:
             reply = transport_error(
                 413,
@@ -204,7 +207,7 @@ class QmdHttpApp:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
+                raise ClientGoneError  # a part of a body is not a request
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:

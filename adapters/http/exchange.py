@@ -322,7 +322,7 @@ def frame_replies(plan: McpPlan, replies: list[dict[str, Any]]) -> HttpReply:
     return HttpReply(200, body, "text/event-stream", SSE_HEADERS)
 
 
-# 2026-07-28: errors the revision answers with an HTTP status of their own (REQ-MCP-HTTP-008)
+# 2026-07-28: errors the revision answers with an HTTP status of their own (REQ-MCP-HTTP-010)
 _MODERN_ERROR_STATUS = {METHOD_NOT_FOUND: 404, MISSING_CAPABILITY: 400}
 
 

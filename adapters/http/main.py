@@ -4,14 +4,15 @@ surface from the registry, served over HTTP (and stdio beside it for `both`)."""
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from adapters import stderr_log
 from adapters.bootstrap import App, open_reader
 from adapters.http.app import DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_S, HttpSettings, QmdHttpApp
 from adapters.http.daemon import DaemonFiles, remove_own_pid_file
 from adapters.http.guard import OriginPolicy, bind_refusal
+from adapters.http.limits import HttpLimits, LimitsError
 from adapters.http.serve import bind_socket, serve
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
@@ -95,7 +96,11 @@ def run_http_server(
     options: HttpOptions,
     with_stdio: bool = False,
 ) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
+    stderr_log.ensure(logging.INFO)
+    try:
+        limits = HttpLimits.from_env(options.env)
+    except LimitsError as error:
+        raise HttpStartError(str(error)) from error
     http_app = build_http_app(app, surface, context, options)
     if http_app.settings.policy.disabled:
         log.warning("DNS-rebinding protection is off (an allowed origin is '*').")
@@ -113,9 +118,12 @@ def run_http_server(
             # supervisor has none); HTTP serves until SIGTERM (REQ-HTTP-BOTH-001).
             serve_stdio(session, pools=http_app.pools, timeout_s=options.timeout_s)
 
-    try:
-        return serve(http_app, sock, options.host, beside)
-    finally:
+    def forget_pid_file() -> None:
         if options.daemon_files is not None:
             remove_own_pid_file(options.daemon_files)
+
+    try:
+        return serve(http_app, sock, options.host, beside, limits, forget_pid_file)
+    finally:
+        forget_pid_file()
         app.close()

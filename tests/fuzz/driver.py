@@ -62,6 +62,61 @@ class Report:
         )
 
 
+@dataclass(frozen=True)
+class Profile:
+    """Which surface a run fuzzes: the server's arguments, whether it drops malformed
+    messages (the compat surface) and whether its tool errors carry the default surface's
+    stable codes (None: where malformed messages are answered)."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    compat: bool = False
+    tool_codes: bool | None = None
+
+    @classmethod
+    def legacy(cls, compat: bool) -> Profile:
+        return cls("compat-2.8.3", ("--compat", "2.8.3"), True) if compat else cls("spec")
+
+
+def answers_malformed(env: dict[str, str], surface: str, root: Path = REPO) -> bool:
+    """Whether a surface answers a line that is not JSON (with -32700), asked of a real
+    server: the fuzzer learns it from the wire, so a new surface needs no entry here."""
+    server = Server(env, ["--surface", surface], root)
+    try:
+        server.write(b'not json\n{"jsonrpc":"2.0","id":"probe","method":"ping"}\n')
+        first = server.lines.get(timeout=60)
+        assert first is not None, f"--surface {surface} exited"
+        reply = json.loads(first)
+        return bool(reply.get("id") is None and reply.get("error", {}).get("code") == -32700)
+    finally:
+        server.stop()
+
+
+def surface_profile(
+    env: dict[str, str],
+    surface: str,
+    root: Path = REPO,
+    documented_codes: frozenset[str] = frozenset({"spec"}),
+) -> Profile:
+    """The profile of any registered surface; `documented_codes`: the surfaces whose tool
+    errors must carry the stable codes of docs/spec/mcp-tools.md."""
+    compat = not answers_malformed(env, surface, root)
+    return Profile(surface, ("--surface", surface), compat, surface in documented_codes)
+
+
+def client_refusal(line: bytes) -> bytes | None:
+    """A fuzzing client declines every request the server sends it (sampling): the answer to
+    send back, or None when `line` is not a server-to-client request."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if not (isinstance(message, dict) and "method" in message and "id" in message):
+        return None
+    error = {"code": -32601, "message": "Method not found: the fuzzing client does not sample"}
+    return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode()
+
+
 class Server:
     def __init__(self, env: dict[str, str], args: list[str], root: Path = REPO) -> None:
         """`qmd mcp` from the checkout at `root` (another one to fuzz an older build)."""
@@ -126,10 +181,14 @@ def run(
     crash_dir: Path | None = None,
     source: gen.Source | None = None,
     server_root: Path = REPO,
+    profile: Profile | None = None,
 ) -> Report:
-    """Send `frame_count` fuzzed frames to one surface; returns the tally."""
-    args = ["--compat", "2.8.3"] if compat else []
-    report = Report("compat-2.8.3" if compat else "spec")
+    """Send `frame_count` fuzzed frames to one surface (`profile`, else spec or compat by
+    `compat`); returns the tally."""
+    profile = profile or Profile.legacy(compat)
+    compat = profile.compat
+    args = list(profile.args)
+    report = Report(profile.name)
     source = source or gen.RandomSource(seed)
     server = Server(env, args, server_root)
     tools = _tools(server)
@@ -142,7 +201,7 @@ def run(
                 for i in range(min(batch, frame_count - report.frames))
             ]
             counter += len(lines)
-            if not _send_batch(server, lines, compat, report, hang_seconds):
+            if not _send_batch(server, lines, compat, report, hang_seconds, profile.tool_codes):
                 report.crashes += 1
                 report.note(f"crash after batch ending at frame {report.frames}")
                 if crash_dir is not None:
@@ -161,7 +220,12 @@ def run(
 
 
 def _send_batch(
-    server: Server, lines: list[bytes], compat: bool, report: Report, hang_seconds: float
+    server: Server,
+    lines: list[bytes],
+    compat: bool,
+    report: Report,
+    hang_seconds: float,
+    tool_codes: bool | None = None,
 ) -> bool:
     """One batch and its sync; False when the server died."""
     expectations = [oracle.expect(line, answers_malformed=not compat) for line in lines]
@@ -200,6 +264,10 @@ def _send_batch(
         if raw is None:
             _show_batch(report, lines, due[0][0] if due else 0)
             return False
+        refusal = client_refusal(raw)
+        if refusal is not None:  # the server asks the client something: not a reply
+            threading.Thread(target=server.write, args=(refusal + b"\n",), daemon=True).start()
+            continue
         report.replies += 1
         try:
             reply = oracle.strict_parse(raw.rstrip(b"\n"))
@@ -222,24 +290,36 @@ def _send_batch(
             report.violations += 1
             report.note(f"unexpected reply {json.dumps(reply)[:200]}")
             continue
-        index, expectation = due.pop(_answered(due, reply))
-        problems = oracle.violations(expectation, reply, answers_malformed=not compat)
+        index, expectation = due.pop(_answered(due, reply, not compat, tool_codes))
+        problems = oracle.violations(
+            expectation, reply, answers_malformed=not compat, tool_codes=tool_codes
+        )
         if problems:
             report.violations += 1
             report.note(f"{problems} for {lines[index][:300]!r} -> {json.dumps(reply)[:300]}")
 
 
-def _answered(due: list[tuple[int, oracle.Expectation]], reply: Any) -> int:
+def _answered(
+    due: list[tuple[int, oracle.Expectation]],
+    reply: Any,
+    answers_malformed: bool = True,
+    tool_codes: bool | None = None,
+) -> int:
     """Which due frame a reply answers: replies may come out of order (JSON-RPC matches them
-    by id), so the first due frame with the reply's id; a reply with a null id answers the
-    first frame that may get one (replies to unreadable frames are written in order)."""
+    by id), so a due frame with the reply's id; a reply with a null id answers a frame that
+    may get one (replies to unreadable frames are written in order). When several due frames
+    share the id (a batch may repeat one), the first the reply satisfies, else the first."""
     reply_id = reply.get("id") if isinstance(reply, dict) else None
-    for position, (_, expectation) in enumerate(due):
-        if reply_id is None and (expectation.id is None or expectation.id_may_be_null):
+    matching = [
+        position
+        for position, (_, expectation) in enumerate(due)
+        if (reply_id is None and (expectation.id is None or expectation.id_may_be_null))
+        or (reply_id is not None and oracle.same_id(expectation.id, reply_id))
+    ]
+    for position in matching:
+        if not oracle.violations(due[position][1], reply, answers_malformed, tool_codes):
             return position
-        if reply_id is not None and oracle.same_id(expectation.id, reply_id):
-            return position
-    return 0  # answers nothing due: judged against the oldest, so the report shows it
+    return matching[0] if matching else 0  # else judged against the oldest, to show it
 
 
 def _show_batch(report: Report, lines: list[bytes], index: int) -> None:
@@ -253,4 +333,10 @@ def fuzz_env(root: Path) -> dict[str, str]:
     if not (root / "index.sqlite").exists():
         root.mkdir(parents=True, exist_ok=True)
         build_fixture_index(root)
-    return fixture_env(root)
+    env = fixture_env(root)
+    env.update(  # what the memorize and projmem surfaces read, kept under `root`
+        QMD_MEMORY_DIR=str(root / "memory"),
+        QMD_SESSIONS_DIR=str(root / "sessions"),
+        QMD_SESSIONS_VAULT=str(root / "vault"),
+    )
+    return env

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.fuzz import driver, http_frames, http_oracle, oracle
 from tests.fuzz import frames as gen
-from tests.fuzz import http_frames, http_oracle, oracle
-from tests.fuzz.driver import REPO, Report
+from tests.fuzz.driver import REPO, Profile, Report
 
 LISTENING = "QMD MCP server listening on "
 IDLE_RETRY_SECONDS = 3.0  # a keep-alive connection idle this long may be closed by the server
@@ -33,8 +33,16 @@ IDLE_RETRY_SECONDS = 3.0  # a keep-alive connection idle this long may be closed
 class HttpFuzzServer:
     """`qmd mcp --http --port 0 [--compat 2.8.3]`; the port is read from its start line."""
 
-    def __init__(self, env: dict[str, str], compat: bool, root: Path = REPO) -> None:
-        args = ["mcp", "--http", "--port", "0", *(["--compat", "2.8.3"] if compat else [])]
+    def __init__(
+        self,
+        env: dict[str, str],
+        compat: bool,
+        root: Path = REPO,
+        surface_args: tuple[str, ...] | None = None,
+    ) -> None:
+        if surface_args is None:
+            surface_args = ("--compat", "2.8.3") if compat else ()
+        args = ["mcp", "--http", "--port", "0", *surface_args]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "adapters.cli", *args],
             stdin=subprocess.DEVNULL,
@@ -135,12 +143,51 @@ class Client:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self._write_body(body, request.chunked)
         response = connection.getresponse()
-        payload = response.read()
+        if response.getheader("content-type") == "text/event-stream":
+            payload = self._read_events(response)
+        else:
+            payload = response.read()
         self.last_used = time.monotonic()
         if response.will_close:
             self.reset()
         headers = {k.lower(): v for k, v in response.getheaders()}
         return response.status, headers, payload
+
+    def _read_events(self, response: http.client.HTTPResponse) -> bytes:
+        """An event stream read as it comes: a request the server sends the client while a
+        tool runs (sampling) is declined at once on a connection of its own, as a client
+        without sampling does, and left out of the answer (it is not a reply)."""
+        kept = b""
+        event = b""
+        while True:
+            line = response.readline()
+            if not line:  # read() marks a Content-Length body done (readline does not)
+                return kept + event + response.read()
+            event += line
+            if line not in (b"\n", b"\r\n"):
+                continue
+            data = [row[6:] for row in event.splitlines() if row.startswith(b"data: ")]
+            refusal = driver.client_refusal(data[0]) if len(data) == 1 else None
+            if refusal is None:
+                kept += event
+            else:
+                self._post_answer(refusal)
+            event = b""
+
+    def _post_answer(self, answer: bytes) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        try:
+            connection.request(
+                "POST",
+                "/mcp",
+                body=answer,
+                headers={"Content-Type": "application/json", "Accept": http_frames.ACCEPT_BOTH},
+            )
+            connection.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            pass  # the tool's wait ends by its own time limit then
+        finally:
+            connection.close()
 
     def _write_body(self, body: bytes, chunked: bool) -> None:
         if not chunked:
@@ -171,17 +218,24 @@ class Session:
     """A server, a connection to it, and the tally."""
 
     def __init__(
-        self, env: dict[str, str], compat: bool, hang_seconds: float = 10.0, root: Path = REPO
+        self,
+        env: dict[str, str],
+        compat: bool,
+        hang_seconds: float = 10.0,
+        root: Path = REPO,
+        profile: Profile | None = None,
     ) -> None:
+        self.profile = profile or Profile.legacy(compat)
+        compat = self.profile.compat
         self.env, self.compat, self.hang_seconds, self.root = env, compat, hang_seconds, root
-        self.report = Report(("compat-2.8.3" if compat else "spec") + " over HTTP")
-        self.server = HttpFuzzServer(env, compat, root)
+        self.report = Report(self.profile.name + " over HTTP")
+        self.server = HttpFuzzServer(env, compat, root, self.profile.args)
         self.client = Client(self.server.port, hang_seconds)
         self.tools = tools(self.client)
 
     def restart(self) -> None:
         self.server.stop()
-        self.server = HttpFuzzServer(self.env, self.compat, self.root)
+        self.server = HttpFuzzServer(self.env, self.compat, self.root, self.profile.args)
         self.client = Client(self.server.port, self.hang_seconds)
 
     def close(self) -> None:
@@ -216,7 +270,9 @@ class Session:
         if elapsed > report.max_frame_seconds:
             report.max_frame_seconds = elapsed
             report.slowest = request.describe().encode()[:300]
-        problems, non_strict = http_oracle.judge(expectation, status, headers, body, self.compat)
+        problems, non_strict = http_oracle.judge(
+            expectation, status, headers, body, self.compat, self.profile.tool_codes
+        )
         report.replies += 1
         if non_strict:
             report.non_strict += 1
@@ -278,14 +334,19 @@ def run(
     crash_dir: Path | None = None,
     server_root: Path = REPO,
     progress_every: int = 0,
+    profile: Profile | None = None,
+    era: str | None = None,
 ) -> Report:
-    """Send `frame_count` fuzzed requests to one surface over HTTP; returns the tally."""
+    """Send `frame_count` fuzzed requests to one surface over HTTP (/mcp requests of `era`,
+    else of both); returns the tally."""
     source = gen.RandomSource(seed)
-    session = Session(env, compat, hang_seconds, server_root)
+    session = Session(env, compat, hang_seconds, server_root, profile)
+    if era is not None:
+        session.report.surface += f" {era}"
     started = time.monotonic()
     try:
         for counter in range(frame_count):
-            session.send(http_frames.request(source, session.tools, counter), crash_dir)
+            session.send(http_frames.request(source, session.tools, counter, era), crash_dir)
             if progress_every and (counter + 1) % progress_every == 0:
                 session.report.seconds = time.monotonic() - started
                 print("   ", session.report.summary(), flush=True)

@@ -30,12 +30,14 @@ ORIGINS = [
     ("http://evil.example", False), ("null", False), ("file://", False), ("ftp://localhost", False),
     ("http://0.0.0.0", False), ("http://127.0.0.1.evil.example", False), ("", False),
     ("http://localhost.evil.example", False), ("http://[::2]", False), ("javascript:1", False),
+    ("http://evil.example@localhost", False), ("http://localhost/", False),  # REQ-HTTP-PARSE-002
 ]  # fmt: skip
 HOSTS = [
     ("localhost", True), ("127.0.0.1", True), ("127.1.2.3:99", True), ("[::1]:8181", True),
     ("x.localhost:1", True), ("LOCALHOST:8181", True),
     ("evil.example", False), ("0.0.0.0:8181", False), ("example.com:80", False),
     ("127.0.0.1.nip.io", False), ("[::2]", False),
+    ("[::1]evil.example", False), ("evil.example@localhost", False),  # REQ-HTTP-PARSE-001
 ]  # fmt: skip
 OTHER_PATHS = [
     "/", "/nope", "/mcp/", "/MCP", "/mcp/x", "//mcp", "/healthz", "/health/", "/query/",
@@ -107,10 +109,12 @@ def _modern_headers(message: dict[str, Any]) -> dict[str, str | bytes]:
     return headers
 
 
-def _mcp_request(source: gen.Source, tools: list[dict[str, Any]], counter: int) -> HttpRequest:
+def _mcp_request(
+    source: gen.Source, tools: list[dict[str, Any]], counter: int, era: str | None = None
+) -> HttpRequest:
     message = gen.message(source, tools, counter)
     params = message.get("params")
-    modern = source.chance(0.35)
+    modern = source.chance(0.35) if era is None else era == MODERN
     if modern and isinstance(params, dict):
         params["_meta"] = dict(gen.MODERN_META)
     headers: dict[str, str | bytes] = {"Content-Type": "application/json"}
@@ -235,11 +239,16 @@ def huge_request(source: gen.Source) -> HttpRequest:
     return HttpRequest("POST", path, headers, body, chunked=source.chance(0.5))
 
 
-def request(source: gen.Source, tools: list[dict[str, Any]], counter: int) -> HttpRequest:
+def request(
+    source: gen.Source, tools: list[dict[str, Any]], counter: int, era: str | None = None
+) -> HttpRequest:
+    """A fuzzed request; `era` ("2025" or "2026-07-28") fixes the era of /mcp requests
+    (else drawn, 35% 2026-07-28)."""
     roll = source.integer(0, 9999)
     if roll < 3:
         return huge_request(source)
-    found = _other_request(source) if roll < 1200 else _mcp_request(source, tools, counter)
+    mcp = roll >= 1200
+    found = _mcp_request(source, tools, counter, era) if mcp else _other_request(source)
     if source.chance(0.03):
         found.origin = source.pick(ORIGINS)
     if source.chance(0.03):

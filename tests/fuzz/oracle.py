@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 MAX_DEPTH = 64
-JSONRPC_CODES = frozenset({-32700, -32600, -32601, -32602, -32603, -32022})
+# -32021: a 2026-07-28 request lacking a client capability the tool needs (REQ-MEM-MERGE-004)
+JSONRPC_CODES = frozenset({-32700, -32600, -32601, -32602, -32603, -32021, -32022})
 TOOL_ERROR_CODES = frozenset(
     {"invalid-argument", "not-found", "out-of-root", "excluded-by-ignore", "conflict",
      "unavailable", "model-unavailable", "internal-error"}
@@ -141,8 +142,16 @@ def same_id(expected: Any, got: Any) -> bool:
     return bool(expected == got)
 
 
-def violations(expectation: Expectation, reply: Any, answers_malformed: bool) -> list[str]:
-    """What is wrong with a (strictly parsed) reply to a line with this expectation."""
+def violations(
+    expectation: Expectation,
+    reply: Any,
+    answers_malformed: bool,
+    tool_codes: bool | None = None,
+) -> list[str]:
+    """What is wrong with a (strictly parsed) reply to a line with this expectation.
+    `tool_codes`: whether an isError result must carry one of the default surface's stable
+    codes (docs/spec/mcp-tools.md); by default where malformed messages are answered, as on
+    the default surface. Other surfaces word their tool errors their own way."""
     problems: list[str] = []
     if not isinstance(reply, dict) or reply.get("jsonrpc") != "2.0":
         return ["reply is not a JSON-RPC 2.0 object"]
@@ -161,7 +170,8 @@ def violations(expectation: Expectation, reply: Any, answers_malformed: bool) ->
     if expectation.code is not None and (error is None or error.get("code") != expectation.code):
         problems.append(f"expected error {expectation.code}, got {error or 'a result'}")
     result = reply.get("result")
-    if answers_malformed and isinstance(result, dict) and result.get("isError"):
+    check_codes = answers_malformed if tool_codes is None else tool_codes
+    if check_codes and isinstance(result, dict) and result.get("isError"):
         structured = result.get("structuredContent")
         code = structured.get("error", {}).get("code") if isinstance(structured, dict) else None
         if code not in TOOL_ERROR_CODES:

@@ -104,7 +104,9 @@ async def _request(
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": method, "path": path, "headers": headers or []}
+    # a client always names the server it speaks to (REQ-HTTP-PARSE-003)
+    raw_headers = [(b"host", b"localhost:8181"), *(headers or [])]
+    scope = {"type": "http", "method": method, "path": path, "headers": raw_headers}
     await app(scope, receive, send)
     if not sent:
         return None

@@ -1,5 +1,5 @@
 """Server-to-client requests bound to their client and call (REQ-SEC-OUT-001..004,
-REQ-MCP-HTTP-008), over the memorize surface on fakes: findings 6 and 11 of issue 22."""
+REQ-MCP-HTTP-010), over the memorize surface on fakes: findings 6 and 11 of issue 22."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ async def test_a_sampling_answer_is_taken_only_from_the_requester() -> None:
 
 
 async def test_missing_sampling_capability_is_http_400_in_the_2026_era() -> None:
-    """Finding 11 (REQ-MCP-HTTP-008): -32021 came with HTTP 200."""
+    """Finding 11 (REQ-MCP-HTTP-010): -32021 came with HTTP 200."""
     rig = Rig("memorize")
     pools = rig.pools()
     app = rig.http(pools)

@@ -134,8 +134,7 @@ def _daemon_child_args(argv: list[str]) -> list[str]:
 
 
 def _serve(args: argparse.Namespace, transport: str) -> int:
-    import logging
-
+    from adapters import stderr_log
     from adapters.bootstrap import (
         build_app,
         document_backend,
@@ -159,7 +158,8 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
         code, text = start(options.daemon_files, _daemon_child_args(sys.argv[1:]), os.environ)
         print(text, file=sys.stdout if code == 0 else sys.stderr)
         return code
-    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(message)s")
+    # never blocks on a stderr nobody reads (REQ-HTTP-LIMIT-006), on every transport
+    stderr_log.install(settings.log_level)
     # stdout belongs to JSON-RPC frames on stdio: anything an adapter prints while the app is
     # being assembled goes to stderr instead.
     with contextlib.redirect_stdout(sys.stderr):
