@@ -209,11 +209,16 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+_INT64 = 2**63  # the stores' integer range: a bound value beyond it cannot even be compared
+
+
 def _whole(value: Any, name: str) -> int:
-    """A number argument that must be a whole number."""
+    """A number argument that must be a whole number within the stores' 64-bit range."""
     number = float(value)
     if not number.is_integer():
         raise QmdError(INVALID_ARGUMENT, f"{name} must be a whole number")
+    if not -_INT64 <= number < _INT64:
+        raise QmdError(INVALID_ARGUMENT, f"{name} is out of range: {value!r}")
     return int(number)
 
 

@@ -150,6 +150,10 @@ def test_multi_get_by_ids_paths_and_pattern(server: Any) -> None:
     assert got["chunks"][-1]["path"] == "notes/README.md"
     assert "Chunk not found: #424242" in got["notes"]
     assert any("nope.md" in note for note in got["notes"])
+    # a whole number beyond the stores' 64-bit ids is the caller's mistake, not a crash (the
+    # wire fuzz found it answering internal-error)
+    huge = server.call("projmem_multi_get", {"chunkIds": [1e300]})
+    assert huge["isError"] is True and "chunkIds is out of range" in text(huge), huge
 
 
 def test_status_reports_figures_and_namespaces(server: Any) -> None:
