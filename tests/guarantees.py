@@ -252,12 +252,17 @@ class Stdio:
 # -- HTTP: the ASGI app driven in process; a request may disconnect on an event ---------------
 
 
+# a client always names the server it speaks to (REQ-HTTP-PARSE-003)
+HOST = (b"host", b"localhost:8181")
+
+
 def modern_call(method: str, params: dict[str, Any], request_id: Any = 1) -> tuple[bytes, list]:
     envelope = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {},
     }
     headers = [
+        HOST,
         (b"content-type", b"application/json"),
         (b"mcp-protocol-version", MODERN.encode()),
         (b"mcp-method", method.encode()),
@@ -271,6 +276,7 @@ def modern_call(method: str, params: dict[str, Any], request_id: Any = 1) -> tup
 
 def legacy_call(method: str, params: dict[str, Any], request_id: Any = 1) -> tuple[bytes, list]:
     headers = [
+        HOST,
         (b"content-type", b"application/json"),
         (b"accept", b"application/json, text/event-stream"),
     ]
