@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from adapters.mcp.registry import surface_names
 from tests.e2e.test_http_limits import (
     SLACK_S,
     connect,
@@ -30,6 +29,7 @@ from tests.e2e.test_http_limits import (
 )
 from tests.http_harness import ACCEPT_BOTH, MODERN, HttpServer
 from tests.mcp_harness import build_fixture_index
+from tests.shipped import shipped_surfaces
 
 ERAS = ["2025", MODERN]
 CAP = 6
@@ -89,7 +89,7 @@ def index_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module", params=surface_names())
+@pytest.fixture(scope="module", params=shipped_surfaces())
 def server(index_env: dict[str, str], request: pytest.FixtureRequest) -> Iterator[HttpServer]:
     args = ["mcp", "--http", "--port", "0", "--surface", request.param]
     started = HttpServer(args, limited_env(index_env, **LIMITS)).start()

@@ -28,6 +28,7 @@ import pytest
 from adapters.mcp.registry import canonical_surface
 from tests.http_harness import HttpServer
 from tests.mcp_harness import REPO, StdioServer, fixture_env
+from tests.shipped import shipped_surfaces
 
 pytestmark = pytest.mark.models
 EMBED_MODEL = REPO / ".models" / "all-MiniLM-L6-v2-f16.gguf"
@@ -351,27 +352,7 @@ PROBES: dict[str, Callable[[Client, World], Iterator[Exchange]]] = {
 }
 
 
-def _shipped_surfaces() -> list[str]:
-    """The surfaces the real `qmd` registers, asked of a fresh interpreter: this test process
-    may hold test-only ones (tests/toy_surface.py) that no server ships."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import json; from adapters.mcp.registry import surface_names; "
-            "print(json.dumps(surface_names()))",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    names: list[str] = json.loads(done.stdout)
-    return names
-
-
-SHIPPED = _shipped_surfaces()
+SHIPPED = shipped_surfaces()
 
 
 def test_every_registered_surface_has_a_probe() -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.mcp.registry import surface_names
 from tests.fuzz import driver, http_driver
 from tests.fuzz.http_frames import MODERN
+from tests.shipped import shipped_surfaces
 
 CI_FRAMES = 300  # per surface and transport: a few seconds each on a loaded 2-core machine
 TRANSPORTS = ["stdio", "http-2025", f"http-{MODERN}"]
@@ -29,7 +29,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def profiles(env: dict[str, str]) -> dict[str, driver.Profile]:
-    return {name: driver.surface_profile(env, name) for name in surface_names()}
+    return {name: driver.surface_profile(env, name) for name in shipped_surfaces()}
 
 
 def run(
@@ -46,7 +46,7 @@ def run(
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("surface", surface_names())
+@pytest.mark.parametrize("surface", shipped_surfaces())
 def test_every_surface_meets_the_oracle_on_every_transport(
     env: dict[str, str],
     profiles: dict[str, driver.Profile],
