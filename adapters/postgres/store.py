@@ -1085,26 +1085,46 @@ class PostgresIndex:
         ]
 
     def _idf(self, clauses: Sequence[str]) -> tuple[list[float], float]:
-        """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, counted in one
-        pass over the documents matching any of them; and the average document length. N and
-        the lengths come from `fts_stats`, which triggers keep current (migration 6)."""
+        """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, and the average
+        document length. N and the lengths come from `fts_stats` (migration 6); the df of a
+        one-word clause from `fts_lexemes` (migration 7), both kept current by triggers. Only
+        phrases, prefixes and several-word clauses are counted over their matching rows."""
+        rows = self._query(
+            "WITH q AS MATERIALIZED (SELECT c.i, to_tsquery("
+            f"'{TS_CONFIG}', c.clause) AS q"
+            " FROM unnest(%s::text[]) WITH ORDINALITY AS c(clause, i))"
+            " SELECT (SELECT documents FROM fts_stats),"
+            " (SELECT total_len::float8 / GREATEST(documents, 1) FROM fts_stats),"
+            # one lexeme without weights or prefix prints as 'lexeme'
+            " array_agg(CASE WHEN numnode(q.q) = 1 AND q.q::text ~ '^''[^'']+''$' THEN"
+            " COALESCE((SELECT l.documents FROM fts_lexemes l"
+            " WHERE l.lexeme = btrim(q.q::text, '''')), 0) END ORDER BY q.i)"
+            " FROM q",
+            [list(clauses)],
+        )
+        total = int(rows[0][0] or 0)
+        average = max(1.0, float(rows[0][1] or 1.0))
+        kept: list[int | None] = [None if df is None else int(df) for df in rows[0][2]]
+        unknown = [i for i, df in enumerate(kept) if df is None]
+        if unknown:
+            counted = self._counted_df([clauses[i] for i in unknown])
+            for i, df in zip(unknown, counted, strict=True):
+                kept[i] = df
+        idf = [math.log(1 + (total - int(df or 0) + 0.5) / (int(df or 0) + 0.5)) for df in kept]
+        return idf, average
+
+    def _counted_df(self, clauses: Sequence[str]) -> list[int]:
+        """Each clause's document frequency counted in one pass over the documents matching
+        any of them (what every search did before migration 7)."""
         parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
         counts = ", ".join(f"COUNT(*) FILTER (WHERE f.tsv @@ q.q{i})" for i in range(len(clauses)))
         anything = " | ".join(f"({clause})" for clause in clauses)
         rows = self._query(
             f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS anything)"
-            " SELECT (SELECT documents FROM fts_stats),"
-            " (SELECT total_len::float8 / GREATEST(documents, 1) FROM fts_stats),"
-            f" {counts}"
-            " FROM documents_fts f, q WHERE f.tsv @@ q.anything",
+            f" SELECT {counts} FROM documents_fts f, q WHERE f.tsv @@ q.anything",
             [*clauses, anything],
         )
-        total = int(rows[0][0] or 0)
-        average = max(1.0, float(rows[0][1] or 1.0))
-        idf = [
-            math.log(1 + (total - int(df or 0) + 0.5) / (int(df or 0) + 0.5)) for df in rows[0][2:]
-        ]
-        return idf, average
+        return [int(df or 0) for df in rows[0]]
 
     # ------------------------------------------------------------------ vectors
 
