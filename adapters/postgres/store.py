@@ -1020,7 +1020,12 @@ class PostgresIndex:
         The score is Okapi BM25 summed over the query's positive clauses: the clause's idf, and
         its weighted frequency in the document (title 4, path 1.5, body 1, as FTS5's weights)
         saturated by k1 and normalised by the document's length against the average.
-        docs/decisions/0042 compares it with `ts_rank` and `ts_rank_cd` on SciFact."""
+        docs/decisions/0042 compares it with `ts_rank` and `ts_rank_cd` on SciFact.
+
+        An any-term query is pruned (MaxScore): the rows holding its rarest clauses are ranked
+        first, and a clause whose bound cannot lift a row past the limit-th score found is
+        left out of the candidates (`_essential`); the answer is the one ranking every row
+        gives."""
         if limit <= 0 or not query.is_searchable:
             return []
         text = render_tsquery(query)
@@ -1031,6 +1036,94 @@ class PostgresIndex:
             idf, average = self._idf(clauses)
         except psycopg.Error:
             return []
+        try:
+            if not query.match_any or len(clauses) == 1:
+                rows = self._ranked(clauses, idf, average, text, limit, collection, within)
+            else:
+                rows = self._ranked_any(clauses, idf, average, text, limit, collection, within)
+        except psycopg.Error:
+            return []
+        return [
+            LexHit(
+                document=Document(meta=_meta(r), body=str(r[8])),
+                bm25=-float(r[9]) * RANK_SCALE,
+            )
+            for r in rows
+        ]
+
+    def _ranked_any(
+        self,
+        clauses: Sequence[str],
+        idf: Sequence[float],
+        average: float,
+        text: str,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None,
+    ) -> list[tuple[Any, ...]]:
+        """The top `limit` rows of an any-term query, ranking only rows that can reach them.
+
+        A clause adds less than idf * (k1 + 1) to a row's score (tf / (tf + k1 * norm) < 1).
+        The rows holding the rarest clauses (about 20 rows per result) are ranked first: the
+        limit-th score among them, theta, is a floor for the final limit-th. The commonest
+        clauses whose bounds sum below theta are then non-essential: a row holding only those
+        scores below theta, so only rows holding an essential clause need ranking."""
+        bound = [weight * (BM25_K1 + 1) for weight in idf]
+        by_rarity = sorted(range(len(clauses)), key=lambda i: -idf[i])
+        first: list[int] = []
+        # idf falls as df grows: df = (N + 1) / (exp(idf) - 1) - 0.5, enough to size the set
+        total = self._fts_documents()
+        reach = 0.0
+        for i in by_rarity:
+            first.append(i)
+            reach += (total + 1) / max(math.expm1(idf[i]), 1e-12) - 0.5
+            if reach >= 20 * limit:
+                break
+        if len(first) == len(clauses):
+            return self._ranked(clauses, idf, average, text, limit, collection, within)
+        rows = self._ranked(
+            clauses, idf, average, self._restricted(clauses, first, text), limit, collection, within
+        )
+        if len(rows) < limit:  # no floor: rank everything
+            return self._ranked(clauses, idf, average, text, limit, collection, within)
+        theta = float(rows[-1][9])
+        essential = set(first)
+        spare = 0.0
+        for i in sorted(
+            (i for i in range(len(clauses)) if i not in essential), key=bound.__getitem__
+        ):
+            # a margin for float rounding of the SQL sum: the bound must stay strictly below
+            if (spare + bound[i]) * (1 + 1e-9) < theta:
+                spare += bound[i]
+            else:
+                essential.add(i)
+        if essential == set(first):
+            return rows
+        if len(essential) == len(clauses):
+            return self._ranked(clauses, idf, average, text, limit, collection, within)
+        restricted = self._restricted(clauses, sorted(essential), text)
+        return self._ranked(clauses, idf, average, restricted, limit, collection, within)
+
+    @staticmethod
+    def _restricted(clauses: Sequence[str], chosen: Sequence[int], text: str) -> str:
+        """The query's own condition, further requiring one of the chosen clauses."""
+        anyone = " | ".join(f"({clauses[i]})" for i in chosen)
+        return f"({anyone}) & ({text})"
+
+    def _fts_documents(self) -> int:
+        return int(self._scalar("SELECT documents FROM fts_stats") or 0)
+
+    def _ranked(
+        self,
+        clauses: Sequence[str],
+        idf: Sequence[float],
+        average: float,
+        text: str,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None,
+    ) -> list[tuple[Any, ...]]:
+        """Rows matching `text`, ranked by BM25 over `clauses`: meta columns, body, rank."""
         # the queries are parsed once (a MATERIALIZED CTE), not once per matching row
         parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
         # BM25 per clause: tf = the clause's weighted frequency (ts_rank without normalisation,
@@ -1072,17 +1165,7 @@ class PostgresIndex:
             " JOIN content ON content.hash = d.hash ORDER BY top.rank DESC, d.id"
         )
         params.append(int(limit))
-        try:
-            rows = self._query(statement, params)
-        except psycopg.Error:
-            return []
-        return [
-            LexHit(
-                document=Document(meta=_meta(r), body=str(r[8])),
-                bm25=-float(r[9]) * RANK_SCALE,
-            )
-            for r in rows
-        ]
+        return self._query(statement, params)
 
     def _idf(self, clauses: Sequence[str]) -> tuple[list[float], float]:
         """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, and the average

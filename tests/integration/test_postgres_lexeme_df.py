@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 import psycopg
 import pytest
@@ -15,14 +17,14 @@ from psycopg import sql
 
 from adapters.postgres.schema import MIGRATIONS, SCHEMA_VERSION, current_version, migrate
 from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql
-from adapters.postgres.tsquery import positive_clauses
+from adapters.postgres.tsquery import positive_clauses, render_tsquery
 from adapters.postgres.url import split_schema
 from domain.lexquery import parse_lex_query
 from tests.postgres_server import drop_schema, fresh_schema_url
 
 pytestmark = pytest.mark.postgres
 T0 = "2025-01-01T00:00:00.000Z"
-WORDS = [f"w{n}x" for n in range(60)] + ["running", "runs", "ran", "api", "rate", "limit"]
+WORDS = [f"w{n}x" for n in range(70)] + ["running", "runs", "ran", "api", "rate", "limit"]
 
 
 def _body(rng: random.Random) -> str:
@@ -140,6 +142,84 @@ def test_kept_frequencies_rank_exactly_as_counted_ones() -> None:
             assert _ranked(index, text) == _ranked(before, text), text
             found += len(_ranked(index, text))
         assert found > 20  # the queries do match: the comparison is not between empty lists
+    finally:
+        before.close()
+        index.close()
+        drop_schema(schema)
+
+
+class FullRankingIndex(CountingIndex):
+    """The ranking before pruning: every row matching any clause is ranked."""
+
+    def _ranked_any(
+        self,
+        clauses: Sequence[str],
+        idf: Sequence[float],
+        average: float,
+        text: str,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None,
+    ) -> list[tuple[Any, ...]]:
+        return self._ranked(clauses, idf, average, text, limit, collection, within)
+
+
+class WatchedIndex(PostgresIndex):
+    """Keeps the conditions it ranked rows under, to show that pruning took place."""
+
+    conditions: list[str]
+
+    def _ranked(
+        self,
+        clauses: Sequence[str],
+        idf: Sequence[float],
+        average: float,
+        text: str,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None,
+    ) -> list[tuple[Any, ...]]:
+        self.conditions.append(text)
+        return super()._ranked(clauses, idf, average, text, limit, collection, within)
+
+
+ANY_QUERIES = (
+    "w0x w1x w2x w3x w4x w5x w6x w7x w8x w9x",
+    "w0x w1x w2x w3x w4x w5x w6x w7x w8x w50x",
+    "w60x w61x w0x w1x w2x w3x w4x w5x w6x w7x",
+    "w10x w11x w12x w13x w14x w15x w16x w17x w18x w19x",
+    "w0x w30x w31x -w1x",
+    '"w0x w1x" w40x w2x w3x',
+    "w2* w41x w0x",
+    "absentword w0x w1x w45x",
+)
+
+
+@pytest.mark.parametrize("limit", [1, 5, 10, 40])
+def test_pruned_any_term_ranking_equals_ranking_every_row(limit: int) -> None:
+    url, schema = fresh_schema_url()
+    rng = random.Random(limit)
+    index = WatchedIndex(url, env={})
+    index.conditions = []
+    before = FullRankingIndex.open(url, env={})
+    try:
+        with index.transaction():
+            for n in range(600):
+                title = " ".join(rng.choice(WORDS) for _ in range(2))
+                index.upsert_document("c", f"d{n}.md", title, f"h{n}", _body(rng), T0, T0)
+        pruned = 0
+        for text in ANY_QUERIES:
+            query = replace(parse_lex_query(text), match_any=True)
+            for collection in (None, "c"):
+                index.conditions.clear()
+                got = index.search_lex(query, limit, collection)
+                want = before.search_lex(query, limit, collection)
+                assert [(h.document.meta.path, h.bm25) for h in got] == [
+                    (h.document.meta.path, h.bm25) for h in want
+                ], text
+                assert got  # every query matches: the lists compared are not empty
+                pruned += index.conditions[-1] != render_tsquery(query)
+        assert pruned > 0  # the candidates were restricted at least once
     finally:
         before.close()
         index.close()
