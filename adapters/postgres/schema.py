@@ -255,6 +255,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT"
         " EXECUTE FUNCTION fts_lexemes_changed()",
     ),
+    # 8: a filter's candidates through an index of the metadata (REQ-FILTER-009): GIN over
+    # the stored JSON; a row that is not valid JSON (nothing qmd writes) maps to NULL rather
+    # than failing the write or the migration
+    (
+        """CREATE FUNCTION qmd_metadata_jsonb(text) RETURNS jsonb LANGUAGE plpgsql
+             IMMUTABLE STRICT AS $$
+           BEGIN
+             RETURN $1::jsonb;
+           EXCEPTION WHEN others THEN
+             RETURN NULL;
+           END $$""",
+        "CREATE INDEX idx_py_document_metadata_values ON py_document_metadata"
+        " USING GIN (qmd_metadata_jsonb(metadata))",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -39,7 +39,7 @@ from domain.extraction import (
     cached_from_row,
     state_from_row,
 )
-from domain.filters import MetaValue
+from domain.filters import AllOf, HasKey, HasValue, MetaValue, Probe
 from domain.lexquery import LexQuery
 from domain.metadata import as_json, from_json
 from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
@@ -97,6 +97,27 @@ def _meta(row: Sequence[Any]) -> DocumentMeta:
 
 def vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _probe_sql(probe: Probe, params: list[Any]) -> str:
+    """`probe` as a condition on the metadata row `m` that its GIN index answers: `@>` holds
+    a scalar inside a list only at the top level, so a value is looked for both ways."""
+    if isinstance(probe, HasValue):
+        params += [
+            json.dumps({probe.key: probe.value}),
+            json.dumps({probe.key: [probe.value]}),
+        ]
+        return (
+            "(qmd_metadata_jsonb(m.metadata) @> %s::jsonb"
+            " OR qmd_metadata_jsonb(m.metadata) @> %s::jsonb)"
+        )
+    if isinstance(probe, HasKey):
+        params.append(probe.key)
+        return "qmd_metadata_jsonb(m.metadata) ? %s"
+    if not probe.probes:
+        return "TRUE" if isinstance(probe, AllOf) else "FALSE"
+    joiner = " AND " if isinstance(probe, AllOf) else " OR "
+    return "(" + joiner.join(_probe_sql(part, params) for part in probe.probes) + ")"
 
 
 def escape_like(value: str) -> str:
@@ -718,10 +739,11 @@ class PostgresIndex:
         )
 
     def active_metadata(
-        self, collections: Sequence[str] | None
+        self, collections: Sequence[str] | None, narrowing: Probe | None = None
     ) -> list[tuple[int, dict[str, MetaValue]]]:
-        """Every active document's metadata, as ONE JSON array built by the server and
-        decoded by one `json.loads` (a filtered search reads them all)."""
+        """Every active document's metadata (with `narrowing`, those meeting it, found through
+        the GIN index of migration 8), as ONE JSON array built by the server and decoded by
+        one `json.loads`."""
         statement = (
             "SELECT COALESCE('[' || string_agg('[' || d.id || ',' || "
             "COALESCE(m.metadata, '{}') || ']', ',' ORDER BY d.id) || ']', '[]') "
@@ -732,6 +754,8 @@ class PostgresIndex:
         if collections is not None:
             statement += " AND d.collection = ANY(%s)"
             params.append(list(collections))
+        if narrowing is not None:
+            statement += f" AND {_probe_sql(narrowing, params)}"
         rows = json.loads(str(self._scalar(statement, params) or "[]"))
         return [(int(i), from_json(raw) if isinstance(raw, dict) else {}) for i, raw in rows]
 

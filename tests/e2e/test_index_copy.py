@@ -41,6 +41,7 @@ DERIVED = (
     "sqlite_sequence",
     "fts_stats",
     "fts_lexemes",
+    "py_metadata_values",
     "qmd_schema_version",
 )
 
