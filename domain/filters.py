@@ -380,6 +380,16 @@ def _has_value(key: str, value: Scalar) -> Probe:
     return HasValue(key, value)
 
 
+def _by_value(probe: Probe) -> bool:
+    if isinstance(probe, HasValue):
+        return True
+    if isinstance(probe, HasKey):
+        return False
+    if isinstance(probe, AllOf):
+        return any(_by_value(part) for part in probe.probes)
+    return all(_by_value(part) for part in probe.probes)
+
+
 def narrowing(node: FilterNode) -> Probe | None:
     """A condition every document passing `node` meets, that an index of (key, value) pairs
     can answer; None when there is none (a negation, `exists: false`). Documents failing it
@@ -390,7 +400,10 @@ def narrowing(node: FilterNode) -> Probe | None:
         parts = [narrowing(operand) for operand in node.operands]
         if node.operator == "and":
             known = tuple(part for part in parts if part is not None)
-            return AllOf(known) if known else None
+            # a key alone narrows little (most documents may hold it): when a value narrows,
+            # the key-only parts are left to the evaluation, so the index reads fewer rows
+            valued = tuple(part for part in known if _by_value(part))
+            return AllOf(valued or known) if known else None
         if any(part is None for part in parts):
             return None
         return AnyOf(tuple(part for part in parts if part is not None))
