@@ -199,13 +199,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT"
         " EXECUTE FUNCTION fts_stats_changed()",
     ),
-    # 7: each lexeme's document frequency (BM25's idf of a one-word clause), kept by
+    # 7: each lexeme's document frequency (BM25's idf of a one-word clause, and of a prefix
+    # that one lexeme of the index completes), kept by
     # statement-level triggers like fts_stats; before this, each search counted every row
     # matching any of its words (the bulk of a ten-word query's time at 100,000 documents).
     # A count that falls to 0 keeps its row: a df of 0 is still right.
     (
+        # byte order (COLLATE "C"): a prefix query reads its lexemes as one range of the key
         """CREATE TABLE fts_lexemes (
-             lexeme TEXT PRIMARY KEY,
+             lexeme TEXT COLLATE "C" PRIMARY KEY,
              documents BIGINT NOT NULL)""",
         "INSERT INTO fts_lexemes (lexeme, documents) SELECT lexeme, COUNT(*)"
         " FROM documents_fts, unnest(tsvector_to_array(tsv)) AS lexeme GROUP BY lexeme",

@@ -1194,18 +1194,31 @@ class PostgresIndex:
     def _idf(self, clauses: Sequence[str]) -> tuple[list[float], float]:
         """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, and the average
         document length. N and the lengths come from `fts_stats` (migration 6); the df of a
-        one-word clause from `fts_lexemes` (migration 7), both kept current by triggers. Only
-        phrases, prefixes and several-word clauses are counted over their matching rows."""
+        one-word clause, or of a prefix that one lexeme of the index completes, from
+        `fts_lexemes` (migration 7), both kept current by triggers. Only phrases, several-word
+        clauses and prefixes of several lexemes are counted over their matching rows."""
         rows = self._query(
             "WITH q AS MATERIALIZED (SELECT c.i, to_tsquery("
             f"'{TS_CONFIG}', c.clause) AS q"
             " FROM unnest(%s::text[]) WITH ORDINALITY AS c(clause, i))"
             " SELECT (SELECT documents FROM fts_stats),"
             " (SELECT total_len::float8 / GREATEST(documents, 1) FROM fts_stats),"
-            # one lexeme without weights or prefix prints as 'lexeme'
-            " array_agg(CASE WHEN numnode(q.q) = 1 AND q.q::text ~ '^''[^'']+''$' THEN"
+            # one lexeme without weights prints as 'lexeme', a prefix as 'lexeme':*; a prefix
+            # is known when at most one lexeme in the index completes it (else NULL: counted)
+            " array_agg(CASE WHEN numnode(q.q) <> 1 THEN NULL"
+            " WHEN q.q::text ~ '^''[^'']+''$' THEN"
             " COALESCE((SELECT l.documents FROM fts_lexemes l"
-            " WHERE l.lexeme = btrim(q.q::text, '''')), 0) END ORDER BY q.i)"
+            " WHERE l.lexeme = btrim(q.q::text, '''')), 0)"
+            # folded lexemes hold letters and digits only
+            " WHEN q.q::text ~ '^''[[:alnum:]]+'':[*]$' THEN"
+            " (SELECT CASE WHEN COUNT(*) <= 1 THEN COALESCE(MAX(s.documents), 0) END"
+            " FROM (SELECT l.documents FROM fts_lexemes l"
+            # a range of the key (a LIKE pattern known only at run time uses no index)
+            " WHERE l.lexeme >= substring(q.q::text FROM '^''([[:alnum:]]+)''')"
+            " AND l.lexeme < substring(q.q::text FROM '^''([[:alnum:]]+)''') || chr(1114111)"
+            " AND starts_with(l.lexeme, substring(q.q::text FROM '^''([[:alnum:]]+)'''))"
+            " AND l.documents > 0 LIMIT 2) s)"
+            " END ORDER BY q.i)"
             " FROM q",
             [list(clauses)],
         )

@@ -104,6 +104,8 @@ QUERIES = (
     "run* w2x",
     "w59x w58x w57x absentword",
     "notes/api.md w4x",
+    '"w5x" w6x',
+    "w6 w69x",
 )
 
 
