@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from adapters.postgres.store import PostgresIndex
 from adapters.sqlite.schema import ensure_vec_table
 from adapters.sqlite.store import SqliteIndex
 from benchmarks.harness import REPO, machine
-from domain.lexquery import parse_lex_query
+from domain.lexquery import LexQuery, parse_lex_query
 
 T0 = "2025-01-01T00:00:00.000Z"
 COLLECTION = "bench"
@@ -145,11 +146,14 @@ class Corpus:
         q = picks + noise
         return (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
 
-    def lexical_queries(self, n: int, seed: int = SEED + 4) -> list[str]:
+    def lexical_queries(self, n: int, seed: int = SEED + 4, words: int = 0) -> list[str]:
+        """`words` words each (0: one or two), drawn from the vocabulary's middle."""
         rng = np.random.default_rng(seed)
         mid = self.vocab[50:3000]
         return [
-            " ".join(mid[int(k)] for k in rng.integers(0, len(mid), int(rng.integers(1, 3))))
+            " ".join(
+                mid[int(k)] for k in rng.integers(0, len(mid), words or int(rng.integers(1, 3)))
+            )
             for _ in range(n)
         ]
 
@@ -257,13 +261,18 @@ def timed(fn: Callable[[], Any], runs: list[float]) -> Any:
     return result
 
 
+def lex_query(text: str, args: argparse.Namespace) -> LexQuery:
+    query = parse_lex_query(text)
+    return replace(query, match_any=True) if args.match_any else query
+
+
 def warm_up(
     index: Any, corpus: Corpus, vectors: np.ndarray[Any, Any], args: argparse.Namespace
 ) -> None:
     """Untimed queries of other seeds first, so the figures are of a warm cache: a server
     that has answered for a while, not the first queries after another index evicted it."""
-    for text in corpus.lexical_queries(args.warmup, seed=SEED + 7):
-        index.search_lex(parse_lex_query(text), 10, None)
+    for text in corpus.lexical_queries(args.warmup, seed=SEED + 7, words=args.lex_words):
+        index.search_lex(lex_query(text, args), 10, None)
     for q in corpus.queries(vectors, args.warmup, seed=SEED + 8):
         index.search_vectors(q.tolist(), 10, None)
 
@@ -272,8 +281,8 @@ def measure(
     index: Any, corpus: Corpus, vectors: np.ndarray[Any, Any], args: argparse.Namespace
 ) -> dict[str, Any]:
     lex_ms: list[float] = []
-    for text in corpus.lexical_queries(args.queries):
-        timed(lambda text=text: index.search_lex(parse_lex_query(text), 10, None), lex_ms)
+    for text in corpus.lexical_queries(args.queries, words=args.lex_words):
+        timed(lambda text=text: index.search_lex(lex_query(text, args), 10, None), lex_ms)
     vec_ms: list[float] = []
     recalls: list[float] = []
     for q in corpus.queries(vectors, args.vector_queries):
@@ -464,6 +473,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vectors", type=int, default=1_000_000)
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--queries", type=int, default=200, help="lexical queries")
+    parser.add_argument(
+        "--lex-words", type=int, default=0, help="words per lexical query (0: one or two)"
+    )
+    parser.add_argument(
+        "--match-any", action="store_true", help="lexical queries match any word (the fill)"
+    )
     parser.add_argument("--vector-queries", type=int, default=100)
     parser.add_argument(
         "--warmup", type=int, default=500, help="untimed queries of each kind before measuring"

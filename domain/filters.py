@@ -337,3 +337,84 @@ def tagged(tags: Sequence[str]) -> FilterNode:
     if not wanted:
         raise QmdError(INVALID_ARGUMENT, "tag must not be empty")
     return Condition("tags", "all", wanted)
+
+
+# ---------------------------------------------------------------- narrowing (REQ-FILTER-009)
+
+
+@dataclass(frozen=True)
+class HasValue:
+    """The key holds this value, alone or as a list item (equal as `eq` compares)."""
+
+    key: str
+    value: Scalar
+
+
+@dataclass(frozen=True)
+class HasKey:
+    key: str
+
+
+@dataclass(frozen=True)
+class AllOf:
+    probes: tuple[Probe, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Any of the probes; no probes: no document."""
+
+    probes: tuple[Probe, ...]
+
+
+Probe = HasValue | HasKey | AllOf | AnyOf
+
+# integers past float precision are looked up by their key only: an index may hold them as
+# floats, and a necessary condition must never leave out a document that passes
+_EXACT_INT = 2**53
+
+
+def _has_value(key: str, value: Scalar) -> Probe:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _EXACT_INT:
+        return HasKey(key)
+    return HasValue(key, value)
+
+
+def _by_value(probe: Probe) -> bool:
+    if isinstance(probe, HasValue):
+        return True
+    if isinstance(probe, HasKey):
+        return False
+    if isinstance(probe, AllOf):
+        return any(_by_value(part) for part in probe.probes)
+    return all(_by_value(part) for part in probe.probes)
+
+
+def narrowing(node: FilterNode) -> Probe | None:
+    """A condition every document passing `node` meets, that an index of (key, value) pairs
+    can answer; None when there is none (a negation, `exists: false`). Documents failing it
+    fail `node`, so a store may read only those meeting it before `matches` decides."""
+    if isinstance(node, Not):
+        return None
+    if isinstance(node, Group):
+        parts = [narrowing(operand) for operand in node.operands]
+        if node.operator == "and":
+            known = tuple(part for part in parts if part is not None)
+            # a key alone narrows little (most documents may hold it): when a value narrows,
+            # the key-only parts are left to the evaluation, so the index reads fewer rows
+            valued = tuple(part for part in known if _by_value(part))
+            return AllOf(valued or known) if known else None
+        if any(part is None for part in parts):
+            return None
+        return AnyOf(tuple(part for part in parts if part is not None))
+    if node.operator == "exists":
+        return HasKey(node.key) if node.value is True else None
+    value = node.value
+    if node.operator == "eq" and not isinstance(value, tuple):
+        return _has_value(node.key, value)
+    if node.operator == "in" and isinstance(value, tuple):
+        return AnyOf(tuple(_has_value(node.key, item) for item in value))
+    if node.operator == "all" and isinstance(value, tuple) and value:
+        return AllOf(tuple(_has_value(node.key, item) for item in value))
+    # ne, nin, all [], and the comparisons all need the key to be present
+    return HasKey(node.key)

@@ -19,7 +19,7 @@ from domain.extraction import (
     ExtractionState,
     SourceDigest,
 )
-from domain.filters import MetaValue
+from domain.filters import MetaValue, Probe
 from domain.lexquery import LexQuery
 from domain.memory import MemoryRecord, MergeGroup, Topic
 from domain.model import (
@@ -185,10 +185,12 @@ class MetadataIndex(Protocol):
         ...
 
     def active_metadata(
-        self, collections: Sequence[str] | None
+        self, collections: Sequence[str] | None, narrowing: Probe | None = None
     ) -> list[tuple[int, dict[str, MetaValue]]]:
         """(document id, metadata) of every active document in `collections` (None: all);
-        a document indexed without metadata (by the original) has an empty mapping."""
+        a document indexed without metadata (by the original) has an empty mapping. With
+        `narrowing`, documents that do not meet it may be left out (REQ-FILTER-009): a store
+        with an index of metadata values reads only those that do."""
         ...
 
     def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:

@@ -31,7 +31,7 @@ from domain.extraction import (
     ExtractionState,
     SourceDigest,
 )
-from domain.filters import MetaValue
+from domain.filters import MetaValue, Probe
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 from domain.memory import MemoryRecord, Topic, parse_record, record_path, render_record
 from domain.model import (
@@ -372,7 +372,7 @@ class InMemoryStore:
                 self._metadata[row.id] = dict(metadata)
 
     def active_metadata(
-        self, collections: Sequence[str] | None
+        self, collections: Sequence[str] | None, narrowing: Probe | None = None
     ) -> list[tuple[int, dict[str, MetaValue]]]:
         return [
             (row.id, dict(self._metadata.get(row.id, {})))

@@ -39,7 +39,7 @@ from domain.extraction import (
     cached_from_row,
     state_from_row,
 )
-from domain.filters import MetaValue
+from domain.filters import AllOf, HasKey, HasValue, MetaValue, Probe
 from domain.lexquery import LexQuery
 from domain.metadata import as_json, from_json
 from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
@@ -97,6 +97,27 @@ def _meta(row: Sequence[Any]) -> DocumentMeta:
 
 def vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _probe_sql(probe: Probe, params: list[Any]) -> str:
+    """`probe` as a condition on the metadata row `m` that its GIN index answers: `@>` holds
+    a scalar inside a list only at the top level, so a value is looked for both ways."""
+    if isinstance(probe, HasValue):
+        params += [
+            json.dumps({probe.key: probe.value}),
+            json.dumps({probe.key: [probe.value]}),
+        ]
+        return (
+            "(qmd_metadata_jsonb(m.metadata) @> %s::jsonb"
+            " OR qmd_metadata_jsonb(m.metadata) @> %s::jsonb)"
+        )
+    if isinstance(probe, HasKey):
+        params.append(probe.key)
+        return "qmd_metadata_jsonb(m.metadata) ? %s"
+    if not probe.probes:
+        return "TRUE" if isinstance(probe, AllOf) else "FALSE"
+    joiner = " AND " if isinstance(probe, AllOf) else " OR "
+    return "(" + joiner.join(_probe_sql(part, params) for part in probe.probes) + ")"
 
 
 def escape_like(value: str) -> str:
@@ -718,10 +739,11 @@ class PostgresIndex:
         )
 
     def active_metadata(
-        self, collections: Sequence[str] | None
+        self, collections: Sequence[str] | None, narrowing: Probe | None = None
     ) -> list[tuple[int, dict[str, MetaValue]]]:
-        """Every active document's metadata, as ONE JSON array built by the server and
-        decoded by one `json.loads` (a filtered search reads them all)."""
+        """Every active document's metadata (with `narrowing`, those meeting it, found through
+        the GIN index of migration 8), as ONE JSON array built by the server and decoded by
+        one `json.loads`."""
         statement = (
             "SELECT COALESCE('[' || string_agg('[' || d.id || ',' || "
             "COALESCE(m.metadata, '{}') || ']', ',' ORDER BY d.id) || ']', '[]') "
@@ -732,6 +754,8 @@ class PostgresIndex:
         if collections is not None:
             statement += " AND d.collection = ANY(%s)"
             params.append(list(collections))
+        if narrowing is not None:
+            statement += f" AND {_probe_sql(narrowing, params)}"
         rows = json.loads(str(self._scalar(statement, params) or "[]"))
         return [(int(i), from_json(raw) if isinstance(raw, dict) else {}) for i, raw in rows]
 
@@ -1020,7 +1044,12 @@ class PostgresIndex:
         The score is Okapi BM25 summed over the query's positive clauses: the clause's idf, and
         its weighted frequency in the document (title 4, path 1.5, body 1, as FTS5's weights)
         saturated by k1 and normalised by the document's length against the average.
-        docs/decisions/0042 compares it with `ts_rank` and `ts_rank_cd` on SciFact."""
+        docs/decisions/0042 compares it with `ts_rank` and `ts_rank_cd` on SciFact.
+
+        An any-term query is pruned (MaxScore): the rows holding its rarest clauses are ranked
+        first, and a clause whose bound cannot lift a row past the limit-th score found is
+        left out of the candidates (`_essential`); the answer is the one ranking every row
+        gives."""
         if limit <= 0 or not query.is_searchable:
             return []
         text = render_tsquery(query)
@@ -1031,6 +1060,94 @@ class PostgresIndex:
             idf, average = self._idf(clauses)
         except psycopg.Error:
             return []
+        try:
+            if not query.match_any or len(clauses) == 1:
+                rows = self._ranked(clauses, idf, average, text, limit, collection, within)
+            else:
+                rows = self._ranked_any(clauses, idf, average, text, limit, collection, within)
+        except psycopg.Error:
+            return []
+        return [
+            LexHit(
+                document=Document(meta=_meta(r), body=str(r[8])),
+                bm25=-float(r[9]) * RANK_SCALE,
+            )
+            for r in rows
+        ]
+
+    def _ranked_any(
+        self,
+        clauses: Sequence[str],
+        idf: Sequence[float],
+        average: float,
+        text: str,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None,
+    ) -> list[tuple[Any, ...]]:
+        """The top `limit` rows of an any-term query, ranking only rows that can reach them.
+
+        A clause adds less than idf * (k1 + 1) to a row's score (tf / (tf + k1 * norm) < 1).
+        The rows holding the rarest clauses (about 20 rows per result) are ranked first: the
+        limit-th score among them, theta, is a floor for the final limit-th. The commonest
+        clauses whose bounds sum below theta are then non-essential: a row holding only those
+        scores below theta, so only rows holding an essential clause need ranking."""
+        bound = [weight * (BM25_K1 + 1) for weight in idf]
+        by_rarity = sorted(range(len(clauses)), key=lambda i: -idf[i])
+        first: list[int] = []
+        # idf falls as df grows: df = (N + 1) / (exp(idf) - 1) - 0.5, enough to size the set
+        total = self._fts_documents()
+        reach = 0.0
+        for i in by_rarity:
+            first.append(i)
+            reach += (total + 1) / max(math.expm1(idf[i]), 1e-12) - 0.5
+            if reach >= 20 * limit:
+                break
+        if len(first) == len(clauses):
+            return self._ranked(clauses, idf, average, text, limit, collection, within)
+        rows = self._ranked(
+            clauses, idf, average, self._restricted(clauses, first, text), limit, collection, within
+        )
+        if len(rows) < limit:  # no floor: rank everything
+            return self._ranked(clauses, idf, average, text, limit, collection, within)
+        theta = float(rows[-1][9])
+        essential = set(first)
+        spare = 0.0
+        for i in sorted(
+            (i for i in range(len(clauses)) if i not in essential), key=bound.__getitem__
+        ):
+            # a margin for float rounding of the SQL sum: the bound must stay strictly below
+            if (spare + bound[i]) * (1 + 1e-9) < theta:
+                spare += bound[i]
+            else:
+                essential.add(i)
+        if essential == set(first):
+            return rows
+        if len(essential) == len(clauses):
+            return self._ranked(clauses, idf, average, text, limit, collection, within)
+        restricted = self._restricted(clauses, sorted(essential), text)
+        return self._ranked(clauses, idf, average, restricted, limit, collection, within)
+
+    @staticmethod
+    def _restricted(clauses: Sequence[str], chosen: Sequence[int], text: str) -> str:
+        """The query's own condition, further requiring one of the chosen clauses."""
+        anyone = " | ".join(f"({clauses[i]})" for i in chosen)
+        return f"({anyone}) & ({text})"
+
+    def _fts_documents(self) -> int:
+        return int(self._scalar("SELECT documents FROM fts_stats") or 0)
+
+    def _ranked(
+        self,
+        clauses: Sequence[str],
+        idf: Sequence[float],
+        average: float,
+        text: str,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None,
+    ) -> list[tuple[Any, ...]]:
+        """Rows matching `text`, ranked by BM25 over `clauses`: meta columns, body, rank."""
         # the queries are parsed once (a MATERIALIZED CTE), not once per matching row
         parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
         # BM25 per clause: tf = the clause's weighted frequency (ts_rank without normalisation,
@@ -1072,39 +1189,62 @@ class PostgresIndex:
             " JOIN content ON content.hash = d.hash ORDER BY top.rank DESC, d.id"
         )
         params.append(int(limit))
-        try:
-            rows = self._query(statement, params)
-        except psycopg.Error:
-            return []
-        return [
-            LexHit(
-                document=Document(meta=_meta(r), body=str(r[8])),
-                bm25=-float(r[9]) * RANK_SCALE,
-            )
-            for r in rows
-        ]
+        return self._query(statement, params)
 
     def _idf(self, clauses: Sequence[str]) -> tuple[list[float], float]:
-        """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, counted in one
-        pass over the documents matching any of them; and the average document length. N and
-        the lengths come from `fts_stats`, which triggers keep current (migration 6)."""
+        """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each clause, and the average
+        document length. N and the lengths come from `fts_stats` (migration 6); the df of a
+        one-word clause, or of a prefix that one lexeme of the index completes, from
+        `fts_lexemes` (migration 7), both kept current by triggers. Only phrases, several-word
+        clauses and prefixes of several lexemes are counted over their matching rows."""
+        rows = self._query(
+            "WITH q AS MATERIALIZED (SELECT c.i, to_tsquery("
+            f"'{TS_CONFIG}', c.clause) AS q"
+            " FROM unnest(%s::text[]) WITH ORDINALITY AS c(clause, i))"
+            " SELECT (SELECT documents FROM fts_stats),"
+            " (SELECT total_len::float8 / GREATEST(documents, 1) FROM fts_stats),"
+            # one lexeme without weights prints as 'lexeme', a prefix as 'lexeme':*; a prefix
+            # is known when at most one lexeme in the index completes it (else NULL: counted)
+            " array_agg(CASE WHEN numnode(q.q) <> 1 THEN NULL"
+            " WHEN q.q::text ~ '^''[^'']+''$' THEN"
+            " COALESCE((SELECT l.documents FROM fts_lexemes l"
+            " WHERE l.lexeme = btrim(q.q::text, '''')), 0)"
+            # folded lexemes hold letters and digits only
+            " WHEN q.q::text ~ '^''[[:alnum:]]+'':[*]$' THEN"
+            " (SELECT CASE WHEN COUNT(*) <= 1 THEN COALESCE(MAX(s.documents), 0) END"
+            " FROM (SELECT l.documents FROM fts_lexemes l"
+            # a range of the key (a LIKE pattern known only at run time uses no index)
+            " WHERE l.lexeme >= substring(q.q::text FROM '^''([[:alnum:]]+)''')"
+            " AND l.lexeme < substring(q.q::text FROM '^''([[:alnum:]]+)''') || chr(1114111)"
+            " AND starts_with(l.lexeme, substring(q.q::text FROM '^''([[:alnum:]]+)'''))"
+            " AND l.documents > 0 LIMIT 2) s)"
+            " END ORDER BY q.i)"
+            " FROM q",
+            [list(clauses)],
+        )
+        total = int(rows[0][0] or 0)
+        average = max(1.0, float(rows[0][1] or 1.0))
+        kept: list[int | None] = [None if df is None else int(df) for df in rows[0][2]]
+        unknown = [i for i, df in enumerate(kept) if df is None]
+        if unknown:
+            counted = self._counted_df([clauses[i] for i in unknown])
+            for i, df in zip(unknown, counted, strict=True):
+                kept[i] = df
+        idf = [math.log(1 + (total - int(df or 0) + 0.5) / (int(df or 0) + 0.5)) for df in kept]
+        return idf, average
+
+    def _counted_df(self, clauses: Sequence[str]) -> list[int]:
+        """Each clause's document frequency counted in one pass over the documents matching
+        any of them (what every search did before migration 7)."""
         parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
         counts = ", ".join(f"COUNT(*) FILTER (WHERE f.tsv @@ q.q{i})" for i in range(len(clauses)))
         anything = " | ".join(f"({clause})" for clause in clauses)
         rows = self._query(
             f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS anything)"
-            " SELECT (SELECT documents FROM fts_stats),"
-            " (SELECT total_len::float8 / GREATEST(documents, 1) FROM fts_stats),"
-            f" {counts}"
-            " FROM documents_fts f, q WHERE f.tsv @@ q.anything",
+            f" SELECT {counts} FROM documents_fts f, q WHERE f.tsv @@ q.anything",
             [*clauses, anything],
         )
-        total = int(rows[0][0] or 0)
-        average = max(1.0, float(rows[0][1] or 1.0))
-        idf = [
-            math.log(1 + (total - int(df or 0) + 0.5) / (int(df or 0) + 0.5)) for df in rows[0][2:]
-        ]
-        return idf, average
+        return [int(df or 0) for df in rows[0]]
 
     # ------------------------------------------------------------------ vectors
 

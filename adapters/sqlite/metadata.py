@@ -6,6 +6,12 @@ an index (the original's, say) leaves its schema exactly as it was. Rows are key
 `documents.id`, which survives re-indexing, deactivation and collection renames; rows whose
 document is gone are removed by `cleanup`, and every read joins the active documents, so a
 stale row is never seen.
+
+`py_metadata_values` lists each document's (key, kind, value) pairs, a list field one row per
+item, behind an index on (key, kind, value): a filter's candidates are read from it
+(REQ-FILTER-009) instead of decoding every document's metadata. Triggers on the metadata table
+keep it, so every writer (this version, an older one, `index copy`) keeps it current; an
+index made before it gets it, filled from the stored rows, on its next metadata write.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.sqlite.driver import Connection
-from domain.filters import MetaValue
+from domain.filters import AllOf, HasKey, HasValue, MetaValue, Probe
 from domain.metadata import as_json, from_json
 
 METADATA_TABLE = "py_document_metadata"
@@ -26,10 +32,70 @@ METADATA_DDL = f"""
     )
   """
 ID_CHUNK = 500
+VALUES_TABLE = "py_metadata_values"
+# kinds keep JSON's types apart (REQ-FILTER-002): 0 text, 1 number, 2 boolean, 3 any other
+# (a key holding an empty list or a value no filter can equal)
+_PAIRS = """
+  SELECT {doc}, e.key,
+    CASE CASE WHEN e.type = 'array' THEN a.type ELSE e.type END
+      WHEN 'text' THEN 0 WHEN 'integer' THEN 1 WHEN 'real' THEN 1
+      WHEN 'true' THEN 2 WHEN 'false' THEN 2 ELSE 3 END,
+    CASE WHEN e.type = 'array' THEN a.value ELSE e.value END
+  FROM json_each({metadata}) e
+  LEFT JOIN json_each(CASE WHEN e.type = 'array' THEN e.value ELSE '[]' END) a
+"""
+VALUES_DDL = (
+    f"""CREATE TABLE IF NOT EXISTS {VALUES_TABLE} (
+      doc_id INTEGER NOT NULL, key TEXT NOT NULL, kind INTEGER NOT NULL, value)""",
+    f"CREATE INDEX IF NOT EXISTS idx_{VALUES_TABLE} ON {VALUES_TABLE} (key, kind, value)",
+    f"CREATE INDEX IF NOT EXISTS idx_{VALUES_TABLE}_doc ON {VALUES_TABLE} (doc_id)",
+    # INSERT OR REPLACE fires no DELETE trigger: the insert clears the old pairs itself
+    f"""CREATE TRIGGER IF NOT EXISTS {VALUES_TABLE}_insert AFTER INSERT ON {METADATA_TABLE}
+    BEGIN
+      DELETE FROM {VALUES_TABLE} WHERE doc_id = new.doc_id;
+      INSERT INTO {VALUES_TABLE} (doc_id, key, kind, value)
+      {_PAIRS.format(doc="new.doc_id", metadata="new.metadata")};
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS {VALUES_TABLE}_update AFTER UPDATE ON {METADATA_TABLE}
+    BEGIN
+      DELETE FROM {VALUES_TABLE} WHERE doc_id = old.doc_id;
+      INSERT INTO {VALUES_TABLE} (doc_id, key, kind, value)
+      {_PAIRS.format(doc="new.doc_id", metadata="new.metadata")};
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS {VALUES_TABLE}_delete AFTER DELETE ON {METADATA_TABLE}
+    BEGIN
+      DELETE FROM {VALUES_TABLE} WHERE doc_id = old.doc_id;
+    END""",
+)
 
 
 def ensure_metadata_table(conn: Connection) -> None:
     conn.execute(METADATA_DDL)
+    ensure_values_table(conn)
+
+
+def has_values_table(conn: Connection) -> bool:
+    return (
+        conn.scalar(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VALUES_TABLE,)
+        )
+        is not None
+    )
+
+
+def ensure_values_table(conn: Connection) -> None:
+    """Create the pairs table and its triggers, filled from the rows already stored."""
+    if has_values_table(conn):
+        return
+    for statement in VALUES_DDL:
+        conn.execute(statement)
+    conn.execute(
+        f"INSERT INTO {VALUES_TABLE} (doc_id, key, kind, value) "
+        + _PAIRS.format(doc="m.doc_id", metadata="m.metadata").replace(
+            "FROM json_each", f"FROM {METADATA_TABLE} m, json_each", 1
+        )
+        + " WHERE json_valid(m.metadata)"
+    )
 
 
 def has_metadata_table(conn: Connection) -> bool:
@@ -55,6 +121,8 @@ def put_metadata(
     encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
     if not has_metadata_table(conn):
         ensure_metadata_table(conn)
+    else:
+        ensure_values_table(conn)
     row = conn.raw.execute(
         f"SELECT d.id, m.metadata FROM documents d LEFT JOIN {METADATA_TABLE} m "
         "ON m.doc_id = d.id WHERE d.collection = ? AND d.path = ? AND d.active = 1",
@@ -68,11 +136,37 @@ def put_metadata(
     )
 
 
+def _kind_value(value: object) -> tuple[int, object]:
+    if isinstance(value, bool):
+        return 2, int(value)
+    if isinstance(value, str):
+        return 0, value
+    return 1, value
+
+
+def _probe_sql(probe: Probe, params: list[Any]) -> str:
+    """`probe` as a condition on `d.id` over the pairs table."""
+    if isinstance(probe, HasValue):
+        kind, value = _kind_value(probe.value)
+        params += [probe.key, kind, value]
+        return (
+            f"d.id IN (SELECT doc_id FROM {VALUES_TABLE} WHERE key = ? AND kind = ? AND value = ?)"
+        )
+    if isinstance(probe, HasKey):
+        params.append(probe.key)
+        return f"d.id IN (SELECT doc_id FROM {VALUES_TABLE} WHERE key = ?)"
+    if not probe.probes:
+        return "1" if isinstance(probe, AllOf) else "0"
+    joiner = " AND " if isinstance(probe, AllOf) else " OR "
+    return "(" + joiner.join(_probe_sql(part, params) for part in probe.probes) + ")"
+
+
 def active_metadata(
-    conn: Connection, collections: Sequence[str] | None
+    conn: Connection, collections: Sequence[str] | None, narrowing: Probe | None = None
 ) -> list[tuple[int, dict[str, MetaValue]]]:
-    """Every active document's metadata, fetched as ONE JSON array built by SQLite and decoded
-    by one `json.loads` (a filtered search reads them all; per-row decoding was most of it)."""
+    """Every active document's metadata (with `narrowing`, those meeting it, read through the
+    pairs table when the index has one), fetched as ONE JSON array built by SQLite and decoded
+    by one `json.loads` (per-row decoding was most of a filtered search's cost)."""
     joined = has_metadata_table(conn)
     value = "COALESCE(m.metadata, '{}')" if joined else "'{}'"
     source = (
@@ -86,6 +180,8 @@ def active_metadata(
     if collections is not None:
         sql += " AND d.collection IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(list(collections)))
+    if narrowing is not None and joined and has_values_table(conn):
+        sql += " AND " + _probe_sql(narrowing, params)
     text = conn.scalar(sql, params)
     if text is None:
         return []

@@ -28,7 +28,7 @@ from adapters.sqlite.schema import (
     vec_table_sql,
 )
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
-from domain.filters import MetaValue
+from domain.filters import MetaValue, Probe
 from domain.lexquery import LexQuery, space_cjk
 from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
 from domain.ports import CollectionCount, UpsertOutcome
@@ -483,9 +483,9 @@ class SqliteIndex:
         _metadata.put_metadata(self._conn, collection, path, metadata)
 
     def active_metadata(
-        self, collections: Sequence[str] | None
+        self, collections: Sequence[str] | None, narrowing: Probe | None = None
     ) -> list[tuple[int, dict[str, MetaValue]]]:
-        return _metadata.active_metadata(self._conn, collections)
+        return _metadata.active_metadata(self._conn, collections, narrowing)
 
     def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
         return _metadata.metadata_by_id(self._conn, ids)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.errors import INVALID_ARGUMENT, QmdError
-from domain.filters import FilterNode, MetaValue, matches, parse_filter
+from domain.filters import FilterNode, MetaValue, matches, narrowing, parse_filter
 from domain.metadata import file_facts, merge
 from domain.model import SourceFile
 from domain.ports import FrontMatterReader, MetadataIndex
@@ -56,12 +56,13 @@ class MetadataService:
     ) -> frozenset[int] | None:
         """The ids of the active documents (in `collections`) that pass `node`; None when
         there is no filter. Evaluated over every document's metadata, so what a search then
-        ranks is already filtered (REQ-FILTER-003)."""
+        ranks is already filtered (REQ-FILTER-003). A store with an index of metadata values
+        reads only the documents meeting the filter's necessary condition (REQ-FILTER-009)."""
         if node is None:
             return None
         return frozenset(
             doc_id
-            for doc_id, metadata in self._index.active_metadata(collections)
+            for doc_id, metadata in self._index.active_metadata(collections, narrowing(node))
             if matches(node, metadata)
         )
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import hashlib
 
+from domain.filters import MetaValue, matches, narrowing, parse_filter
 from domain.lexquery import parse_lex_query
+from domain.usecases.metadata import MetadataService
 from tests.contract.conftest import StoreLike
+from tests.fakes import InMemoryStore
 
 T0 = "2025-01-01T00:00:00.000Z"
 
@@ -71,3 +74,72 @@ def test_vector_within_selects_before_the_limit(store: StoreLike) -> None:
     scoped = store.search_vectors([1.0, 0.0], 2, "c", frozenset({ids[5], ids[9], ids[11]}))
     assert [h.document.meta.id for h in scoped] == [ids[5], ids[9]]
     assert store.search_vectors([1.0, 0.0], 2, None, frozenset()) == []
+
+
+FILTERS: tuple[object, ...] = (
+    {"key": "tags", "operator": "eq", "value": "rare"},
+    {"key": "tags", "operator": "all", "value": ["ops", "notes"]},
+    {"key": "tags", "operator": "in", "value": ["rare", "zzz"]},
+    {"key": "n", "operator": "eq", "value": 3},
+    {"key": "n", "operator": "eq", "value": 3.0},
+    {"key": "n", "operator": "eq", "value": "3"},  # a string never equals a number
+    {"key": "flag", "operator": "eq", "value": True},
+    {"key": "flag", "operator": "eq", "value": 1},  # true is not 1
+    {"key": "n", "operator": "gte", "value": 40},
+    {"key": "n", "operator": "ne", "value": 3},
+    {"key": "tags", "operator": "nin", "value": ["rare"]},
+    {"key": "empty", "operator": "exists", "value": True},
+    {"key": "empty", "operator": "exists", "value": False},
+    {"key": "big", "operator": "eq", "value": 2**60 + 1},
+    {"operator": "not", "operand": {"key": "tags", "operator": "eq", "value": "rare"}},
+    {
+        "operator": "or",
+        "operands": [
+            {"key": "author", "operator": "eq", "value": "a3"},
+            {"key": "n", "operator": "lt", "value": 2},
+        ],
+    },
+    {
+        "operator": "and",
+        "operands": [
+            {"key": "tags", "operator": "eq", "value": "rare"},
+            {"operator": "not", "operand": {"key": "author", "operator": "eq", "value": "a0"}},
+        ],
+    },
+    {
+        "operator": "or",
+        "operands": [
+            {"key": "author", "operator": "eq", "value": "a1"},
+            {"operator": "not", "operand": {"key": "n", "operator": "exists", "value": True}},
+        ],
+    },
+)
+
+
+def test_a_filter_admits_what_evaluating_every_document_admits(store: StoreLike) -> None:
+    """REQ-FILTER-009: reading candidates through an index of the metadata changes nothing."""
+    ids = []
+    for i in range(120):
+        ids.append(add(store, "c" if i % 5 else "d", f"n{i}.md", f"note {i}"))
+        metadata: dict[str, MetaValue] = {
+            "n": i if i % 4 else float(i),
+            "author": f"a{i % 7}",
+            "tags": ("rare",) if i % 9 == 0 else ("ops", "notes"),
+            "flag": i % 2 == 0,
+            "big": 2**60 + i,
+        }
+        if i % 3 == 0:
+            metadata["empty"] = ()
+        if i % 10 != 7:  # some documents carry no metadata at all
+            store.put_metadata("c" if i % 5 else "d", f"n{i}.md", metadata)
+    service = MetadataService(store)
+    for raw in FILTERS:
+        node = parse_filter(raw)
+        for collections in (None, ["c"]):
+            every = {i for i, meta in store.active_metadata(collections) if matches(node, meta)}
+            assert service.scope(node, collections) == every, raw
+    # the narrowed read really is narrower where the store keeps an index of the values
+    rare = narrowing(parse_filter(FILTERS[0]))
+    read = len(store.active_metadata(None, rare))
+    tagged_rare = sum(1 for i in range(120) if i % 9 == 0 and i % 10 != 7)
+    assert read == (len(ids) if isinstance(store, InMemoryStore) else tagged_rare)

@@ -35,7 +35,15 @@ QUERIES = ("pagination", "rate limits", "authentication token")
 
 # Tables a copy does not carry over row by row: rebuilt on the destination (full text, vector
 # storage) or kept by the database itself.
-DERIVED = ("documents_fts", "vectors_vec", "sqlite_sequence", "fts_stats", "qmd_schema_version")
+DERIVED = (
+    "documents_fts",
+    "vectors_vec",
+    "sqlite_sequence",
+    "fts_stats",
+    "fts_lexemes",
+    "py_metadata_values",
+    "qmd_schema_version",
+)
 
 
 def qmd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -179,7 +179,7 @@ def test_bench_filters_runs(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-    assert "documents        140  (filter admits 11)" in done.stdout
+    assert "sqlite: documents 140  (filter admits 11)" in done.stdout
     for label in ("scope", "search", "filtered search"):
         assert f"\n{label} " in done.stdout or done.stdout.startswith(label)
 

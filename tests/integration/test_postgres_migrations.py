@@ -6,6 +6,7 @@ memory rows and the chunk rows work on it (adapters/postgres/schema.py). BM25's 
 from __future__ import annotations
 
 import psycopg
+import pytest
 from psycopg import sql
 
 from adapters.postgres.schema import MIGRATIONS, SCHEMA_VERSION, current_version, migrate
@@ -17,6 +18,7 @@ from domain.ports import DocumentCut
 from domain.sections import split_sections
 from tests.postgres_server import drop_schema, fresh_schema_url
 
+pytestmark = pytest.mark.postgres
 T0 = "2025-01-01T00:00:00.000Z"
 
 
@@ -41,7 +43,7 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
         index = PostgresIndex.open(url)
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 6
+                assert current_version(conn) == SCHEMA_VERSION == 8
             (doc,) = index.documents()
             index.put_metadata("c", "a.md", {"author": "Ana"})
             assert index.metadata_by_id([doc.id]) == {doc.id: {"author": "Ana"}}
@@ -91,7 +93,7 @@ def test_bm25_corpus_figures_follow_every_write() -> None:
                 ).fetchone()
                 assert row is not None
                 conn.execute(fts_row_sql(), fts_params(int(row[0]), "c", f"n{n}.md", "", body))
-        index = PostgresIndex.open(url, env={})  # migrated to 6 on open
+        index = PostgresIndex.open(url, env={})  # migrated to the current version on open
         try:
             kept, counted = _figures(index)
             assert kept == counted and counted[0] == 4

@@ -189,3 +189,42 @@ def test_shorthands() -> None:
         with pytest.raises(QmdError) as caught:
             since(bad, "--since")
         assert caught.value.code == INVALID_ARGUMENT and "--since" in caught.value.message
+
+
+def test_narrowing_is_a_necessary_condition_an_index_can_answer() -> None:
+    """REQ-FILTER-009: values where the filter names them, keys where it only needs them, and
+    nothing under a negation or `exists: false`; an and-group keeps its value parts only."""
+    from domain.filters import AllOf, AnyOf, HasKey, HasValue, narrowing
+
+    def of(raw: object) -> object:
+        return narrowing(parse_filter(raw))
+
+    assert of({"key": "tags", "operator": "eq", "value": "x"}) == HasValue("tags", "x")
+    assert of({"key": "n", "operator": "in", "value": [1, True]}) == AnyOf(
+        (HasValue("n", 1), HasValue("n", True))
+    )
+    assert of({"key": "t", "operator": "all", "value": ["a", "b"]}) == AllOf(
+        (HasValue("t", "a"), HasValue("t", "b"))
+    )
+    assert of({"key": "n", "operator": "gt", "value": 3}) == HasKey("n")
+    assert of({"key": "n", "operator": "ne", "value": 3}) == HasKey("n")
+    assert of({"key": "n", "operator": "exists", "value": True}) == HasKey("n")
+    assert of({"key": "n", "operator": "exists", "value": False}) is None
+    assert of({"key": "n", "operator": "eq", "value": 2**60}) == HasKey("n")  # past float
+    assert of({"operator": "not", "operand": {"key": "n", "operator": "eq", "value": 1}}) is None
+    both = {
+        "operator": "and",
+        "operands": [
+            {"key": "d", "operator": "gte", "value": "2024"},
+            {"key": "t", "operator": "eq", "value": "x"},
+        ],
+    }
+    assert of(both) == AllOf((HasValue("t", "x"),))
+    either = {
+        "operator": "or",
+        "operands": [
+            {"key": "t", "operator": "eq", "value": "x"},
+            {"key": "d", "operator": "exists", "value": False},
+        ],
+    }
+    assert of(either) is None
