@@ -622,6 +622,7 @@ class SqliteIndex:
             )
             keys = {f"{content_hash}_{int(r[0])}" for r in old_seqs}
             keys.update(f"{content_hash}_{int(seq)}" for seq, _, _ in chunks)
+            replaced = vector_bits.present(self._conn, sorted(keys)) if in_step is not None else 0
             self._conn.executemany(
                 "DELETE FROM vectors_vec WHERE hash_seq = ?", [(k,) for k in sorted(keys)]
             )
@@ -641,9 +642,13 @@ class SqliteIndex:
             if in_step is None:
                 # first write here, or vectors written by another program: quantize them all
                 vector_bits.rebuild(self._conn, dims)
+                self._bits_state = None
             else:
-                vector_bits.replace(self._conn, sorted(keys), added, dims)
-            self._bits_state = None
+                count = in_step - replaced + len(added)
+                vector_bits.replace(self._conn, sorted(keys), added, dims, count)
+                # our own commit leaves data_version as it is: the next store needs no count
+                version = int(self._conn.scalar("PRAGMA data_version") or 0)
+                self._bits_state = (version, count)
 
     def refresh_vector_prefilter(self) -> None:
         """Bring the prefilter's bits in step with `vectors_vec` (after a bulk load that wrote

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.sqlite import vector_bits
 from adapters.sqlite.driver import connect
 from adapters.sqlite.store import SQLITE_VEC_MAX_K, SqliteIndex
 from adapters.sqlite.vector_bits import BITS_TABLE
@@ -307,3 +308,24 @@ def test_small_indexes_are_searched_exactly(tmp_path: Path) -> None:
     finally:
         default.close()
         forced.close()
+
+
+def test_our_writes_keep_the_bits_in_step(tmp_path: Path) -> None:
+    """REQ-VEC-PREFILTER-003: replacing, adding and cleaning up vectors keeps the bits and the
+    recorded signature equal to what a fresh count of `vectors_vec` gives."""
+    index = SqliteIndex(connect(tmp_path / "index.sqlite"), prefilter_min_vectors=0)
+    try:
+        a = add(index, "c", "a.md", "alpha")
+        b = add(index, "c", "b.md", "beta")
+        index.store_chunk_vectors(a, [(0, 0, [1.0, 0.0]), (1, 9, [0.0, 1.0])], "m", "f", T0)
+        index.store_chunk_vectors(b, [(0, 0, [0.5, 0.5])], "m", "f", T0)
+        index.store_chunk_vectors(a, [(0, 0, [0.9, 0.1])], "m", "f", T0)  # 2 chunks -> 1
+        conn = index.connection
+        assert vector_bits.in_step(conn) == 2
+        index.deactivate_documents("c", ["b.md"])
+        assert index.cleanup()["orphaned_vectors"] == 1
+        assert vector_bits.in_step(conn) == 1
+        assert conn.scalar(f"SELECT COUNT(*) FROM {BITS_TABLE}") == 1
+        assert [h.document.meta.path for h in index.search_vectors([0.0, 1.0], 5, None)] == ["a.md"]
+    finally:
+        index.close()
