@@ -3,7 +3,8 @@ any direction.
 
 Rows are copied table by table, as stored (ids, hashes, timestamps and vectors unchanged); the
 full-text rows are rebuilt on the destination by its own adapter (FTS5 there, tsvector here),
-and on PostgreSQL the HNSW index is built once after the vectors are loaded. Every table the
+on PostgreSQL the HNSW index is built once after the vectors are loaded, and on SQLite the
+vector prefilter's bits (`DERIVED_TABLES`) are quantized afresh. Every table the
 source has is copied, empty or not. The destination must be empty, and it is complete or
 untouched: a SQLite destination is written to a temporary file beside it and renamed into place
 once every table's row count matches the source's; a PostgreSQL destination is written and
@@ -35,6 +36,7 @@ from adapters.postgres.store import (
     schema_exists,
 )
 from adapters.postgres.url import split_schema
+from adapters.sqlite import vector_bits
 from adapters.sqlite.chunks import CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL
 from adapters.sqlite.driver import dbapi
 from adapters.sqlite.extraction import CACHE_DDL, STATE_DDL
@@ -204,8 +206,11 @@ PROJMEM_TABLES = ("pyqmd_chunks", "pyqmd_namespaces", "pyqmd_session_summaries")
 # update after a copy reads every file once.
 LOCAL_TABLES = ("py_file_stamps",)
 
+# Derived from other tables by the destination's adapter: never copied, rebuilt there.
+DERIVED_TABLES = (vector_bits.BITS_TABLE,)
+
 # Written by each adapter for itself when it creates an index: never copied over.
-LOCAL_CONFIG_KEYS = ("fts_cjk_normalized_version",)
+LOCAL_CONFIG_KEYS = ("fts_cjk_normalized_version", vector_bits.SIGNATURE_KEY)
 
 
 def open_any(location: str) -> Index:
@@ -347,12 +352,12 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
                 )
         for (doc_id,) in conn.query("SELECT id FROM documents WHERE active = 1 ORDER BY id"):
             dest._write_fts(int(doc_id))
-        made = False
+        dims = 0
         batch_vec: list[tuple[str, bytes]] = []
         for digest, seq, blob in read_vectors(source):
-            if not made:
-                ensure_vec_table(conn, len(blob) // 4)
-                made = True
+            if not dims:
+                dims = len(blob) // 4
+                ensure_vec_table(conn, dims)
             batch_vec.append((f"{digest}_{seq}", blob))
             if len(batch_vec) >= BATCH:
                 conn.executemany(
@@ -365,6 +370,8 @@ def _write_sqlite(dest: SqliteIndex, source: Index, tick: Callable[[int], None])
                 "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", batch_vec
             )
             tick(len(batch_vec))
+        if dims:
+            vector_bits.rebuild(conn, dims)
         _verify(source, dest)  # before COMMIT
 
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from adapters.sqlite import metadata as _metadata
+from adapters.sqlite import vector_bits
 from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
 from adapters.sqlite.fts import render_fts_query
 from adapters.sqlite.schema import (
@@ -34,6 +35,12 @@ from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, Le
 from domain.ports import CollectionCount, UpsertOutcome
 
 COLLECTION_VEC_EXACT_SCAN_MAX = 20_000
+# Below this many vectors an exact scan is fast enough: no prefilter (REQ-VEC-PREFILTER-002).
+PREFILTER_MIN_VECTORS = 20_000
+# Hamming candidates per wanted chunk, and at least this many (REQ-VEC-PREFILTER-001).
+# sqlite-vec 0.1's KNN costs O(vectors x k) (its per-chunk top-k selection), so k stays small.
+PREFILTER_OVERSAMPLE = 4
+PREFILTER_MIN_CANDIDATES = 64
 SQLITE_VEC_MAX_K = 4096
 HASH_SEQ_CHUNK = 400
 LLM_CACHE_KEEP = 1000
@@ -74,8 +81,14 @@ def _pack(vector: Sequence[float]) -> bytes:
 class SqliteIndex:
     """One open index file. Every public method is a complete unit of work."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(
+        self, conn: Connection, prefilter_min_vectors: int = PREFILTER_MIN_VECTORS
+    ) -> None:
         self._conn = conn
+        self._prefilter_min_vectors = prefilter_min_vectors
+        # (PRAGMA data_version, vector count when the bits are in step else None): another
+        # connection's commit changes data_version, so the check reruns only then.
+        self._bits_state: tuple[int, int | None] | None = None
         ensure_schema(conn, space_cjk)
 
     @classmethod
@@ -466,11 +479,18 @@ class SqliteIndex:
             orphaned = int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0)
             if orphaned == 0:
                 return 0
-            self._conn.execute(
-                "DELETE FROM vectors_vec WHERE hash_seq IN ("
+            in_step = self._bits_in_step()
+            orphans = (
                 "SELECT cv.hash || '_' || cv.seq FROM content_vectors cv WHERE NOT EXISTS ("
-                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1))"
+                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
             )
+            self._conn.execute(f"DELETE FROM vectors_vec WHERE hash_seq IN ({orphans})")
+            if in_step is not None:
+                self._conn.execute(
+                    f"DELETE FROM {vector_bits.BITS_TABLE} WHERE hash_seq IN ({orphans})"
+                )
+                vector_bits.record_signature(self._conn)
+            self._bits_state = None
             self._conn.execute(
                 "DELETE FROM content_vectors WHERE hash NOT IN "
                 "(SELECT hash FROM documents WHERE active = 1)"
@@ -596,26 +616,59 @@ class SqliteIndex:
                 )
         with self._conn.transaction():
             ensure_vec_table(self._conn, dims)
+            in_step = self._bits_in_step()
             old_seqs = self._conn.query(
                 "SELECT seq FROM content_vectors WHERE hash = ?", (content_hash,)
             )
             keys = {f"{content_hash}_{int(r[0])}" for r in old_seqs}
             keys.update(f"{content_hash}_{int(seq)}" for seq, _, _ in chunks)
+            replaced = vector_bits.present(self._conn, sorted(keys)) if in_step is not None else 0
             self._conn.executemany(
                 "DELETE FROM vectors_vec WHERE hash_seq = ?", [(k,) for k in sorted(keys)]
             )
             self._conn.execute("DELETE FROM content_vectors WHERE hash = ?", (content_hash,))
             total = len(chunks)
+            added: list[tuple[str, bytes]] = []
             for seq, pos, vector in chunks:
                 self._conn.execute(
                     "INSERT OR REPLACE INTO content_vectors (hash, seq, pos, model, "
                     "embed_fingerprint, total_chunks, embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (content_hash, int(seq), int(pos), model, fingerprint, total, embedded_at),
                 )
+                added.append((f"{content_hash}_{int(seq)}", _pack(vector)))
                 self._conn.execute(
-                    "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)",
-                    (f"{content_hash}_{int(seq)}", _pack(vector)),
+                    "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", added[-1]
                 )
+            if in_step is None:
+                # first write here, or vectors written by another program: quantize them all
+                vector_bits.rebuild(self._conn, dims)
+                self._bits_state = None
+            else:
+                count = in_step - replaced + len(added)
+                vector_bits.replace(self._conn, sorted(keys), added, dims, count)
+                # our own commit leaves data_version as it is: the next store needs no count
+                version = int(self._conn.scalar("PRAGMA data_version") or 0)
+                self._bits_state = (version, count)
+
+    def refresh_vector_prefilter(self) -> None:
+        """Bring the prefilter's bits in step with `vectors_vec` (after a bulk load that wrote
+        `vectors_vec` directly, e.g. `qmd index copy`)."""
+        dims = self.vector_dimensions()
+        if not self._conn.vec_available or dims is None:
+            return
+        with self._conn.transaction():
+            if self._bits_in_step() is None:
+                vector_bits.rebuild(self._conn, dims)
+            self._bits_state = None
+
+    def _bits_in_step(self) -> int | None:
+        """The vector count when the prefilter's bits describe every vector, else None."""
+        version = int(self._conn.scalar("PRAGMA data_version") or 0)
+        if self._bits_state is not None and self._bits_state[0] == version:
+            return self._bits_state[1]
+        count = vector_bits.in_step(self._conn)
+        self._bits_state = (version, count)
+        return count
 
     def clear_vectors(self) -> None:
         """`qmd embed -f`: forget every vector and drop vectors_vec (recreated on next store)."""
@@ -625,6 +678,8 @@ class SqliteIndex:
                 if not self._conn.vec_available:
                     raise QmdError(UNAVAILABLE, "sqlite-vec extension is unavailable.")
                 self._conn.execute("DROP TABLE IF EXISTS vectors_vec")
+            vector_bits.drop(self._conn)
+            self._bits_state = None
 
     def search_vectors(
         self,
@@ -832,8 +887,33 @@ class SqliteIndex:
         scored.sort(key=lambda item: item[1])
         return scored
 
+    def _rescore(self, blob: bytes, hash_seqs: Sequence[str]) -> list[tuple[str, float]]:
+        """Exact distances of a few keys, one primary-key lookup each: sqlite-vec answers
+        `hash_seq IN (...)` with a full scan."""
+        scored: list[tuple[str, float]] = []
+        for key in hash_seqs:
+            distance = self._conn.scalar(
+                "SELECT vec_distance_cosine(embedding, ?) FROM vectors_vec WHERE hash_seq = ?",
+                (blob, key),
+            )
+            if distance is not None:  # a key without a vector is no neighbour
+                scored.append((key, float(distance)))
+        scored.sort(key=lambda item: item[1])
+        return scored
+
     def _ann(self, blob: bytes, k: int) -> list[tuple[str, float]]:
+        """The k nearest chunks. From `PREFILTER_MIN_VECTORS` vectors on (and bits in step),
+        the nearest by Hamming distance of the sign bits are rescored with the full vectors:
+        the answer is the exact one whenever those candidates hold the exact k nearest
+        (REQ-VEC-PREFILTER-001); otherwise (or for a k too wide to oversample) an exact scan."""
         k = max(1, min(SQLITE_VEC_MAX_K, k))
+        wanted = max(PREFILTER_MIN_CANDIDATES, k * PREFILTER_OVERSAMPLE)
+        if wanted <= SQLITE_VEC_MAX_K:
+            count = self._bits_in_step()
+            if count is not None and count >= self._prefilter_min_vectors:
+                dims = len(blob) // 4
+                keys = vector_bits.candidates(self._conn, blob, dims, wanted)
+                return self._rescore(blob, keys)[:k]
         rows = self._conn.query(
             "SELECT hash_seq, distance FROM vectors_vec WHERE embedding MATCH ? AND k = ? "
             "ORDER BY distance",

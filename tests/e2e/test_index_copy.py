@@ -15,13 +15,22 @@ from typing import Any
 import psycopg
 import pytest
 
-from adapters.cli.index_copy import LOCAL_CONFIG_KEYS, LOCAL_TABLES, TABLES, copy_to, open_any
+from adapters.cli.index_copy import (
+    DERIVED_TABLES,
+    LOCAL_CONFIG_KEYS,
+    LOCAL_TABLES,
+    TABLES,
+    copy_to,
+    open_any,
+)
 from adapters.postgres.store import PostgresIndex
 from adapters.postgres.url import split_schema
+from adapters.sqlite import vector_bits
 from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
+from adapters.sqlite.vector_bits import BITS_TABLE
 from domain.extraction import ExtractionState
 from domain.ports import DocumentCut
 from domain.sections import split_sections
@@ -43,6 +52,7 @@ DERIVED = (
     "fts_lexemes",
     "py_metadata_values",
     "qmd_schema_version",
+    *DERIVED_TABLES,
 )
 
 
@@ -108,7 +118,8 @@ def table_counts(location: str) -> dict[str, int]:
                 str(row[0])
                 for row in raw.execute(
                     "SELECT name FROM sqlite_master WHERE type = 'table' "
-                    "AND name NOT LIKE 'documents_fts_%' AND name NOT LIKE 'vectors_vec_%'"
+                    "AND name NOT LIKE 'documents_fts_%' AND name NOT LIKE 'vectors_vec_%' "
+                    f"AND name NOT LIKE '{BITS_TABLE}_%'"
                 )
             ]
             for name in names:
@@ -191,6 +202,27 @@ def test_every_table_of_an_index_is_one_the_copy_knows(tmp_path: Path) -> None:
     for empty in ("extraction_cache", "memory_topics", "pyqmd_namespaces"):
         assert counts[empty] == 0, empty  # the case that broke copies into SQLite
     assert counts["extraction_state"] and counts["memory_records"] and counts["pyqmd_chunks"]
+
+
+def test_a_sqlite_copy_rebuilds_the_vector_prefilter(tmp_path: Path) -> None:
+    """REQ-VEC-PREFILTER-003: the prefilter's bits are derived, not copied: the destination
+    quantizes every copied vector, so its searches may use them at once."""
+    source, _ = build_source(tmp_path)
+    dest = tmp_path / "copy.sqlite"
+    index = open_any(str(source))
+    try:
+        copy_to(index, str(dest))
+    finally:
+        index.close()
+    copied = open_any(str(dest))
+    try:
+        assert isinstance(copied, SqliteIndex)
+        conn = copied.connection
+        vectors = conn.scalar("SELECT COUNT(*) FROM vectors_vec")
+        assert vectors and conn.scalar(f"SELECT COUNT(*) FROM {BITS_TABLE}") == vectors
+        assert vector_bits.in_step(conn) == vectors
+    finally:
+        copied.close()
 
 
 def test_copy_round_trip_in_every_direction(tmp_path: Path, pg_urls: list[str]) -> None:

@@ -28,7 +28,7 @@ from adapters.config.yaml_config import (
     sync_config_to_store,
 )
 from adapters.fs.content_source import FileSystemSource
-from adapters.sqlite.driver import dbapi
+from adapters.sqlite.driver import connect, dbapi
 from adapters.sqlite.stamps import SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
 from domain.lexquery import parse_lex_query
@@ -364,7 +364,8 @@ def test_vectors_we_store_are_maintained_by_the_original(tmp_path: Path) -> None
     assert "Removed 1 inactive document records" in cleanup, cleanup
     assert "Removed 1 orphaned content hashes" in cleanup, cleanup
 
-    index = SqliteIndex.open(qmd.db_path)
+    # the prefilter forced on: the original's cleanup left our bits behind (REQ-VEC-PREFILTER-003)
+    index = SqliteIndex(connect(qmd.db_path), prefilter_min_vectors=0)
     try:
         assert index.has_vector_index() and index.vector_dimensions() == 4
         assert index.vector_count() == 3
