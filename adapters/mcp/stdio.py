@@ -9,6 +9,7 @@ prints from native libraries cannot corrupt the stream.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -100,6 +101,14 @@ class _FrameWriter:
             except (BrokenPipeError, ValueError):
                 self.closed = True
 
+    def close(self) -> None:
+        """End the connection: the client reads end of output (with `--transport both` the
+        process goes on serving HTTP, so the stream is not closed by exiting)."""
+        with self._lock:
+            self.closed = True
+            with contextlib.suppress(OSError):
+                self._stream.close()
+
 
 def serve_stdio(
     session: Session,
@@ -116,6 +125,7 @@ def serve_stdio(
     a tool waits for the client (a server-to-client request such as sampling), the client's
     response is handed to the session's correlator as soon as it arrives
     (docs/decisions/0039)."""
+    owns_stdout = stdout is None
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb", buffering=0)
         os.dup2(2, 1)
@@ -137,6 +147,8 @@ def serve_stdio(
     if not writer.closed:
         dispatcher.wait_idle()
     dispatcher.close()
+    if owns_stdout:
+        writer.close()
     log.info("Shutting down (stdin closed)...")
     if on_close is not None:
         on_close()
