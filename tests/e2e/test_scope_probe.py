@@ -110,9 +110,11 @@ def build_world(tmp: Path, backend: str) -> World:
     # not a PDF at all: its extraction fails and the failure is recorded (with its reason)
     (outside / "docs" / "secret-broken.pdf").write_bytes(b"%PDF-1.4\n" + b"\x00garbage" * 64)
     mask = "'**/*.{md,pdf}'"
+    # a PostgreSQL index keeps collections of its own unless index.yml names it (ADR 0047)
+    shared = f"index_url: {env['INDEX_PATH']}\n" if backend == "postgresql" else ""
     _write(
         Path(env["QMD_CONFIG_DIR"]) / "index.yml",
-        "collections:\n"
+        shared + "collections:\n"
         f"  notes:\n    path: {root / 'notes'}\n    pattern: {mask}\n"
         f"  outsidecoll:\n    path: {outside / 'docs'}\n    pattern: {mask}\n",
     )
@@ -308,8 +310,15 @@ def probe_memorize(client: Client, world: World) -> Iterator[Exchange]:
     assert sorted(p.name for p in (world.outside / "memory").rglob("*.md")) == before
     assert list((world.root / "memory").rglob("*.md")), "store_qa wrote nothing inside"
     # the hidden `memory` collection of the unrooted server is not taken over
-    config = (Path(world.env["QMD_CONFIG_DIR"]) / "index.yml").read_text(encoding="utf-8")
+    config = _config_text(world.env)
     assert str(world.outside / "memory") in config and str(world.root / "memory") not in config
+
+
+def _config_text(env: dict[str, str]) -> str:
+    """Every collection file of the config folder: a PostgreSQL index keeps its collections in
+    a file of its own beside index.yml (docs/postgres.md)."""
+    folder = Path(env["QMD_CONFIG_DIR"])
+    return "".join(p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.yml")))
 
 
 def probe_projmem(client: Client, world: World) -> Iterator[Exchange]:
@@ -523,6 +532,5 @@ def test_a_sessions_folder_outside_the_root_is_confined(tmp_path: Path) -> None:
         assert SECRET_WORD not in json.dumps(latest), latest
     finally:
         server.kill()
-    config = Path(env["QMD_CONFIG_DIR"]) / "index.yml"
-    assert not config.exists() or "sessions" not in config.read_text(encoding="utf-8")
+    assert "sessions" not in _config_text(env)
     assert os.listdir(outside / "claude" / PROJECT) == [f"{SECRET_SESSION}.jsonl"]
