@@ -137,7 +137,9 @@ def half_merged(root: Path) -> int:
 def read_records(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     qa: dict[str, Any] = {}
     knowledge: dict[str, Any] = {}
-    for text in files_of(root).values():
+    for name, text in files_of(root).items():
+        if name.rpartition("/")[2].startswith(".tmp-"):
+            continue  # a write the kill cut before its rename: the store never reads these
         fields = {
             line.partition(": ")[0]: json.loads(line.partition(": ")[2])
             for line in text.split("\n---\n")[0].splitlines()[1:]
