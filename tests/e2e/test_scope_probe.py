@@ -80,7 +80,7 @@ def _transcript(session: str, text: str) -> str:
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
-def _cli(env: dict[str, str], *args: str, cwd: Path) -> None:
+def _cli(env: dict[str, str], *args: str, cwd: Path) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "adapters.cli.main", *args],
         env=env,
@@ -90,6 +90,7 @@ def _cli(env: dict[str, str], *args: str, cwd: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
 
 
 def build_world(tmp: Path, backend: str) -> World:
@@ -119,6 +120,9 @@ def build_world(tmp: Path, backend: str) -> World:
         f"  outsidecoll:\n    path: {outside / 'docs'}\n    pattern: {mask}\n",
     )
     _cli(env, "update", cwd=tmp)
+    # an unrooted reader finds the secret: a probe that finds nothing later proves the root
+    # hid it, not that nothing was indexed (as once happened on PostgreSQL)
+    assert "secret.md" in _cli(env, "search", SECRET_WORD, cwd=tmp)
     # transcripts: one in a sessions folder outside, one inside, one linked in from outside
     _write(
         outside / "claude" / PROJECT / f"{SECRET_SESSION}.jsonl",
