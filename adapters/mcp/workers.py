@@ -58,6 +58,10 @@ class Job:
     def __init__(self) -> None:
         self.cancelled = False
         self.committed = False
+        # set by the transport: when its time limit ends the job (time.monotonic; None: no
+        # limit), and how often a wait on the client reports progress (adapters/mcp/budgets.py)
+        self.deadline: float | None = None
+        self.progress_every_s: float | None = None
         self._worker: Worker | None = None
         self._lock = threading.Lock()
         self._on_cancel: list[Callable[[], None]] = []
