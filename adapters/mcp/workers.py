@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
+from adapters.fs.deadline import request_deadline
 from adapters.mcp.protocol import Session
 from domain.usecases.services import Services
 
@@ -147,7 +148,8 @@ class WorkerPools:
         job.started(worker)
         worker.session.job = job  # the tool's writes and client waits answer to the job
         try:
-            return work(worker)
+            with request_deadline(job.deadline):  # a search's optional stages keep to it
+                return work(worker)
         finally:
             worker.session.job = None
             job.finished()
