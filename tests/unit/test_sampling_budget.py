@@ -14,16 +14,31 @@ from typing import Any
 
 import pytest
 
+from adapters.http.app import HttpSettings, QmdHttpApp
+from adapters.http.guard import OriginPolicy
 from adapters.mcp.budgets import Budgets
 from adapters.mcp.memorize import FACTS as MEMORIZE_FACTS
 from adapters.mcp.memorize import MemorizeSurface
+from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
 from adapters.mcp.stdio import serve_stdio
-from adapters.mcp.tools import CLIENT_BUDGET, OWN_BUDGET, OWN_TIMEOUT_GRACE_S, ToolFacts
+from adapters.mcp.tools import (
+    CLIENT_BUDGET,
+    OWN_BUDGET,
+    OWN_TIMEOUT_GRACE_S,
+    SurfaceFacts,
+    Tool,
+    ToolFacts,
+    call_tool,
+    tool_table,
+)
 from adapters.mcp.workers import Worker, WorkerPools
+from domain.profiles import SEED_000
 from domain.usecases.memorize import Memorizer, Thresholds
 from tests.fakes import FixedClock, InMemoryMemoryStore, InMemoryStore, app_over
 from tests.model_fakes import FakeEmbedder
+from tests.toy_surface import ToyErrors, ToySurface
+from tests.unit.test_http_app import ACCEPT, _events, _request
 
 PLAIN = ToolFacts()
 OWN = ToolFacts(budget=OWN_BUDGET)
@@ -199,3 +214,61 @@ def test_the_sampling_limit_is_a_service_setting(tmp_path: Any) -> None:
         resolve_settings({}, {"QMD_SAMPLING_TIMEOUT": "0"})
     assert refused.value.code == INVALID_ARGUMENT
     assert "QMD_SAMPLING_TIMEOUT" in refused.value.message
+
+
+class WaitingSurface(ToySurface):
+    """`fuse` waits on the client (as its facts say) for as long as the test lets it."""
+
+    facts = SurfaceFacts({"fuse": WAITS})
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__(app_over(InMemoryStore()).services())
+        self.gate = gate
+        self._waiting = tool_table([Tool({"name": "fuse", "inputSchema": {}}, self._fuse)])
+
+    def _fuse(self, _args: dict[str, Any]) -> dict[str, Any]:
+        self.gate.wait(10)
+        return {"content": [{"type": "text", "text": "late"}]}
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [{"name": "fuse"}]
+
+    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
+        return call_tool(self._waiting, ToyErrors(), name, arguments)
+
+
+async def test_a_streamed_http_call_meets_the_sampling_limit_not_the_request_one() -> None:
+    """2025-era HTTP streams a call that waits on the client: it outlives the request limit
+    (0.1 s) and is answered with the timeout error in its stream at the sampling limit."""
+    gate = threading.Event()
+    surface = WaitingSurface(gate)
+
+    def worker() -> Worker:
+        return Worker(Session(surface), surface._services, lambda: None, lambda: None)
+
+    settings = HttpSettings(
+        policy=OriginPolicy.build("localhost", {}),
+        profile=SEED_000,
+        strict_original=False,
+        timeout_s=0.1,
+        sampling_timeout_s=0.6,
+    )
+    pools = WorkerPools(worker, threads=2, model_threads=1)
+    app = QmdHttpApp(pools, settings, Correlator("t"), WaitingSurface.facts)
+    call = {"name": "fuse", "arguments": {}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call})
+    began = time.monotonic()
+    try:
+        reply = await _request(app, "POST", "/mcp", body.encode(), ACCEPT)
+        took = time.monotonic() - began
+        assert _events(reply) == [
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "error": {"code": -32001, "message": "Request timed out after 0.6 s"},
+            }
+        ]
+        assert 0.5 < took < 5, took
+    finally:
+        gate.set()
+        pools.shutdown()
