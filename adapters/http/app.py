@@ -193,15 +193,18 @@ class QmdHttpApp:
         return any(self.facts.tool(name).waits_on_client for name, _args in plan.tool_calls())
 
     def _time_limit(self, plan: McpPlan) -> float:
-        """The plan's time limit: the longest of its tools' (adapters/mcp/budgets.py). In the
-        2026-07-28 era nothing waits on the client (it answers `input_required` instead), so a
-        tool that would is held to the configured limit."""
+        """The plan's time limit: the longest of its tool calls' (adapters/mcp/budgets.py),
+        the request time limit for anything else. In the 2026-07-28 era nothing waits on the
+        client (it answers `input_required` instead), so a tool that would is held to the
+        request time limit."""
         budgets = self.settings.budgets
         limits = [
             budgets.time_limit(self.facts.tool(name), modern=plan.modern)
             for name, _ in plan.tool_calls()
         ]
-        return max([self.settings.timeout_s, *(limit for limit in limits if limit is not None)])
+        return max(
+            (limit for limit in limits if limit is not None), default=self.settings.timeout_s
+        )
 
     async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
         limit = self.settings.max_body_bytes

@@ -25,6 +25,7 @@ from adapters.config.service import DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_SAMPLING_
 from adapters.mcp.tools import CLIENT_BUDGET, OWN_BUDGET, OWN_TIMEOUT_GRACE_S, ToolFacts
 
 __all__ = ["DEFAULT_SAMPLING_TIMEOUT_S", "Budgets"]
+
 # the longest pause between two progress notifications while the server waits on the client
 PROGRESS_EVERY_S = 5.0
 MIN_PROGRESS_EVERY_S = 0.1
