@@ -369,9 +369,11 @@ class Searcher:
         """Run an optional model stage. Under a profile that skips failed stages, a request
         with a time limit gives the stage what is left of it (less a reserve for the rest):
         a stage that would run past it is skipped, or left unfinished, and the trace says so
-        (REQ-SEARCH-DEGRADE-001); the results are then those of the stages before it."""
+        (REQ-SEARCH-DEGRADE-001); the results are then those of the stages before it. A
+        request without a trace has nowhere to say so: its stage is not cut short."""
         budget = self._budget
-        left = budget.seconds_left() if budget is not None and self._degrade else None
+        says_so = self._degrade and request.trace is not None
+        left = budget.seconds_left() if budget is not None and says_so else None
         if budget is None or left is None:
             return _optional_stage(self._degrade, stage, request, name)
         allowed = left - _stage_reserve(left)

@@ -181,3 +181,12 @@ async def test_query_over_http_answers_fused_results_before_the_time_limit(
     assert structured["results"] and structured["degraded"][0]["stage"] == "rerank"
     release.set()
     app.pools.shutdown()
+
+
+def test_a_search_that_cannot_say_so_is_not_cut_short() -> None:
+    """REST /query has no trace to report a skipped stage in: its rerank runs as before."""
+    searcher = _app(FakeReranker())[0].searcher.with_profile(SEED_000)
+    with request_deadline(time.monotonic() - 1):
+        results = searcher.hybrid_query("sign in", SearchRequest(explain=True))
+    assert results and results[0].explanation is not None
+    assert results[0].explanation.blend_weight < 1.0  # blended with a rerank score
