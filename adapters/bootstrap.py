@@ -28,6 +28,7 @@ from adapters.extract.extractor import WorkerExtractor, timeout_from_env
 from adapters.fs.claude_sessions import ClaudeCodeSessions, VaultFolder
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
+from adapters.fs.deadline import RequestTimeBudget
 from adapters.fs.front_matter import YamlFrontMatter
 from adapters.fs.memory import MarkdownMemoryStore, MemoryRows
 from adapters.fs.scope import (
@@ -223,6 +224,7 @@ def assemble(
             lexical,
             vectors,
             SearchModels(chosen.embedder, chosen.reranker, chosen.expander),
+            budget=RequestTimeBudget(),  # the served request's time limit (adapters/fs)
         ),
         status=StatusReader(store, vectors, chosen.identity, extraction),
         maintenance=maintenance,

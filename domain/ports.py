@@ -7,10 +7,10 @@ contract tests as the real adapters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeVar
 
 from domain.extraction import (
     CachedExtraction,
@@ -34,6 +34,8 @@ from domain.model import (
 from domain.sections import Section
 from domain.sessions import SessionRef, Transcript, TurnWindow
 from domain.stamps import RecordedStamp
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,22 @@ class Reranker(Protocol):
     @property
     def model_name(self) -> str: ...
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]: ...
+
+
+class OverBudgetError(Exception):
+    """A stage did not finish within the time it was given (`TimeBudget.run_within`)."""
+
+
+class TimeBudget(Protocol):
+    """The time left to the request being served (its transport's time limit), so that a
+    search can skip a slow optional stage instead of running past it (REQ-SEARCH-DEGRADE-001).
+
+    `seconds_left`: None when the work has no time limit. `run_within`: the stage's result,
+    or OverBudgetError once `seconds` have passed without one (the stage itself may go on in
+    the background and its result is dropped); a stage's own error is raised as it is."""
+
+    def seconds_left(self) -> float | None: ...
+    def run_within(self, seconds: float, stage: Callable[[], T]) -> T: ...
 
 
 class QueryExpander(Protocol):

@@ -165,12 +165,15 @@ class Rig:
     def tools(self) -> list[dict[str, Any]]:
         return self.session().surface.tools()
 
-    def http(self, pools: WorkerPools, timeout_s: float = 30.0) -> QmdHttpApp:
+    def http(
+        self, pools: WorkerPools, timeout_s: float = 30.0, sampling_timeout_s: float = 300.0
+    ) -> QmdHttpApp:
         settings = HttpSettings(
             policy=OriginPolicy.build("localhost", {}),
             profile=SEED_000,
             strict_original=False,
             timeout_s=timeout_s,
+            sampling_timeout_s=sampling_timeout_s,
         )
         return QmdHttpApp(pools, settings, self.outgoing, self.facts)
 
@@ -216,12 +219,20 @@ def served_surfaces() -> list[str]:
 
 
 class Stdio:
-    def __init__(self, rig: Rig, pools: WorkerPools, timeout_s: float | None = None) -> None:
+    def __init__(
+        self,
+        rig: Rig,
+        pools: WorkerPools,
+        timeout_s: float | None = None,
+        sampling_timeout_s: float = 300.0,
+    ) -> None:
         self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
         self.session = rig.session()
         self.outgoing = Correlator("stdio")
         self.session.emit, self.session.outgoing = self.replies.put, self.outgoing
-        self.dispatcher = Dispatcher(self.session, self.replies.put, pools, timeout_s)
+        self.dispatcher = Dispatcher(
+            self.session, self.replies.put, pools, timeout_s, sampling_timeout_s
+        )
         self.pools = pools
 
     def send(self, message: dict[str, Any]) -> None:
@@ -232,8 +243,8 @@ class Stdio:
         self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {**params}})
         assert self.reply()["id"] == "init"
 
-    def call(self, request_id: Any, tool: str, arguments: dict[str, Any]) -> None:
-        params = {"name": tool, "arguments": arguments}
+    def call(self, request_id: Any, tool: str, arguments: dict[str, Any], **extra: Any) -> None:
+        params = {"name": tool, "arguments": arguments, **extra}
         self.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
 
     def cancel(self, request_id: Any) -> None:

@@ -29,11 +29,14 @@ ENV_FILE_VAR = "QMD_ENV_FILE"
 # the working folder's file, read by a surface whose seed configures it so (seed 003 §7.1)
 WORKING_ENV_FILE = ".env"
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
+# a call that waits on the client's LLM (sampling) may take minutes on a CPU
+DEFAULT_SAMPLING_TIMEOUT_S = 300.0
 LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARN": 30, "WARNING": 30, "ERROR": 40}
 
 # setting -> the variables that give it, first found wins
 VARIABLES: dict[str, tuple[str, ...]] = {
     "request_timeout": ("QMD_REQUEST_TIMEOUT", "MCP_REQUEST_TIMEOUT_SECONDS"),
+    "sampling_timeout": ("QMD_SAMPLING_TIMEOUT",),
     "log_level": ("QMD_LOG_LEVEL", "LOG_LEVEL"),
     "max_results": ("QMD_MAX_RESULTS", "SEARCH_MAX_RESULTS_HARD_LIMIT"),
     "models_idle_unload": ("QMD_MODELS_IDLE_UNLOAD",),
@@ -50,6 +53,8 @@ class ServiceSettings:
     watch: bool
     env: dict[str, str]  # the environment the process runs with (.env under the real one)
     env_file: str | None = None
+    # the time limit of a call that waits on the client (REQ-MEM-SAMPLING-001)
+    sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S
 
 
 def read_env_file(path: str) -> dict[str, str]:
@@ -106,6 +111,7 @@ def resolve_settings(
         watch=pick("watch", boolean, False),
         env=env,
         env_file=path,
+        sampling_timeout_s=pick("sampling_timeout", positive_seconds, DEFAULT_SAMPLING_TIMEOUT_S),
     )
 
 

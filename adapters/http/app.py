@@ -37,6 +37,7 @@ from adapters.http.guard import OriginPolicy, request_headers, token_matches
 from adapters.http.ldims_api import answer as backend_answer
 from adapters.http.ldims_api import backend_timeout, is_backend_path, runs_search
 from adapters.http.rest import internal_error, parse_body, rest_query
+from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S, Budgets
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import cancel_notice
 from adapters.mcp.tools import NO_FACTS, SurfaceFacts, hybrid_query_runs_model
@@ -68,6 +69,12 @@ class HttpSettings:
     token: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # a call that waits on the client (sampling) has this limit instead (REQ-MEM-SAMPLING-001)
+    sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S
+
+    @property
+    def budgets(self) -> Budgets:
+        return Budgets(self.timeout_s, self.sampling_timeout_s)
 
 
 class BodyTooLargeError(Exception):
@@ -185,17 +192,19 @@ class QmdHttpApp:
     def _waits_on_client(self, plan: McpPlan) -> bool:
         return any(self.facts.tool(name).waits_on_client for name, _args in plan.tool_calls())
 
-    def _time_limit(self, plan: McpPlan) -> float | None:
-        """The plan's time limit: its tools' budgets (None: a tool that has no limit). In the
-        2026-07-28 era nothing waits on the client (it answers `input_required` instead), so a
-        tool that would is held to the configured limit."""
-        configured = self.settings.timeout_s
-        limits = [self.facts.tool(name).time_limit(configured) for name, _ in plan.tool_calls()]
-        if plan.modern:
-            limits = [configured if limit is None else limit for limit in limits]
-        if any(limit is None for limit in limits):
-            return None
-        return max([configured, *(limit for limit in limits if limit is not None)])
+    def _time_limit(self, plan: McpPlan) -> float:
+        """The plan's time limit: the longest of its tool calls' (adapters/mcp/budgets.py),
+        the request time limit for anything else. In the 2026-07-28 era nothing waits on the
+        client (it answers `input_required` instead), so a tool that would is held to the
+        request time limit."""
+        budgets = self.settings.budgets
+        limits = [
+            budgets.time_limit(self.facts.tool(name), modern=plan.modern)
+            for name, _ in plan.tool_calls()
+        ]
+        return max(
+            (limit for limit in limits if limit is not None), default=self.settings.timeout_s
+        )
 
     async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
         limit = self.settings.max_body_bytes
@@ -286,12 +295,14 @@ class QmdHttpApp:
         """A 2025-era POST calling a tool that waits on the client: the SSE stream opens at
         once and carries, before the replies, every request the tool sends the client while
         it runs (the client POSTs its answers separately; `self.outgoing` takes them from
-        `requester` only). No time limit here: the client's LLM takes as long as it takes,
-        and each of our requests has its own (adapters/mcp/outgoing.py). A client that goes
-        away cancels the call: its waits end and its lane slot is freed (REQ-MCP-HTTP-007)."""
+        `requester` only), and the progress notifications of the wait. The time limit is the
+        sampling one (REQ-MEM-SAMPLING-001): past it the call is cancelled and answered with
+        the timeout error in the stream. A client that goes away cancels the call: its waits
+        end and its lane slot is freed (REQ-MCP-HTTP-007)."""
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        job = Job()
+        limit = self._time_limit(plan)
+        job = self._job(limit)
 
         def emit(message: dict[str, Any]) -> None:
             loop.call_soon_threadsafe(events.put_nowait, message)
@@ -317,7 +328,24 @@ class QmdHttpApp:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
         except OSError:
             gone = True
-        while (message := await events.get()) is not None:
+        deadline: float | None = loop.time() + limit
+        next_event = asyncio.ensure_future(events.get())
+        timed_out = False
+        while True:
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            await asyncio.wait({next_event}, timeout=left)
+            if not next_event.done():  # past the time limit: cancel, answer the timeout
+                timed_out = job.cancel()
+                if timed_out:
+                    next_event.cancel()
+                    break
+                log.info("a timeout was refused: the request has committed a write")
+                deadline = None  # it is answered when it ends
+                continue
+            message = next_event.result()
+            if message is None:
+                break
+            next_event = asyncio.ensure_future(events.get())
             gone = gone or watcher.done()
             if not gone:
                 try:
@@ -329,21 +357,26 @@ class QmdHttpApp:
                 _abandon(job)
         gone = gone or (watcher.done() and not watcher.cancelled())
         watcher.cancel()
-        try:
-            replies = task.result()
-        except BusyError:
-            replies = _error_replies(plan, BUSY, "Server busy: too many model requests queued")
-        except CancelledJobError:
-            replies = []
-        except Exception:  # the stream is open: answer in it, never with a second status
-            log.exception("streamed MCP request failed")
-            replies = _error_replies(plan, -32603, "Internal error")
+        if timed_out:
+            task.add_done_callback(_drop_result)
+            replies = _error_replies(plan, TIMED_OUT, self._timeout_text(limit))
+        else:
+            replies = _streamed_replies(task, plan)
         if gone:
             return None  # the client went away: nobody to answer
         body = b"".join(sse_event(reply) for reply in replies)
         with contextlib.suppress(OSError):
             await send({"type": "http.response.body", "body": body, "more_body": False})
         return STREAMED
+
+    def _job(self, limit: float | None) -> Job:
+        """A request's job, told its time limit (its waits on the client end there, and
+        report progress meanwhile)."""
+        job = Job()
+        job.progress_every_s = self.settings.budgets.progress_every_s
+        if limit is not None:
+            job.deadline = time.monotonic() + limit
+        return job
 
     def _timeout_text(self, limit: float | None = None) -> str:
         return f"Request timed out after {limit or self.settings.timeout_s:g} s"
@@ -362,7 +395,7 @@ class QmdHttpApp:
         and answered (the cancel is refused: it was written). Fast requests are not watched
         for disconnects: they finish in milliseconds, and a watcher task per request costs
         more than it could save."""
-        job = Job()
+        job = self._job(limit)
         task = asyncio.ensure_future(self.pools.run(job, work, model))
         waiting: set[asyncio.Future[Any]] = {task}
         watcher = asyncio.ensure_future(_disconnected(receive)) if model else None
@@ -387,6 +420,19 @@ def _drop_result(task: asyncio.Future[Any]) -> None:
         error = task.exception()
         if error is not None and not isinstance(error, CancelledJobError):
             log.info("abandoned request ended with %s", type(error).__name__)
+
+
+def _streamed_replies(task: asyncio.Future[list[dict[str, Any]]], plan: McpPlan) -> list[Any]:
+    """The replies of a streamed call that has ended; its errors answered in the stream."""
+    try:
+        return task.result()
+    except BusyError:
+        return _error_replies(plan, BUSY, "Server busy: too many model requests queued")
+    except CancelledJobError:
+        return []
+    except Exception:  # the stream is open: answer in it, never with a second status
+        log.exception("streamed MCP request failed")
+        return _error_replies(plan, -32603, "Internal error")
 
 
 def _abandon(job: Job) -> None:

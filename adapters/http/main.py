@@ -14,6 +14,7 @@ from adapters.http.daemon import DaemonFiles, remove_own_pid_file
 from adapters.http.guard import OriginPolicy, bind_refusal
 from adapters.http.limits import HttpLimits, LimitsError
 from adapters.http.serve import bind_socket, serve
+from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
 from adapters.mcp.registry import SurfaceContext, create_surface, surface_facts
@@ -36,6 +37,7 @@ class HttpOptions:
     allow_hosts: tuple[str, ...] = ()
     token: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     threads: int = 8
     model_threads: int = 2
@@ -85,6 +87,7 @@ def build_http_app(
         token=options.token,
         timeout_s=options.timeout_s,
         max_body_bytes=options.max_body_bytes,
+        sampling_timeout_s=options.sampling_timeout_s,
     )
     return QmdHttpApp(pools, settings, outgoing, facts)
 
@@ -116,7 +119,12 @@ def run_http_server(
         def beside(_stop: Callable[[], None]) -> None:
             # The end of stdin ends the stdio session only (a server under nohup or a
             # supervisor has none); HTTP serves until SIGTERM (REQ-HTTP-BOTH-001).
-            serve_stdio(session, pools=http_app.pools, timeout_s=options.timeout_s)
+            serve_stdio(
+                session,
+                pools=http_app.pools,
+                timeout_s=options.timeout_s,
+                sampling_timeout_s=options.sampling_timeout_s,
+            )
 
     def forget_pid_file() -> None:
         if options.daemon_files is not None:

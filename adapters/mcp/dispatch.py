@@ -17,7 +17,7 @@ it (the MCP cancellation rule), and a wait on the client ends. A tool that write
 committed refuses the cancel: it runs to its end and is answered, so its client learns it was
 written. A request that runs past its time limit is cancelled the same way and answered with
 a timeout error. Which lane a call takes and its time limit come from the facts its surface
-declares for the tool (`ToolFacts`), never from its name.
+declares for the tool (`ToolFacts`, adapters/mcp/budgets.py), never from its name.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S, Budgets
 from adapters.mcp.protocol import Admission, Admitted, CancelNotice, Session
 from adapters.mcp.tools import PLAIN_TOOL, SurfaceFacts, ToolFacts
 from adapters.mcp.workers import BusyError, CancelledJobError, Job, Worker, WorkerPools
@@ -100,11 +101,12 @@ class Dispatcher:
         write: Callable[[Reply], None],
         pools: WorkerPools | None = None,
         timeout_s: float | None = None,
+        sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S,
     ) -> None:
         self.session = session
         self._write = write
         self._pools = pools
-        self._timeout_s = timeout_s
+        self._budgets = Budgets(timeout_s, sampling_timeout_s)
         # re-entrant: cancelling a queued job settles it at once, on the cancelling thread
         self._lock = threading.RLock()
         self._in_flight: dict[tuple[str, Any], list[_InFlight]] = {}
@@ -211,6 +213,10 @@ class Dispatcher:
             finally:
                 session.emit, session.outgoing, session.owner = saved
 
+        limit = self._budgets.time_limit(tool_facts(facts, request), modern=request.modern)
+        entry.job.progress_every_s = self._budgets.progress_every_s
+        if limit is not None:
+            entry.job.deadline = time.monotonic() + limit
         try:
             future = pools.submit(entry.job, work, model=may_run_model(facts, request))
         except BusyError:
@@ -219,7 +225,6 @@ class Dispatcher:
                 Session.error(request.id, BUSY, "Server busy: too many model requests queued"),
             )
             return
-        limit = tool_facts(facts, request).time_limit(self._timeout_s)
         if limit is not None:
             entry.timer = threading.Timer(limit, self._expire, (entry, limit))
             entry.timer.daemon = True

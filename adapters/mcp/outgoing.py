@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 Emit = Callable[[dict[str, Any]], None]
+# told while a request waits for its answer: (method, seconds waited so far)
+Progress = Callable[[str, float], None]
 DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_PROGRESS_EVERY_S = 5.0
 
 
 class ClientRequestError(Exception):
@@ -64,10 +68,13 @@ class Correlator:
         *,
         owner: Any = None,
         watch: Watch | None = None,
+        progress: Progress | None = None,
+        progress_every_s: float = DEFAULT_PROGRESS_EVERY_S,
     ) -> dict[str, Any]:
         """Send `method` through `emit`, block until its response, return its `result`.
         `owner`: the only one whose response is accepted (`deliver`); `watch`: how to hear
-        that the call was cancelled, which ends the wait."""
+        that the call was cancelled, which ends the wait; `progress`: told every
+        `progress_every_s` while the wait goes on (method, seconds waited)."""
         request_id = f"{self._prefix}-{secrets.token_urlsafe(ID_BYTES)}"
         pending = _Pending(owner)
         with self._lock:
@@ -78,7 +85,7 @@ class Correlator:
         try:
             if pending.failure is None:
                 emit({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-            if not pending.done.wait(timeout):
+            if not _wait(pending, method, timeout, progress, progress_every_s):
                 raise ClientRequestError(f"the client did not answer {method} in {timeout:g} s")
         finally:
             if withdraw is not None:
@@ -131,3 +138,21 @@ def _fail(pending: _Pending, reason: str) -> None:
     if not pending.done.is_set():
         pending.failure = reason
         pending.done.set()
+
+
+def _wait(
+    pending: _Pending, method: str, timeout: float, progress: Progress | None, every: float
+) -> bool:
+    """Wait up to `timeout` for the answer, telling `progress` every `every` seconds while
+    none has come; False when the time ran out."""
+    if progress is None:
+        return pending.done.wait(timeout)
+    began = time.monotonic()
+    while True:
+        left = timeout - (time.monotonic() - began)
+        if left <= 0:
+            return pending.done.is_set()
+        if pending.done.wait(min(left, every)):
+            return True
+        if time.monotonic() - began < timeout:
+            progress(method, time.monotonic() - began)

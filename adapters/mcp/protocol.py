@@ -9,12 +9,20 @@ What the tools do is the business of a `Surface`.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from adapters.mcp.eras import MODERN_ERA, ConnectionEra, pinned_envelope_problem
-from adapters.mcp.outgoing import ClientRequestError, Correlator, Emit
+from adapters.mcp.outgoing import (
+    DEFAULT_PROGRESS_EVERY_S,
+    DEFAULT_TIMEOUT_S,
+    ClientRequestError,
+    Correlator,
+    Emit,
+)
+from adapters.mcp.progress import WaitProgress, progress_token
 from adapters.mcp.tools import SurfaceFacts
 from adapters.mcp.validation import js_type
 from adapters.mcp.wire import (
@@ -80,6 +88,13 @@ class Surface(Protocol):
     def read_resource(self, uri: str) -> dict[str, Any]: ...
 
 
+# sends the client a request (method, params) and waits for its result
+Ask = Callable[[str, dict[str, Any]], dict[str, Any]]
+# what a wait on the client leaves of the call's time limit for the tool to answer
+CLIENT_WAIT_RESERVE_S = 1.0
+CLIENT_WAIT_RESERVE_SHARE = 0.1
+
+
 @dataclass(frozen=True)
 class CallContext:
     """What a tool call may know of its client and ask of it (docs/decisions/0039).
@@ -93,7 +108,7 @@ class CallContext:
 
     era: str
     client_capabilities: dict[str, Any] | None
-    ask: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    ask: Ask | None = None
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
     # a tool that writes calls this just before it writes: False means the call was cancelled
@@ -103,6 +118,9 @@ class CallContext:
 
 class Cancellable(Protocol):
     """The request a worker runs, as a tool sees it (adapters/mcp/workers.py, Job)."""
+
+    deadline: float | None
+    progress_every_s: float | None
 
     def commit(self) -> bool: ...
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]: ...
@@ -421,20 +439,39 @@ class Session:
                 commit=self._commit(),
             )
         capabilities = running.client_capabilities if running is not None else None
-        return CallContext(era, capabilities, self._asker(), commit=self._commit())
+        return CallContext(era, capabilities, self._asker(params), commit=self._commit())
 
     def _commit(self) -> Callable[[], bool] | None:
         return self.job.commit if self.job is not None else None
 
-    def _asker(self) -> Callable[[str, dict[str, Any]], dict[str, Any]] | None:
+    def _asker(self, call: dict[str, Any]) -> Ask | None:
         emit, outgoing, owner, job = self.emit, self.outgoing, self.owner, self.job
         if emit is None or outgoing is None:
             return None
         watch = job.on_cancel if job is not None else None
+        token = progress_token(call)
+        progress = WaitProgress(emit, token) if token is not None else None
+        every = job.progress_every_s if job is not None else None
 
         def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            # a cancelled call (client gone, cancel, time limit) ends its wait at once
-            return outgoing.request(emit, method, params, owner=owner, watch=watch)
+            # a cancelled call (client gone, cancel, time limit) ends its wait at once; the
+            # wait itself ends a little before the call's time limit, so that the tool still
+            # answers (what it did, and that the client did not answer) within it
+            deadline = job.deadline if job is not None else None
+            timeout = DEFAULT_TIMEOUT_S
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                timeout = left - min(CLIENT_WAIT_RESERVE_S, left * CLIENT_WAIT_RESERVE_SHARE)
+            return outgoing.request(
+                emit,
+                method,
+                params,
+                max(0.0, timeout),
+                owner=owner,
+                watch=watch,
+                progress=progress,
+                progress_every_s=every or DEFAULT_PROGRESS_EVERY_S,
+            )
 
         return ask
 

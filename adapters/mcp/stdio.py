@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import INVALID_REQUEST, SHUTDOWN, Admission, Admitted, Session
@@ -118,6 +119,7 @@ def serve_stdio(
     *,
     pools: WorkerPools | None = None,
     timeout_s: float | None = None,
+    sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S,
 ) -> int:
     """Serve until stdin closes; returns the process exit code. With `pools`, requests that
     read the index or run a model run concurrently (adapters/mcp/dispatch.py); without, one
@@ -134,7 +136,7 @@ def serve_stdio(
     writer = _FrameWriter(stdout)
     outgoing = Correlator("qmd-stdio")
     session.emit, session.outgoing = writer, outgoing
-    dispatcher = Dispatcher(session, writer, pools, timeout_s)
+    dispatcher = Dispatcher(session, writer, pools, timeout_s, sampling_timeout_s)
     for line in read_lines(source):
         admission = admit_line(session, line)
         dispatcher.feed(admission)

@@ -21,7 +21,7 @@ ToolHandler = Callable[[dict[str, Any]], ToolResult]
 # A tool's time budget (`ToolFacts.budget`):
 REQUEST_BUDGET = "request"  # the transport's request time limit
 OWN_BUDGET = "own"  # the tool answers its own time limit; the transport's comes a little later
-CLIENT_BUDGET = "client"  # waits on the client: each server-to-client request has its own limit
+CLIENT_BUDGET = "client"  # waits on the client: the sampling time limit (adapters/mcp/budgets.py)
 # How much longer the transport waits for a tool that answers its own timeouts (LDIMS's
 # SEARCH_TIMEOUT, given at the configured time exactly) before it answers with its generic
 # timeout error instead: only enough for the tool's own answer to win the race.
@@ -49,7 +49,7 @@ class ToolFacts:
     to the bounded model lane. `writes`: it changes stored state, so a cancel that comes
     after it committed is refused. `waits_on_client`: it sends the client requests while it
     runs (sampling), so the 2025-era HTTP transport streams its answer. `budget`: how long the
-    transport lets it run (REQUEST_BUDGET, OWN_BUDGET or CLIENT_BUDGET)."""
+    transport lets it run (REQUEST_BUDGET, OWN_BUDGET or CLIENT_BUDGET; adapters/mcp/budgets.py)."""
 
     runs_model: bool | Callable[[Any], bool] = False
     writes: bool = False
@@ -59,12 +59,6 @@ class ToolFacts:
     def may_run_model(self, arguments: Any) -> bool:
         rule = self.runs_model
         return rule(arguments) if callable(rule) else rule
-
-    def time_limit(self, configured: float | None) -> float | None:
-        """The transport's time limit for one call under the configured limit."""
-        if configured is None or self.budget == CLIENT_BUDGET:
-            return None
-        return configured + OWN_TIMEOUT_GRACE_S if self.budget == OWN_BUDGET else configured
 
 
 PLAIN_TOOL = ToolFacts()

@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
+from adapters.fs.deadline import request_deadline
 from adapters.mcp.protocol import Session
 from domain.usecases.services import Services
 
@@ -58,6 +59,10 @@ class Job:
     def __init__(self) -> None:
         self.cancelled = False
         self.committed = False
+        # set by the transport: when its time limit ends the job (time.monotonic; None: no
+        # limit), and how often a wait on the client reports progress (adapters/mcp/budgets.py)
+        self.deadline: float | None = None
+        self.progress_every_s: float | None = None
         self._worker: Worker | None = None
         self._lock = threading.Lock()
         self._on_cancel: list[Callable[[], None]] = []
@@ -143,7 +148,8 @@ class WorkerPools:
         job.started(worker)
         worker.session.job = job  # the tool's writes and client waits answer to the job
         try:
-            return work(worker)
+            with request_deadline(job.deadline):  # a search's optional stages keep to it
+                return work(worker)
         finally:
             worker.session.job = None
             job.finished()

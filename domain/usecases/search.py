@@ -34,7 +34,16 @@ from domain.model import (
     SubQuery,
     VectorHit,
 )
-from domain.ports import DocumentStore, Embedder, LexicalIndex, QueryExpander, Reranker, VectorIndex
+from domain.ports import (
+    DocumentStore,
+    Embedder,
+    LexicalIndex,
+    OverBudgetError,
+    QueryExpander,
+    Reranker,
+    TimeBudget,
+    VectorIndex,
+)
 from domain.profiles import ORIGINAL_2_8_3, LexicalRule, ModelFailure, SearchProfile
 from domain.scoring import normalize_bm25
 from domain.snippets import extract_snippet
@@ -186,6 +195,11 @@ class SearchRequest:
     trace: SearchTrace | None = field(default=None, compare=False)
 
 
+# What a stage bounded by the request's time limit leaves of it for blending and the answer:
+# a fifth of the time left, at most 1 s.
+STAGE_RESERVE_S = 1.0
+STAGE_RESERVE_SHARE = 0.2
+
 NO_VECTOR_INDEX = "no vector index (run 'qmd embed'); expansion and reranking skipped too"
 
 
@@ -312,7 +326,10 @@ class Searcher:
         vectors: VectorIndex,
         models: SearchModels | None = None,
         profile: SearchProfile = ORIGINAL_2_8_3,
+        budget: TimeBudget | None = None,
     ) -> None:
+        """`budget`: the time left to the request being served; a profile that skips failed
+        stages then skips a rerank that would run past it (REQ-SEARCH-DEGRADE-001)."""
         self._store = store
         self._lexical = lexical
         self._vectors = vectors
@@ -321,10 +338,13 @@ class Searcher:
         self._reranker = self._models.reranker
         self._expander = self._models.expander
         self.profile = profile
+        self._budget = budget
 
     def with_profile(self, profile: SearchProfile) -> Searcher:
         """The same indexes and models, searched the way `profile` says."""
-        return Searcher(self._store, self._lexical, self._vectors, self._models, profile)
+        return Searcher(
+            self._store, self._lexical, self._vectors, self._models, profile, self._budget
+        )
 
     def _scoped(self, request: SearchRequest) -> Searcher | None:
         """This searcher restricted to `request.within`, or None when it needs no restriction
@@ -338,11 +358,39 @@ class Searcher:
             _WithinVectors(self._vectors, within),
             self._models,
             self.profile,
+            self._budget,
         )
 
     @property
     def _degrade(self) -> bool:
         return self.profile.on_model_failure is ModelFailure.SKIP_STAGE
+
+    def _in_time(self, stage: Callable[[], T], request: SearchRequest, name: str) -> T | None:
+        """Run an optional model stage. Under a profile that skips failed stages, a request
+        with a time limit gives the stage what is left of it (less a reserve for the rest):
+        a stage that would run past it is skipped, or left unfinished, and the trace says so
+        (REQ-SEARCH-DEGRADE-001); the results are then those of the stages before it. A
+        request without a trace has nowhere to say so: its stage is not cut short."""
+        budget = self._budget
+        says_so = self._degrade and request.trace is not None
+        left = budget.seconds_left() if budget is not None and says_so else None
+        if budget is None or left is None:
+            return _optional_stage(self._degrade, stage, request, name)
+        allowed = left - _stage_reserve(left)
+        if allowed <= 0:
+            _degrade_note(request, name, "the request's time limit left no time for it")
+            return None
+        try:
+            return _optional_stage(
+                self._degrade, lambda: budget.run_within(allowed, stage), request, name
+            )
+        except OverBudgetError:
+            _degrade_note(
+                request,
+                name,
+                f"it did not finish in the {allowed:.1f} s the request's time limit left",
+            )
+            return None
 
     # -- collections --------------------------------------------------------------------------
 
@@ -676,8 +724,8 @@ class Searcher:
             rerank_query = f"{intent}\n\n{primary}" if intent else primary
             texts = [c.document.body[pos : pos + length] for c, (pos, length) in candidates]
             with traced(request.trace, RERANKING), stepped(trace, "reranking"):
-                rerank_scores = _optional_stage(
-                    self._degrade, lambda: reranker.rerank(rerank_query, texts), request, "rerank"
+                rerank_scores = self._in_time(
+                    lambda: reranker.rerank(rerank_query, texts), request, "rerank"
                 )
             if rerank_scores is not None:
                 tallied(trace, "reranking", len(texts), len(rerank_scores))
@@ -725,6 +773,11 @@ class Searcher:
 
 
 T = TypeVar("T")
+
+
+def _stage_reserve(left: float) -> float:
+    """What a bounded stage leaves of the request's time for the stages after it."""
+    return min(STAGE_RESERVE_S, left * STAGE_RESERVE_SHARE)
 
 
 def _optional_stage(

@@ -8,6 +8,7 @@ waits longer than it must, so it runs in CI. A new surface is covered by registe
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import time
 from typing import Any
@@ -207,3 +208,72 @@ def _ask_when_free(stdio: Stdio, request_id: int, tool: str, arguments: Any) -> 
             return message
         time.sleep(0.02)
     raise AssertionError("the model lane never freed up")
+
+
+# -- tools that wait on the client: the sampling time limit, and progress meanwhile ----------
+
+SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "fused"}, "model": "llm"}
+THINKS_S = 0.8  # the client's LLM: four request time limits
+
+
+def _progress_of(messages: list[dict[str, Any]]) -> list[Any]:
+    return [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+
+
+@pytest.mark.parametrize(("surface", "tool"), _waiting_tools())
+async def test_http_2025_a_slow_client_outlives_the_request_limit_with_progress(
+    surface: str, tool: str
+) -> None:
+    """REQ-MEM-SAMPLING-001/002: the call has the sampling limit, and its stream carries
+    progress with the client's token while the client's LLM works."""
+    rig = Rig(surface)
+    arguments = _prepare(rig, surface, tool)
+    pools = rig.pools(model_threads=1, model_queue=0)
+    app = rig.http(pools, timeout_s=0.2, sampling_timeout_s=30.0)
+    call = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 7}}
+    try:
+        data, headers = legacy_call("tools/call", call, "slow")
+        exchange = Exchange(app, data, headers)
+        task = asyncio.ensure_future(exchange.run())
+        while not exchange.events():
+            await asyncio.wait_for(exchange.chunk.wait(), 5)
+            exchange.chunk.clear()
+        asked = exchange.events()[0]
+        assert asked["method"] == "sampling/createMessage"
+        await asyncio.sleep(THINKS_S)
+        answer = {"jsonrpc": "2.0", "id": asked["id"], "result": SAMPLED}
+        posted = await Exchange(app, json.dumps(answer).encode(), headers).run()
+        assert posted is not None and posted.status == 202
+        done = await asyncio.wait_for(task, 10)
+        assert done is not None
+        messages = exchange.events()
+        assert "result" in messages[-1] and messages[-1]["id"] == "slow", messages[-1]
+        progress = _progress_of(messages)
+        assert len(progress) >= 3 and {p["progressToken"] for p in progress} == {7}
+        assert [p["progress"] for p in progress] == list(range(1, len(progress) + 1))
+    finally:
+        pools.shutdown()
+
+
+@pytest.mark.parametrize(("surface", "tool"), _waiting_tools())
+def test_stdio_a_slow_client_outlives_the_request_limit_with_progress(
+    surface: str, tool: str
+) -> None:
+    rig = Rig(surface)
+    arguments = _prepare(rig, surface, tool)
+    stdio = Stdio(rig, rig.pools(model_threads=1), timeout_s=0.2, sampling_timeout_s=30.0)
+    try:
+        stdio.handshake()
+        stdio.call(1, tool, arguments, _meta={"progressToken": "p"})
+        asked = stdio.reply()
+        assert asked["method"] == "sampling/createMessage"
+        time.sleep(THINKS_S)
+        stdio.send({"jsonrpc": "2.0", "id": asked["id"], "result": SAMPLED})
+        messages = []
+        while "id" not in (message := stdio.reply()):
+            messages.append(message)
+        assert message["id"] == 1 and "result" in message, message
+        progress = _progress_of(messages)
+        assert len(progress) >= 3 and {p["progressToken"] for p in progress} == {"p"}
+    finally:
+        stdio.close()

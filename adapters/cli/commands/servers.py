@@ -92,6 +92,7 @@ def _settings(args: argparse.Namespace, surface: str) -> Any:
 
     flags = {
         "request_timeout": args.request_timeout,
+        "sampling_timeout": args.sampling_timeout,
         "log_level": args.log_level,
         "max_results": args.max_results,
         "models_idle_unload": args.models_idle_unload,
@@ -115,6 +116,7 @@ def _http_options(args: argparse.Namespace, settings: Any) -> Any:
         allow_hosts=tuple(args.allow_host or ()),
         token=args.token or env.get(TOKEN_ENV) or None,
         timeout_s=settings.request_timeout_s,
+        sampling_timeout_s=settings.sampling_timeout_s,
         env=dict(env),
         daemon_files=_daemon_files(args),
     )
@@ -205,6 +207,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
             on_close=app.close,
             pools=pools,
             timeout_s=timeout_s,
+            sampling_timeout_s=settings.sampling_timeout_s,
         )
     return _serve_http(app, surface, context, options, with_stdio=transport == "both")
 
@@ -288,6 +291,13 @@ def _service_flags(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="answer a request that runs longer with a timeout error (default 30; "
         "env QMD_REQUEST_TIMEOUT)",
+    )
+    parser.add_argument(
+        "--sampling-timeout",
+        type=_seconds,
+        metavar="S",
+        help="time limit of a call that waits on the client's LLM (MCP sampling) instead "
+        "(default 300; env QMD_SAMPLING_TIMEOUT)",
     )
     parser.add_argument(
         "--max-results",
