@@ -31,7 +31,10 @@ def _postgres_location(tmp_path: Path) -> Iterator[str]:
 
 
 # a location per registered backend: a new backend adds its own here
-LOCATIONS: dict[str, Callable[[Path], AbstractContextManager[str]]] = {"sqlite": _sqlite_location, "postgresql": _postgres_location}
+LOCATIONS: dict[str, Callable[[Path], AbstractContextManager[str]]] = {
+    "sqlite": _sqlite_location,
+    "postgresql": _postgres_location,
+}
 # backends whose writers lock with files beside the index instead of `Backend.lock`
 FILE_LOCKED = ("sqlite",)
 PARAMS = [
