@@ -16,7 +16,6 @@ _LIVE_CHUNKS = (
     "AND d.active = 1"
 )
 
-
 _CHUNK_COPY_COLUMNS = (
     ("doc_id", "int8"),
     ("hash", "text"),

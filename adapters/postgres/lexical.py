@@ -21,19 +21,13 @@ from domain.model import Document, LexHit
 # FTS5's bm25(documents_fts, 1.5, 4.0, 1.0) weights scaled into ts_rank's (0, 1] range.
 FTS_WEIGHTS = "{0.25, 0.375, 1.0, 1.0}"
 
-
 # The BM25 sum is reported as is (negated, as FTS5's bm25): it spreads over the same range.
 RANK_SCALE = 1.0
-
 
 # BM25's parameters (FTS5's values); ts_rank without normalisation of one body occurrence is
 # 0.25 / 1.6449 (PostgreSQL divides by pi^2/6): the unit of term frequency.
 BM25_K1 = 1.2
-
-
 BM25_B = 0.75
-
-
 ONE_BODY_OCCURRENCE = 0.25 / 1.64493406685
 
 
