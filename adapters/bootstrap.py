@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from adapters.backend import Backend, StoreIndex
+from adapters.backends import open_backend
 from adapters.config.trust import TrustDecision, decide, is_local_config_path, untrusted_view
 from adapters.config.yaml_config import (
     YamlConfigRepository,
@@ -30,7 +32,7 @@ from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
 from adapters.fs.deadline import RequestTimeBudget
 from adapters.fs.front_matter import YamlFrontMatter
-from adapters.fs.memory import MarkdownMemoryStore, MemoryRows
+from adapters.fs.memory import MarkdownMemoryStore
 from adapters.fs.scope import (
     FolderScopedMemoryRows,
     RootScope,
@@ -44,11 +46,6 @@ from adapters.ldims_api.client import HttpDocumentBackend
 from adapters.models.bundle import Models
 from adapters.models.idle import IdleUnloader
 from adapters.postgres.url import config_label, index_label, is_postgres_url, redact
-from adapters.sqlite.chunks import SqliteChunkIndex
-from adapters.sqlite.extraction import SqliteExtractionLedger
-from adapters.sqlite.memory import SqliteMemoryRows
-from adapters.sqlite.stamps import SqliteFileStamps
-from adapters.sqlite.store import SqliteIndex
 from domain.document_backend import DocumentBackend
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.memory import require_threshold
@@ -65,6 +62,7 @@ from domain.ports import (
     IndexMaintenance,
     LexicalIndex,
     LlmCache,
+    MemoryRows,
     MetadataIndex,
     NoteWriter,
     SessionSource,
@@ -82,9 +80,6 @@ from domain.usecases.search import Searcher, SearchModels
 from domain.usecases.services import Services
 from domain.usecases.sessions import SessionMemory
 from domain.usecases.status import StatusReader
-
-if TYPE_CHECKING:
-    from adapters.postgres.store import PostgresIndex
 
 
 @dataclass(frozen=True)
@@ -140,6 +135,8 @@ class App:
     index_lock: Callable[[str, bool], AbstractContextManager[bool]] | None = None
     # lock name -> who holds it (`pid N on HOST: qmd embed`), for refusals; None: lock files
     lock_holder: Callable[[str], str | None] | None = None
+    # the opened index with its hooks (adapters/backend.py); None: an app of fakes
+    storage: Backend | None = None
 
     @property
     def index_display(self) -> str:
@@ -148,9 +145,8 @@ class App:
 
     def index_size(self) -> int:
         """Bytes the index takes: the SQLite file, or the PostgreSQL schema's tables."""
-        size_bytes = getattr(self.maintenance, "size_bytes", None)
-        if callable(size_bytes):  # the PostgreSQL index: its schema's tables
-            return int(size_bytes())
+        if self.storage is not None:
+            return self.storage.size()
         return os.path.getsize(self.db_path) if os.path.exists(self.db_path) else 0
 
     def services(self) -> Services:
@@ -276,7 +272,8 @@ def build_app(
     """
     environ = os.environ if env is None else env
     db_path, config_path = index_location(index_name, environ, index_url)
-    index = open_index(db_path, environ)
+    storage = open_backend(db_path, environ)
+    index = storage.index
     shared_path = resolve_paths(index_name, environ)[1]
     if config_path != shared_path and not os.path.exists(config_path):
         _first_own_config(index, config_path, shared_path)
@@ -303,12 +300,12 @@ def build_app(
         # model while `status` still counts pending embeddings for the configured model.
         models = Models(identity=models.identity)
     app = _wire(
-        index,
+        storage,
         config_path,
         models,
         environ.get("HOME"),
         scope,
-        _projmem_adapters(index, environ, scope),
+        _projmem_adapters(storage, environ, scope),
     )
     app.db_path, app.config_path = db_path, config_path
     app.trust = trust
@@ -343,9 +340,7 @@ def index_location(
     return db_path, config_path
 
 
-def _first_own_config(
-    index: SqliteIndex | PostgresIndex, config_path: str, shared_path: str
-) -> None:
+def _first_own_config(index: StoreIndex, config_path: str, shared_path: str) -> None:
     """Write the first own `index.yml` of a PostgreSQL index (`index_location`): the shared
     file's settings, and the collections the index holds documents of. Before, such an index
     mirrored the shared file, so it also listed the local index's collections, with 0 files;
@@ -356,14 +351,6 @@ def _first_own_config(
         return  # nothing to carry over: the file appears with the first `collection add`
     shared = load_config(shared_path)
     save_config(config_path, first_own_config(shared, held, index.get_global_context()))
-
-
-def open_index(location: str, env: Mapping[str, str]) -> SqliteIndex | PostgresIndex:
-    if is_postgres_url(location):
-        from adapters.postgres.store import PostgresIndex  # the driver only when needed
-
-        return PostgresIndex.open(location, env)
-    return SqliteIndex.open(location, env)
 
 
 def scope_policy(
@@ -380,7 +367,7 @@ def scope_policy(
 
 
 def _projmem_adapters(
-    index: SqliteIndex | PostgresIndex,
+    storage: Backend,
     environ: Mapping[str, str],
     scope: ScopePolicy | None = None,
 ) -> ProjmemAdapters:
@@ -396,9 +383,7 @@ def _projmem_adapters(
     sessions_dir = environ.get("QMD_SESSIONS_DIR") or os.path.join(home, ".claude", "projects")
     data_home = environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
     vault = environ.get("QMD_SESSIONS_VAULT") or os.path.join(data_home, "qmd", "sessions")
-    tables: SqliteChunkIndex | PostgresIndex = (
-        SqliteChunkIndex(index.connection) if isinstance(index, SqliteIndex) else index
-    )
+    tables = storage.chunks
     refusal: QmdError | None = None
     try:
         policy.require_inside("QMD_SESSIONS_VAULT", os.path.expanduser(vault))
@@ -415,13 +400,14 @@ def _projmem_adapters(
 
 
 def _wire(
-    index: SqliteIndex | PostgresIndex,
+    storage: Backend,
     config_path: str,
     models: Models,
     home: str | None,
     policy: ScopePolicy,
     projmem: ProjmemAdapters | None = None,
 ) -> App:
+    index = storage.index
     store: DocumentStore = index
     lexical: LexicalIndex = index
     vectors: VectorIndex = index
@@ -444,33 +430,21 @@ def _wire(
         maintenance=index,
         # the parsers run in a worker process, started on the first extracted file
         extractor=WorkerExtractor(timeout_s=timeout_from_env(os.environ)),
-        ledger=(
-            SqliteExtractionLedger(index.connection) if isinstance(index, SqliteIndex) else index
-        ),
+        ledger=storage.ledger,
         metadata=index,
         projmem=projmem,
-        # PostgreSQL keeps no stamps yet: there every update reads every file
-        stamps=SqliteFileStamps(index.connection) if isinstance(index, SqliteIndex) else None,
+        stamps=storage.stamps,
     )
     app.force_root = policy.root
     app.scope = policy
     if policy.root is not None:  # a rooted server adds and indexes only inside folders
         app.collections.admits = policy.allows
-    app.closers.append(index.close)
-    if not isinstance(index, SqliteIndex):
-        app.backend = "postgresql"
-        app.index_lock = _advisory_lock(index)
-        app.lock_holder = index.lock_holder
+    app.closers.append(storage.close)
+    app.storage = storage
+    app.backend = storage.name
+    app.index_lock = storage.lock
+    app.lock_holder = storage.lock_holder
     return app
-
-
-def _advisory_lock(index: PostgresIndex) -> Callable[[str, bool], AbstractContextManager[bool]]:
-    @contextmanager
-    def lock(name: str, wait: bool) -> Iterator[bool]:
-        with index.index_lock(name, wait) as held:
-            yield held
-
-    return lock
 
 
 @dataclass
@@ -487,13 +461,10 @@ def open_reader(app: App, env: Mapping[str, str] | None = None) -> IndexReader:
     """Open another connection to `app`'s index (WAL: readers run beside each other and
     beside a writer such as `qmd update`), wired like `app` itself."""
     environ = os.environ if env is None else env
-    index = open_index(app.db_path, environ)
-    projmem = _projmem_adapters(index, environ, app.scope)
-    reader = _wire(index, app.config_path, app.models, app.home, app.scope, projmem)
-    if not isinstance(index, SqliteIndex):
-        return IndexReader(reader.services(), index.interrupt, reader.close)
-    raw = index.connection.raw
-    return IndexReader(reader.services(), raw.interrupt, reader.close)
+    storage = open_backend(app.db_path, environ)
+    projmem = _projmem_adapters(storage, environ, app.scope)
+    reader = _wire(storage, app.config_path, app.models, app.home, app.scope, projmem)
+    return IndexReader(reader.services(), storage.interrupt, reader.close)
 
 
 def keep_models_warm(models: Models, idle_s: float) -> IdleUnloader:
@@ -512,12 +483,14 @@ def watch_collections(app: App, env: Mapping[str, str] | None = None) -> IndexWa
 
     def writer() -> App:
         if not opened:  # opened on the watcher's thread, which alone uses it
-            index = open_index(app.db_path, environ)
-            projmem = _projmem_adapters(index, environ)
+            storage = open_backend(app.db_path, environ)
+            projmem = _projmem_adapters(storage, environ)
             # wired like the app (chunks kept in step), without models: it never embeds; it
             # writes every collection's rows, so its own store is not scoped (what it is
             # asked to re-index is)
-            opened.append(_wire(index, app.config_path, Models(), app.home, ScopePolicy(), projmem))
+            opened.append(
+                _wire(storage, app.config_path, Models(), app.home, ScopePolicy(), projmem)
+            )
         return opened[0]
 
     def allowed() -> list[Collection]:
@@ -618,18 +591,17 @@ def memory_thresholds(env: Mapping[str, str] | None = None) -> Thresholds:
 def _memory_store(app: App, folder: str, env: Mapping[str, str]) -> MarkdownMemoryStore:
     """The memory's files in `folder`, its rows in the index on a connection of their own;
     on PostgreSQL, writers are serialised by the index's advisory lock (across machines)."""
-    if is_postgres_url(app.db_path):
-        from adapters.postgres.store import PostgresIndex
+    storage = open_backend(app.db_path, env)  # a connection of the memory's own
+    rows = _scoped_rows(app, storage.memory(), folder)
+    index_lock = app.index_lock or storage.lock
+    if index_lock is None:  # the memory folder's lock file
+        return MarkdownMemoryStore(folder, rows, on_close=storage.close)
+    shared = index_lock
 
-        index = PostgresIndex.open(app.db_path, env)
-        index_lock = app.index_lock or _advisory_lock(index)
+    def lock() -> AbstractContextManager[bool]:
+        return shared("memory", True)
 
-        def lock() -> AbstractContextManager[bool]:
-            return index_lock("memory", True)
-
-        return MarkdownMemoryStore(folder, _scoped_rows(app, index, folder), lock, index.close)
-    rows = SqliteMemoryRows.open(app.db_path, env)
-    return MarkdownMemoryStore(folder, _scoped_rows(app, rows, folder), on_close=rows.close)
+    return MarkdownMemoryStore(folder, rows, lock, storage.close)
 
 
 def _scoped_rows(app: App, rows: MemoryRows, folder: str) -> MemoryRows:

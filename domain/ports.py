@@ -465,3 +465,38 @@ class NoteWriter(Protocol):
     @property
     def folder(self) -> str: ...
     def write_note(self, name: str, text: str) -> str: ...
+
+
+class MemoryRows(Protocol):
+    """The index part of the memory: topic and record rows, vectors as little-endian
+    float32 bytes, each method one transaction."""
+
+    def memory_topics(self) -> list[tuple[str, bytes]]: ...
+    def put_memory_topic(self, name: str, vector: bytes) -> None: ...
+    def memory_record(self, record_id: str) -> tuple[str, bytes] | None:
+        """(record JSON, vector) of one record."""
+        ...
+
+    def memory_records(self, topic: str | None, kind: str | None) -> list[tuple[str, bytes]]:
+        """(record JSON, vector) of the records, by id."""
+        ...
+
+    def memory_path(self, record_id: str) -> str | None: ...
+    def memory_files(self) -> list[tuple[str, str, str, bytes]]:
+        """(id, path, file hash, vector) of every record."""
+        ...
+
+    def put_memory_records(
+        self, rows: Sequence[tuple[str, str, str, str, str, str, bytes]]
+    ) -> None:
+        """Insert or replace (id, kind, topic, path, file hash, record JSON, vector) rows."""
+        ...
+
+    def sync_memory_records(
+        self,
+        gone: Sequence[str],
+        paths: Mapping[str, str],
+        refreshed: Sequence[tuple[str, str, str]],
+    ) -> None:
+        """Forget `gone`, set each record's path, refresh (file hash, record JSON, id)."""
+        ...

@@ -27,12 +27,18 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from adapters.fs.memory import MemoryRows
 from domain.errors import OUT_OF_ROOT, QmdError
 from domain.lexquery import LexQuery
 from domain.model import Collection, DocumentMeta, LexHit, VectorHit
 from domain.paths import parse_line_ref
-from domain.ports import CollectionCount, DocumentStore, LexicalIndex, UpsertOutcome, VectorIndex
+from domain.ports import (
+    CollectionCount,
+    DocumentStore,
+    LexicalIndex,
+    MemoryRows,
+    UpsertOutcome,
+    VectorIndex,
+)
 
 
 def is_inside(root: str, path: str) -> bool:

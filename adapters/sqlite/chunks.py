@@ -10,10 +10,11 @@ rows left behind by a program that does not keep them (the original) are never s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from adapters.sqlite.driver import Connection
 from adapters.sqlite.schema import vec_table_dimensions
+from adapters.store_rows import chunk_from_row
 from domain.ports import ChunkRow, DocumentCut
 
 CHUNKS_DDL = """
@@ -56,19 +57,6 @@ _ID_BATCH = 500
 def ensure_projmem_tables(conn: Connection) -> None:
     for ddl in (CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL):
         conn.execute(ddl)
-
-
-def _row(row: Sequence[Any]) -> ChunkRow:
-    return ChunkRow(
-        id=int(row[0]),
-        collection=str(row[1]),
-        path=str(row[2]),
-        seq=int(row[3]),
-        heading_path=str(row[4]),
-        start_line=int(row[5]),
-        end_line=int(row[6]),
-        text=str(row[7]),
-    )
 
 
 class SqliteChunkIndex:
@@ -131,14 +119,14 @@ class SqliteChunkIndex:
             for row in self._conn.query(
                 f"{_LIVE} WHERE c.id IN ({','.join('?' * len(part))})", part
             ):
-                found[int(row[0])] = _row(row)
+                found[int(row[0])] = chunk_from_row(row)
         return [found[i] for i in wanted if i in found]
 
     def document_chunks(self, collection: str, path: str) -> list[ChunkRow]:
         rows = self._conn.query(
             f"{_LIVE} WHERE d.collection = ? AND d.path = ? ORDER BY c.seq", (collection, path)
         )
-        return [_row(r) for r in rows]
+        return [chunk_from_row(r) for r in rows]
 
     def live_chunk_count(self, collections: Sequence[str] | None = None) -> int:
         live = (

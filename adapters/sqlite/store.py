@@ -14,7 +14,6 @@ import random
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from adapters.sqlite import metadata as _metadata
@@ -28,10 +27,22 @@ from adapters.sqlite.schema import (
     vec_table_dimensions,
     vec_table_sql,
 )
+from adapters.store_rows import (
+    COLLECTION_COLUMNS,
+    LLM_CACHE_KEEP,
+    collection_from_row,
+    collection_params,
+    escape_like,
+)
+from adapters.store_rows import META_COLUMNS as _META_COLUMNS
+from adapters.store_rows import META_FROM as _META_FROM
+from adapters.store_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
+from adapters.store_rows import meta_from_row as _meta
+from adapters.store_rows import now_iso as _now_iso
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
 from domain.filters import MetaValue, Probe
 from domain.lexquery import LexQuery, space_cjk
-from domain.model import DEFAULT_PATTERN, Collection, Document, DocumentMeta, LexHit, VectorHit
+from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
 from domain.ports import CollectionCount, UpsertOutcome
 
 COLLECTION_VEC_EXACT_SCAN_MAX = 20_000
@@ -43,35 +54,6 @@ PREFILTER_OVERSAMPLE = 4
 PREFILTER_MIN_CANDIDATES = 64
 SQLITE_VEC_MAX_K = 4096
 HASH_SEQ_CHUNK = 400
-LLM_CACHE_KEEP = 1000
-
-_META_COLUMNS = (
-    "d.id, d.collection, d.path, d.title, d.hash, d.created_at, d.modified_at, LENGTH(content.doc)"
-)
-_META_FROM = "FROM documents d JOIN content ON content.hash = d.hash"
-
-
-def escape_like(value: str) -> str:
-    """Escape `#`, `%` and `_` for `LIKE … ESCAPE '#'` (the original's escapeLikePattern)."""
-    return value.replace("#", "##").replace("%", "#%").replace("_", "#_")
-
-
-def _now_iso() -> str:
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
-def _meta(row: Sequence[Any]) -> DocumentMeta:
-    return DocumentMeta(
-        id=int(row[0]),
-        collection=str(row[1]),
-        path=str(row[2]),
-        title=str(row[3]),
-        hash=str(row[4]),
-        created_at=str(row[5]),
-        modified_at=str(row[6]),
-        body_length=int(row[7] or 0),
-    )
 
 
 def _pack(vector: Sequence[float]) -> bytes:
@@ -144,32 +126,8 @@ class SqliteIndex:
 
     # ------------------------------------------------------------------ collections
 
-    @staticmethod
-    def _collection(row: Sequence[Any]) -> Collection:
-        name, path, pattern, ignore_json, include, update_command, context_json = row
-        ignore: tuple[str, ...] = ()
-        if ignore_json:
-            parsed = json.loads(ignore_json)
-            if isinstance(parsed, list):
-                ignore = tuple(str(item) for item in parsed)
-        contexts: dict[str, str] = {}
-        if context_json:
-            parsed_ctx = json.loads(context_json)
-            if isinstance(parsed_ctx, dict):
-                contexts = {str(k): str(v) for k, v in parsed_ctx.items()}
-        return Collection(
-            name=str(name),
-            path=str(path),
-            pattern=str(pattern or DEFAULT_PATTERN),
-            ignore=ignore,
-            include_by_default=include != 0,
-            update_command=str(update_command) if update_command else None,
-            contexts=contexts,
-        )
-
-    _COLLECTION_COLUMNS = (
-        "name, path, pattern, ignore_patterns, include_by_default, update_command, context"
-    )
+    _collection = staticmethod(collection_from_row)
+    _COLLECTION_COLUMNS = COLLECTION_COLUMNS
 
     def list_collections(self) -> list[Collection]:
         rows = self._conn.query(
@@ -191,19 +149,7 @@ class SqliteIndex:
             "ignore_patterns = excluded.ignore_patterns, "
             "include_by_default = excluded.include_by_default, "
             "update_command = excluded.update_command, context = excluded.context",
-            (
-                collection.name,
-                collection.path,
-                collection.pattern or DEFAULT_PATTERN,
-                json.dumps(list(collection.ignore), ensure_ascii=False)
-                if collection.ignore
-                else None,
-                1 if collection.include_by_default else 0,
-                collection.update_command or None,
-                json.dumps(dict(collection.contexts), ensure_ascii=False, separators=(",", ":"))
-                if collection.contexts
-                else None,
-            ),
+            collection_params(collection),
         )
 
     def delete_collection(self, name: str) -> int:
@@ -947,12 +893,6 @@ class SqliteIndex:
 
     def clear(self) -> None:
         self._conn.execute("DELETE FROM llm_cache")
-
-
-_ORPHAN_VECTOR_COUNT = (
-    "SELECT COUNT(*) FROM content_vectors cv WHERE NOT EXISTS ("
-    "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
-)
 
 
 if TYPE_CHECKING:  # structural conformance, checked by mypy

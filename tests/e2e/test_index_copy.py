@@ -15,18 +15,14 @@ from typing import Any
 import psycopg
 import pytest
 
-from adapters.cli.index_copy import (
-    DERIVED_TABLES,
-    LOCAL_CONFIG_KEYS,
-    LOCAL_TABLES,
-    TABLES,
-    copy_to,
-    open_any,
-)
+from adapters.backends import open_backend
+from adapters.cli.index_copy import LOCAL_TABLES, TABLES, copy_to
 from adapters.postgres.store import PostgresIndex
 from adapters.postgres.url import split_schema
 from adapters.sqlite import vector_bits
 from adapters.sqlite.chunks import SqliteChunkIndex
+from adapters.sqlite.dump import DERIVED_TABLES
+from adapters.sqlite.dump import OWN_CONFIG_KEYS as LOCAL_CONFIG_KEYS
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
@@ -209,14 +205,13 @@ def test_a_sqlite_copy_rebuilds_the_vector_prefilter(tmp_path: Path) -> None:
     quantizes every copied vector, so its searches may use them at once."""
     source, _ = build_source(tmp_path)
     dest = tmp_path / "copy.sqlite"
-    index = open_any(str(source))
+    index = open_backend(str(source))
     try:
         copy_to(index, str(dest))
     finally:
         index.close()
-    copied = open_any(str(dest))
+    copied = SqliteIndex.open(dest)
     try:
-        assert isinstance(copied, SqliteIndex)
         conn = copied.connection
         vectors = conn.scalar("SELECT COUNT(*) FROM vectors_vec")
         assert vectors and conn.scalar(f"SELECT COUNT(*) FROM {BITS_TABLE}") == vectors
@@ -344,7 +339,7 @@ def test_a_copy_reads_one_snapshot_while_its_source_is_written(
                 written.append(True)
                 add_document(src)
 
-        index = open_any(src)
+        index = open_backend(src)
         try:
             copy_to(index, dest, progress)
         finally:

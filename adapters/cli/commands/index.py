@@ -20,19 +20,20 @@ def index_help(args: argparse.Namespace) -> int:
 def copy(args: argparse.Namespace) -> int:
     import os
 
-    from adapters.cli.index_copy import copy_to, describe, open_any
-    from adapters.postgres.store import is_postgres_url, redact
+    from adapters.backends import kind_of, open_backend
+    from adapters.cli.index_copy import copy_to, describe
+    from adapters.postgres.url import redact
 
     def same(a: str, b: str) -> bool:
-        if is_postgres_url(a) or is_postgres_url(b):
+        if kind_of(a).schemes or kind_of(b).schemes:  # a database URL
             return a == b
         return os.path.abspath(a) == os.path.abspath(b)
 
     if same(args.src, args.dest):
         raise CommandError("qmd index copy: SRC and DEST are the same index")
-    if not is_postgres_url(args.src) and not os.path.isfile(args.src):
+    if not kind_of(args.src).schemes and not os.path.isfile(args.src):
         raise CommandError(f"qmd index copy: no index file {args.src}")
-    source = open_any(args.src)
+    source = open_backend(args.src)
     try:
         live = sys.stderr.isatty()
         started = time.monotonic()

@@ -1,0 +1,31 @@
+"""The full-text rows of the PostgreSQL index: one tsvector per document over its path, title
+and body (written on every document change, rebuilt by `qmd index copy`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.postgres.schema import TS_CONFIG
+from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold
+
+COLUMN_SEPARATOR = "qmdcolumnseparator"
+
+
+def fts_row_sql() -> str:
+    """Parameters: id, folded path, folded title, folded body.
+
+    The three columns share one tsvector; a separator word ends the first two and is deleted
+    afterwards, leaving a gap in the positions so that no phrase can match across columns
+    (FTS5 keeps columns apart the same way)."""
+    sep = f" {COLUMN_SEPARATOR}"
+    return (
+        "INSERT INTO documents_fts (id, tsv, len) SELECT %s, t, length(t) FROM (SELECT ts_delete("
+        f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'C') || "
+        f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'B') || "
+        f"setweight(to_tsvector('{TS_CONFIG}', %s), 'D'), '{COLUMN_SEPARATOR}'::text) AS t) s "
+        "ON CONFLICT (id) DO UPDATE SET tsv = excluded.tsv, len = excluded.len"
+    )
+
+
+def fts_params(doc_id: int, collection: str, path: str, title: str, body: str) -> tuple[Any, ...]:
+    return (doc_id, fold(f"{collection}/{path}"), fold(title), fold(body[:MAX_INDEXED_CHARS]))

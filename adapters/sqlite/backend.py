@@ -1,0 +1,50 @@
+"""The SQLite backend: one index file, every port on one connection (`open_backend`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from adapters.backend import Backend
+from adapters.sqlite.chunks import SqliteChunkIndex
+from adapters.sqlite.driver import dbapi
+from adapters.sqlite.dump import SqliteDump, stage
+from adapters.sqlite.extraction import SqliteExtractionLedger
+from adapters.sqlite.memory import SqliteMemoryRows
+from adapters.sqlite.stamps import SqliteFileStamps
+from adapters.sqlite.store import SqliteIndex
+from domain.ports import MemoryRows
+
+
+def open_backend(
+    location: str, env: Mapping[str, str] | None = None, *, staged: bool = False
+) -> Backend:
+    """The index file at `location` (created when missing). `staged`: a new index in a
+    temporary file beside `location`, renamed onto it by `dump.publish()`; refused when
+    `location` holds an index with documents."""
+    target, path = stage(location) if staged else (None, location)
+    index = SqliteIndex.open(path, env)
+    conn = index.connection
+    dump = SqliteDump(index, target)
+
+    def memory() -> MemoryRows:
+        return SqliteMemoryRows(conn)
+
+    def size() -> int:
+        return os.path.getsize(path) if os.path.exists(path) else 0
+
+    return Backend(
+        name="sqlite",
+        index=index,
+        chunks=SqliteChunkIndex(conn),
+        ledger=SqliteExtractionLedger(conn),
+        memory=memory,
+        stamps=SqliteFileStamps(conn),
+        lock=None,  # the CLI's lock files beside the index file (adapters/cli/runtime.py)
+        lock_holder=None,
+        interrupt=conn.raw.interrupt,
+        size=size,
+        dump=dump,
+        errors=(dbapi.DatabaseError,),
+        close=dump.close,
+    )
