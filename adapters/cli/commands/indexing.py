@@ -70,7 +70,7 @@ def update(args: argparse.Namespace) -> int:
 def _repair_memory(app: App) -> None:
     """Seed 004's memory folder, when this index has one: re-embed records edited by hand,
     finish or undo merges a crash interrupted (REQ-MEM-STORE-006)."""
-    from adapters.bootstrap import repair_memory
+    from adapters.memory_wiring import repair_memory
     from domain.errors import QmdError
 
     try:
