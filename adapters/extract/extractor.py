@@ -25,7 +25,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adapters.extract.formats import extract_file
 from domain.extraction import (
     CRASHED,
     TIMEOUT,
@@ -233,6 +232,8 @@ class InProcessExtractor:
         return digest_file(absolute_path, self.max_bytes)
 
     def extract(self, absolute_path: str, file_format: str) -> Extracted | ExtractionFailure:
+        from adapters.extract.formats import extract_file  # the parsers only when used
+
         return extract_file(absolute_path, file_format)
 
     def close(self) -> None:

@@ -26,13 +26,16 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from adapters.fs.memory import MemoryRows
 from domain.errors import OUT_OF_ROOT, QmdError
 from domain.lexquery import LexQuery
 from domain.model import Collection, DocumentMeta, LexHit, VectorHit
 from domain.paths import parse_line_ref
 from domain.ports import CollectionCount, DocumentStore, LexicalIndex, UpsertOutcome, VectorIndex
+
+if TYPE_CHECKING:  # a type only: the memory store itself is not needed to scope
+    from adapters.fs.memory import MemoryRows
 
 
 def is_inside(root: str, path: str) -> bool:
