@@ -32,7 +32,6 @@ original does.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import stat as stat_module
 import struct
@@ -75,6 +74,8 @@ _statx: Any = None
 
 def _statx_birth_ns(path: str) -> int | None:
     """File birth time through Linux statx(2) (Python 3.11's os.stat has no birth time there)."""
+    import ctypes  # loaded on the first file scanned, not by every command
+
     global _statx
     if _statx is None:
         try:

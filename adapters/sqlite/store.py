@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -936,6 +935,8 @@ class SqliteIndex:
                 "INSERT OR REPLACE INTO llm_cache (hash, result, created_at) VALUES (?, ?, ?)",
                 (key, value, _now_iso()),
             )
+            import random
+
             if random.random() < 0.01:
                 self._conn.execute(
                     "DELETE FROM llm_cache WHERE hash NOT IN (SELECT hash FROM llm_cache "
