@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from adapters.config.trust import TrustDecision, decide, untrusted_view
+from adapters.config.trust import TrustDecision, decide, is_local_config_path, untrusted_view
 from adapters.config.yaml_config import (
     QmdConfig,
     YamlConfigRepository,
@@ -24,7 +24,6 @@ from adapters.config.yaml_config import (
 from adapters.extract.extractor import WorkerExtractor, timeout_from_env
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
-from adapters.fs.front_matter import YamlFrontMatter
 from adapters.fs.scope import (
     RootScope,
     RootScopedLexicalIndex,
@@ -65,23 +64,22 @@ from domain.ports import (
     SummaryStore,
     VectorIndex,
 )
-from domain.usecases.chunks import ChunkedCollections, ChunkKeeper
-from domain.usecases.collections import CollectionManager
-from domain.usecases.extraction import DocumentExtraction
-from domain.usecases.metadata import MetadataRecorder, MetadataService
-from domain.usecases.retrieval import Retrieval
-from domain.usecases.search import Searcher, SearchModels
-from domain.usecases.services import Services
-from domain.usecases.status import StatusReader
 
 if TYPE_CHECKING:
     from adapters.fs.watch import IndexWatcher
     from adapters.models.idle import IdleUnloader
     from adapters.postgres.store import PostgresIndex
     from domain.document_backend import DocumentBackend
+    from domain.usecases.chunks import ChunkKeeper
+    from domain.usecases.collections import CollectionManager
+    from domain.usecases.extraction import DocumentExtraction
+    from domain.usecases.metadata import MetadataService
     from domain.usecases.projmem import ChunkSearch, IndexFigures
+    from domain.usecases.retrieval import Retrieval
+    from domain.usecases.search import Searcher
+    from domain.usecases.services import Services
     from domain.usecases.sessions import SessionMemory
-    from domain.usecases.status import EmbeddingIdentity
+    from domain.usecases.status import EmbeddingIdentity, StatusReader
 
 
 @dataclass(frozen=True)
@@ -101,8 +99,10 @@ class ProjmemAdapters:
 
 @dataclass
 class App:
-    """One process's application: every production field is given to the constructor (by
-    `assemble`); `None` only where the index has no such part (a fake's, in tests)."""
+    """One process's application. The constructor takes the adapters, every production
+    field given by `assemble` (`None` only where an index has no such part: a fake's, in
+    tests); the use cases over them are built on first use, so a command builds, and
+    imports, only those it runs."""
 
     store: DocumentStore
     lexical: LexicalIndex
@@ -112,18 +112,15 @@ class App:
     source: ContentSource
     clock: Clock
     models: Models
-    collections: CollectionManager
-    retrieval: Retrieval
-    searcher: Searcher
-    status: StatusReader
     maintenance: IndexMaintenance | None  # None: the index offers no upkeep
-    # PDF/DOCX/PPTX/XLSX/HTML extraction and its per-document states (None: not wired)
-    extraction: DocumentExtraction | None
-    metadata: MetadataService | None  # None: the index keeps no metadata
-    # chunk tables, sessions and summaries (None: not wired); chunk search and session
-    # memory are built from them on first use (`chunks`, `sessions`)
+    # PDF/DOCX/PPTX/XLSX/HTML extraction and its per-document states: wired only when both
+    # are given
+    extractor: DocumentExtractor | None
+    ledger: ExtractionLedger | None
+    metadata_index: MetadataIndex | None  # None: the index keeps no metadata
+    # chunk tables, sessions and summaries (None: not wired)
     projmem: ProjmemAdapters | None
-    chunk_keeper: ChunkKeeper | None
+    stamps: FileStampIndex | None  # None: every update reads every file
     db_path: str
     config_path: str
     home: str | None
@@ -144,9 +141,80 @@ class App:
     def force_root(self) -> str | None:
         return self.scope.root
 
+    # -- the use cases, each built the first time it is asked for -----------------------------
+
+    @cached_property
+    def searcher(self) -> Searcher:
+        from domain.usecases.search import Searcher, SearchModels
+
+        chosen = self.models
+        models = SearchModels(chosen.embedder, chosen.reranker, chosen.expander)
+        return Searcher(self.store, self.lexical, self.vectors, models)
+
+    @cached_property
+    def retrieval(self) -> Retrieval:
+        from domain.usecases.retrieval import Retrieval
+
+        return Retrieval(self.store, home=self.home)
+
+    @cached_property
+    def extraction(self) -> DocumentExtraction | None:
+        if self.extractor is None or self.ledger is None:
+            return None
+        from domain.usecases.extraction import DocumentExtraction
+
+        return DocumentExtraction(self.extractor, self.ledger, self.store, self.clock)
+
+    @cached_property
+    def status(self) -> StatusReader:
+        from domain.usecases.status import StatusReader
+
+        models = self.models
+        return StatusReader(self.store, self.vectors, lambda: models.identity, self.extraction)
+
+    @cached_property
+    def metadata(self) -> MetadataService | None:
+        if self.metadata_index is None:
+            return None
+        from domain.usecases.metadata import MetadataService
+
+        return MetadataService(self.metadata_index)
+
+    @cached_property
+    def chunk_keeper(self) -> ChunkKeeper | None:
+        """Chunk rows kept in step by every indexing pass (None: no chunk tables)."""
+        if self.projmem is None:
+            return None
+        from domain.usecases.chunks import ChunkKeeper
+
+        return ChunkKeeper(self.store, self.projmem.chunks)
+
+    @cached_property
+    def collections(self) -> CollectionManager:
+        from domain.usecases.chunks import ChunkedCollections
+        from domain.usecases.collections import CollectionManager
+
+        keeper = self.chunk_keeper
+        manager = (
+            ChunkedCollections(keeper, self.config, self.source, self.clock, self.cache)
+            if keeper is not None
+            else CollectionManager(self.store, self.config, self.source, self.clock, self.cache)
+        )
+        if self.extraction is not None:
+            manager.use_extraction(self.extraction)
+        if self.metadata_index is not None:
+            from adapters.fs.front_matter import YamlFrontMatter
+            from domain.usecases.metadata import MetadataRecorder
+
+            manager.metadata = MetadataRecorder(self.metadata_index, YamlFrontMatter())
+        manager.stamps = self.stamps
+        if self.scope.root is not None:  # a rooted app adds and indexes only inside folders
+            manager.admits = self.scope.allows
+        return manager
+
     @cached_property
     def chunks(self) -> ChunkSearch | None:
-        """Chunk search (the projmem surface); built on first use."""
+        """Chunk search (the projmem surface)."""
         if self.projmem is None:
             return None
         from domain.usecases.projmem import ChunkSearch
@@ -156,7 +224,7 @@ class App:
 
     @cached_property
     def sessions(self) -> SessionMemory | None:
-        """Session memory (`qmd session`, the projmem surface); built on first use."""
+        """Session memory (`qmd session`, the projmem surface)."""
         if self.projmem is None:
             return None
         from domain.usecases.sessions import SessionMemory
@@ -167,6 +235,8 @@ class App:
         )
         memory.refusal = parts.refusal
         return memory
+
+    # -- the index ----------------------------------------------------------------------------
 
     @property
     def index_display(self) -> str:
@@ -181,6 +251,8 @@ class App:
         return os.path.getsize(self.db_path) if os.path.exists(self.db_path) else 0
 
     def services(self) -> Services:
+        from domain.usecases.services import Services
+
         return Services(
             self.store,
             self.searcher,
@@ -220,27 +292,9 @@ def assemble(
     trust: TrustDecision | None = None,
     scope: ScopePolicy | None = None,
 ) -> App:
-    """Wire the use cases over whatever adapters (real or fake) are given. Documents other
-    than text (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
-    chosen = models or Models()
-    extraction = (
-        DocumentExtraction(extractor, ledger, store, clock)
-        if extractor is not None and ledger is not None
-        else None
-    )
-    keeper = ChunkKeeper(store, projmem.chunks) if projmem is not None else None
-    collections = (
-        ChunkedCollections(keeper, config, source, clock, cache)
-        if keeper is not None
-        else CollectionManager(store, config, source, clock, cache)
-    )
-    if extraction is not None:
-        collections.use_extraction(extraction)
-    if metadata is not None:
-        collections.metadata = MetadataRecorder(metadata, YamlFrontMatter())
-    collections.stamps = stamps
+    """The app over whatever adapters (real or fake) are given. Documents other than text
+    (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
     return App(
-        home=home,
         store=store,
         lexical=lexical,
         vectors=vectors,
@@ -248,23 +302,16 @@ def assemble(
         config=config,
         source=source,
         clock=clock,
-        models=chosen,
-        collections=collections,
-        retrieval=Retrieval(store, home=home),
-        searcher=Searcher(
-            store,
-            lexical,
-            vectors,
-            SearchModels(chosen.embedder, chosen.reranker, chosen.expander),
-        ),
-        status=StatusReader(store, vectors, lambda: chosen.identity, extraction),
+        models=models or Models(),
         maintenance=maintenance,
-        extraction=extraction,
-        metadata=MetadataService(metadata) if metadata is not None else None,
+        extractor=extractor,
+        ledger=ledger,
+        metadata_index=metadata,
         projmem=projmem,
-        chunk_keeper=keeper,
+        stamps=stamps,
         db_path=db_path,
         config_path=config_path,
+        home=home,
         trust=trust,
         scope=scope or ScopePolicy(),
         closers=[extractor.close] if extractor is not None else [],
@@ -298,7 +345,9 @@ def build_app(
     if config_path != shared_path and not os.path.exists(config_path):
         _first_own_config(index, config_path, shared_path)
     config = load(config_path)
-    trust = decide(config, config_path, environ, builtin_models())
+    # the built-in model names matter only to a project-local config's approval
+    builtins = builtin_models() if is_local_config_path(config_path) else {}
+    trust = decide(config, config_path, environ, builtins)
     scope = scope_policy(force_root, trust, environ.get("HOME"))
     if os.path.exists(config_path):
         sync_config_to_store(
@@ -444,8 +493,6 @@ def _wire(
         trust=trust,
         scope=policy,
     )
-    if policy.root is not None:  # a rooted server adds and indexes only inside folders
-        app.collections.admits = policy.allows
     app.closers.append(index.close)
     if not isinstance(index, SqliteIndex):
         app.backend = "postgresql"
