@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from domain.extraction import ExtractionReport
 from domain.model import CollectionStatus, IndexStatus
 from domain.ports import DocumentStore, VectorIndex
-from domain.usecases.extraction import DocumentExtraction
+
+if TYPE_CHECKING:
+    from domain.usecases.extraction import DocumentExtraction
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,9 @@ def filter_scope(
 ) -> frozenset[int] | None:
     """The documents `--filter`, `--since`, `--until`, `--type` and `--tag` admit together
     (None: no filter given), REQ-FILTER-008."""
+    asked = ("filter", "since", "until", "type", "tag")
+    if not any(getattr(args, name, None) for name in asked):
+        return None  # no filter: none of its code is needed
     import json
 
     from domain.errors import INVALID_ARGUMENT, QmdError
