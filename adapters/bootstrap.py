@@ -128,6 +128,8 @@ class App:
     trust: TrustDecision | None
     # root, trust and allow-list: every part that reads or writes a file asks it
     scope: ScopePolicy
+    # index.yml as this run read it at start (None: no file behind the app, a fake's)
+    settings: QmdConfig | None
     closers: list[Any] = field(default_factory=list)
     # "sqlite" or "postgresql": which storage adapter holds the index (status, doctor)
     backend: str = "sqlite"
@@ -291,6 +293,7 @@ def assemble(
     config_path: str = "",
     trust: TrustDecision | None = None,
     scope: ScopePolicy | None = None,
+    settings: QmdConfig | None = None,
 ) -> App:
     """The app over whatever adapters (real or fake) are given. Documents other than text
     (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
@@ -314,6 +317,7 @@ def assemble(
         home=home,
         trust=trust,
         scope=scope or ScopePolicy(),
+        settings=settings,
         closers=[extractor.close] if extractor is not None else [],
     )
 
@@ -379,6 +383,7 @@ def build_app(
         _projmem_adapters(index, environ, scope),
         db_path=db_path,
         trust=trust,
+        settings=config,
     )
 
 
@@ -458,6 +463,7 @@ def _wire(
     *,
     db_path: str = "",
     trust: TrustDecision | None = None,
+    settings: QmdConfig | None = None,
 ) -> App:
     store: DocumentStore = index
     lexical: LexicalIndex = index
@@ -492,6 +498,7 @@ def _wire(
         config_path=config_path,
         trust=trust,
         scope=policy,
+        settings=settings,
     )
     app.closers.append(index.close)
     if not isinstance(index, SqliteIndex):

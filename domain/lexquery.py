@@ -33,6 +33,8 @@ class LexClause:
 
 @dataclass(frozen=True)
 class LexQuery:
+    """A parsed keyword query: its clauses and whether any of them suffices."""
+
     clauses: tuple[LexClause, ...]
     # True: a document matching ANY positive clause qualifies (the spec surface's recall
     # fallback); the original's rule, and the default, is that all of them must match.

@@ -83,6 +83,8 @@ def encode_qmd_path(display_path: str) -> str:
 
 @dataclass(frozen=True)
 class VirtualPath:
+    """A `qmd://collection/path` reference split into its parts."""
+
     collection: str
     path: str  # may be "" for the collection root
 
@@ -143,6 +145,8 @@ def normalize_docid(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class LineRef:
+    """A document reference with its optional `:from[:count]` line suffix split off."""
+
     target: str
     from_line: int | None
     line_count: int | None

@@ -48,6 +48,8 @@ class UpsertOutcome:
 
 @dataclass(frozen=True)
 class CollectionCount:
+    """Active documents of one collection and its latest modification."""
+
     name: str
     documents: int
     last_modified: str

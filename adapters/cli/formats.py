@@ -494,6 +494,8 @@ def format_not_found(reference: str, suggestions: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class LsEntry:
+    """One file line of `qmd ls`."""
+
     size: int
     modified: datetime
     uri: str

@@ -38,6 +38,8 @@ _KNOWN_COLLECTION = {"path", "pattern", "ignore", "context", "update", "includeB
 
 @dataclass(frozen=True)
 class QmdConfig:
+    """`index.yml` parsed: what qmd reads of it, and what it keeps unchanged."""
+
     collections: dict[str, Collection] = field(default_factory=dict)
     global_context: str | None = None
     models: dict[str, str] = field(default_factory=dict)

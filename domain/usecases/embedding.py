@@ -102,6 +102,8 @@ def fingerprint_for(embedder: NamesModel, space: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class EmbedProgress:
+    """How far an embedding run is, for its progress line."""
+
     total_documents: int
     done_documents: int
     embedded_chunks: int
@@ -114,6 +116,8 @@ class EmbedProgress:
 
 @dataclass(frozen=True)
 class EmbedReport:
+    """What an embedding run did."""
+
     model: str
     fingerprint: str
     cleared: bool
@@ -131,6 +135,8 @@ class EmbedReport:
 
 @dataclass
 class _Doc:
+    """One document being embedded: its chunks and the vectors they got."""
+
     hash: str
     chunks: list[tuple[int, str]]  # (pos, text)
     title: str

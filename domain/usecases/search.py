@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from domain.bounds import check_query
-from domain.chunking import best_chunk_index, chunk_document
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
 from domain.fusion import (
     blend,
@@ -65,6 +64,8 @@ DocKey = tuple[str, str]
 
 @dataclass(frozen=True)
 class Candidate:
+    """A document on its way to a result: its score so far and where it came from."""
+
     document: Document
     score: float
     chunk_pos: int | None = None
@@ -653,6 +654,8 @@ class Searcher:
     def _fuse_and_rank(
         self, ranked: _Ranked, primary: str, request: SearchRequest
     ) -> list[SearchResult]:
+        from domain.chunking import best_chunk_index, chunk_document  # the fused modes only
+
         intent = request.intent
         trace = request.trace
         with stepped(trace, "rrf_fusion"):
