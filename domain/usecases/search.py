@@ -14,13 +14,6 @@ from typing import TypeVar
 
 from domain.bounds import check_query
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
-from domain.fusion import (
-    blend,
-    blend_weight,
-    reciprocal_rank_fusion,
-    rrf_contributions,
-    top_rank_bonus,
-)
 from domain.lexquery import LexQuery, parse_lex_query
 from domain.model import (
     Document,
@@ -122,6 +115,8 @@ class _Ranked:
 
     def contributions(self) -> dict[DocKey, list[ListContribution]]:
         """Per document, what each list added to its fused score (in list order)."""
+        from domain.fusion import rrf_contributions  # the fused modes only
+
         traces: dict[DocKey, list[ListContribution]] = {}
         contributions = rrf_contributions(self.lists, self.weights, rank_offsets=self.offsets)
         for key, entries in contributions.items():
@@ -655,6 +650,7 @@ class Searcher:
         self, ranked: _Ranked, primary: str, request: SearchRequest
     ) -> list[SearchResult]:
         from domain.chunking import best_chunk_index, chunk_document  # the fused modes only
+        from domain.fusion import reciprocal_rank_fusion
 
         intent = request.intent
         trace = request.trace
@@ -698,6 +694,8 @@ class Searcher:
         request: SearchRequest,
     ) -> list[SearchResult]:
         """Final scores (position blended with the rerank score), snippets and the limit."""
+        from domain.fusion import blend
+
         intent = request.intent
         if rerank_scores is not None:
             scores = [
@@ -749,6 +747,8 @@ def _explanation(
 ) -> ScoreExplanation:
     """The score breakdown of the candidate at `rrf_rank` (1-based) in the fused list; a
     list's rank offset counts for the top-rank bonus as in the fusion."""
+    from domain.fusion import blend, blend_weight, top_rank_bonus
+
     base = 0.0
     for contribution in trace:  # summed in list order, as the fusion does
         base += contribution.rrf_contribution
