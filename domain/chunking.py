@@ -47,12 +47,16 @@ _FENCE = re.compile(r"\n```")
 
 @dataclass(frozen=True)
 class Chunk:
+    """A slice of a document, by character position."""
+
     text: str
     pos: int  # index of the chunk's first character in the document
 
 
 @dataclass(frozen=True)
 class TokenChunk:
+    """A chunk cut to a token budget, with its token count."""
+
     text: str
     pos: int
     tokens: int
@@ -60,12 +64,16 @@ class TokenChunk:
 
 @dataclass(frozen=True)
 class BreakPoint:
+    """A position a chunk may end at, and how good a cut it is."""
+
     pos: int
     score: int
 
 
 @dataclass(frozen=True)
 class CodeFence:
+    """A fenced code block, which no cut may split."""
+
     start: int  # the `\n` before the opening ```
     end: int  # just after the closing ``` (or the end of an unclosed fence's document)
 

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from domain.lazy_regex import LazyRegex
+
 # The file extensions (lower case, without the dot) that go through an extractor. Anything else
 # is read as text, exactly as before.
 EXTRACTED_FORMATS = frozenset({"pdf", "docx", "pptx", "xlsx", "html", "htm"})
@@ -51,7 +53,7 @@ FAILURE_REASONS = (
 MetadataValue = str | int | float | bool | list[str]
 
 # Titles that producers write for every document, which name no document (REQ-EXTRACT-011).
-_PLACEHOLDER_TITLE = re.compile(
+_PLACEHOLDER_TITLE = LazyRegex(
     r"""^(?:
         untitled(?:[\s_-]*\d+)?(?:\s+document)?
       | (?:new\s+)?(?:document|presentation|book|workbook|sheet|slide|page|title)[\s_-]*\d*
@@ -61,14 +63,14 @@ _PLACEHOLDER_TITLE = re.compile(
 )
 # "Microsoft Word - Kalman15.doc", "Microsoft PowerPoint - deck.pptx": the printer driver's
 # job name, written as the title by Office's "print to PDF" and older PDF makers.
-_PRODUCER_JOB = re.compile(r"^microsoft\s+(?:office\s+)?(?:word|powerpoint|excel)\s*-", re.I)
+_PRODUCER_JOB = LazyRegex(r"^microsoft\s+(?:office\s+)?(?:word|powerpoint|excel)\s*-", re.I)
 # A title ending in a document file's extension is a file name, not a title.
-_FILE_NAME = re.compile(
+_FILE_NAME = LazyRegex(
     r"\.(?:docx?|dotx?|docm|rtf|odt|ott|pptx?|ppsx?|odp|xlsx?|ods|pdf|tex|dvi|ps|eps|indd|qxd"
     r"|pub|wpd|pages|key|txt|md|html?|xml|vsdx?|mdi|tiff?|jpe?g|png)$",
     re.IGNORECASE,
 )
-_DRIVE_PATH = re.compile(r"^(?:[a-z]:[\\/]|/|\\\\)", re.IGNORECASE)
+_DRIVE_PATH = LazyRegex(r"^(?:[a-z]:[\\/]|/|\\\\)", re.IGNORECASE)
 
 
 def placeholder_title(title: str) -> bool:

@@ -13,6 +13,8 @@ RRF_K = 60
 
 @dataclass(frozen=True)
 class Fused(Generic[K]):
+    """One key's fused score and its best rank over the lists."""
+
     key: K
     score: float
     best_rank: int  # 1-based best rank over all lists

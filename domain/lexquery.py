@@ -9,10 +9,10 @@ Only letters, digits, `'` and `_` survive inside a term; everything is lower-cas
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from domain._js import is_js_space, is_letter_or_number, js_split_ws, js_trim
+from domain.lazy_regex import LazyRegex
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,8 @@ class LexClause:
 
 @dataclass(frozen=True)
 class LexQuery:
+    """A parsed keyword query: its clauses and whether any of them suffices."""
+
     clauses: tuple[LexClause, ...]
     # True: a document matching ANY positive clause qualifies (the spec surface's recall
     # fallback); the original's rule, and the default, is that all of them must match.
@@ -109,8 +111,8 @@ _CJK_RANGES = (
     (0x31350, 0x33479),
 )
 _CJK_CLASS = "[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _CJK_RANGES) + "]"
-_CJK_CHAR = re.compile(_CJK_CLASS)
-_CJK_RUN = re.compile(_CJK_CLASS + "+")
+_CJK_CHAR = LazyRegex(_CJK_CLASS)
+_CJK_RUN = LazyRegex(_CJK_CLASS + "+")
 
 
 def space_cjk(text: str) -> str:
@@ -119,11 +121,13 @@ def space_cjk(text: str) -> str:
     Each run becomes its characters joined by single spaces, padded with one space on each
     side (exactly the original's index-time normalisation): `"中文abc"` -> `" 中 文 abc"`.
     """
+    if text.isascii():  # every CJK range lies above U+007F
+        return text
     return _CJK_RUN.sub(lambda m: " " + " ".join(m.group(0)) + " ", text)
 
 
 def contains_cjk(text: str) -> bool:
-    return _CJK_CHAR.search(text) is not None
+    return not text.isascii() and _CJK_CHAR.search(text) is not None
 
 
 def sanitize_term(term: str) -> str:

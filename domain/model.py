@@ -84,6 +84,8 @@ class VectorHit:
 
 @dataclass(frozen=True)
 class SubQuery:
+    """One typed search of a query document (`lex:`, `vec:` or `hyde:` and its text)."""
+
     type: SubQueryType
     query: str
 
@@ -170,6 +172,8 @@ class SearchResult:
 
 @dataclass(frozen=True)
 class CollectionStatus:
+    """One collection in `status`: its folder and pattern as configured, its indexed files."""
+
     name: str
     path: str | None
     pattern: str | None
@@ -179,6 +183,8 @@ class CollectionStatus:
 
 @dataclass(frozen=True)
 class IndexStatus:
+    """What `status` reports of the whole index."""
+
     total_documents: int
     needs_embedding: int
     has_vector_index: bool
@@ -258,6 +264,8 @@ class Unreadable:
 
 @dataclass(frozen=True)
 class UpdateCounts:
+    """What one indexing pass did to a collection's files."""
+
     indexed: int = 0
     updated: int = 0
     unchanged: int = 0

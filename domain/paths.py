@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from domain._js import JS_LINE_TERMINATORS, js_trim
+from domain.lazy_regex import LazyRegex
 
 # encodeURIComponent's unreserved set: everything else is percent-encoded as UTF-8.
 _URI_UNRESERVED = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()"
 )
-_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_PERCENT_RUN = LazyRegex(r"(?:%[0-9A-Fa-f]{2})+")
 _HEX = frozenset("0123456789abcdefABCDEF")
-_VIRTUAL = re.compile(r"qmd://([^/]+)/?([^" + JS_LINE_TERMINATORS + r"]*)\Z")
-_LINE_RANGE = re.compile(r":([0-9]+):([0-9]+)\Z")
-_LINE_FROM = re.compile(r":([0-9]+)\Z")
+_VIRTUAL = LazyRegex(r"qmd://([^/]+)/?([^" + JS_LINE_TERMINATORS + r"]*)\Z")
+_LINE_RANGE = LazyRegex(r":([0-9]+):([0-9]+)\Z")
+_LINE_FROM = LazyRegex(r":([0-9]+)\Z")
 
 
 def encode_uri_component(text: str) -> str:
@@ -83,6 +83,8 @@ def encode_qmd_path(display_path: str) -> str:
 
 @dataclass(frozen=True)
 class VirtualPath:
+    """A `qmd://collection/path` reference split into its parts."""
+
     collection: str
     path: str  # may be "" for the collection root
 
@@ -143,6 +145,8 @@ def normalize_docid(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class LineRef:
+    """A document reference with its optional `:from[:count]` line suffix split off."""
+
     target: str
     from_line: int | None
     line_count: int | None

@@ -10,30 +10,33 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
-from domain.extraction import (
-    CachedExtraction,
-    Extracted,
-    ExtractionFailure,
-    ExtractionState,
-    SourceDigest,
-)
-from domain.filters import MetaValue, Probe
-from domain.lexquery import LexQuery
-from domain.memory import MemoryRecord, MergeGroup, Topic
-from domain.model import (
-    Collection,
-    DocumentMeta,
-    LexHit,
-    ScanResult,
-    SubQuery,
-    Unreadable,
-    VectorHit,
-)
-from domain.sections import Section
-from domain.sessions import SessionRef, Transcript, TurnWindow
-from domain.stamps import RecordedStamp
+# for annotations only: a command imports the domain parts it uses, not every one a port
+# mentions
+if TYPE_CHECKING:
+    from domain.extraction import (
+        CachedExtraction,
+        Extracted,
+        ExtractionFailure,
+        ExtractionState,
+        SourceDigest,
+    )
+    from domain.filters import MetaValue, Probe
+    from domain.lexquery import LexQuery
+    from domain.memory import MemoryRecord, MergeGroup, Topic
+    from domain.model import (
+        Collection,
+        DocumentMeta,
+        LexHit,
+        ScanResult,
+        SubQuery,
+        Unreadable,
+        VectorHit,
+    )
+    from domain.sections import Section
+    from domain.sessions import SessionRef, Transcript, TurnWindow
+    from domain.stamps import RecordedStamp
 
 T = TypeVar("T")
 
@@ -47,6 +50,8 @@ class UpsertOutcome:
 
 @dataclass(frozen=True)
 class CollectionCount:
+    """Active documents of one collection and its latest modification."""
+
     name: str
     documents: int
     last_modified: str

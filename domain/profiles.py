@@ -37,6 +37,8 @@ class FillFusion:
 
 @dataclass(frozen=True)
 class SearchProfile:
+    """The rules a surface searches by (lexical rule, model failures, fill fusion)."""
+
     name: str
     lexical_rule: LexicalRule
     on_model_failure: ModelFailure

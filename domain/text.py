@@ -8,19 +8,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from domain._js import JS_LINE_TERMINATORS, JS_WS_CLASS, js_trim
+from domain.lazy_regex import LazyRegex
 
 # The original matches `/^##?\s+(.+)$/m` in JavaScript: `^`/`$` see all four line
 # terminators, `.` stops at them, and `\s+` may run across blank lines.
 _LT = JS_LINE_TERMINATORS
 _LINE_START = f"(?:(?<=[{_LT}])|\\A)"
 _LINE_END = f"(?=[{_LT}]|\\Z)"
-_MD_HEADING = re.compile(f"{_LINE_START}##?{JS_WS_CLASS}+([^{_LT}]+){_LINE_END}")
-_MD_H2 = re.compile(f"{_LINE_START}##{JS_WS_CLASS}+([^{_LT}]+){_LINE_END}")
-_ORG_TITLE = re.compile(
+_MD_HEADING = LazyRegex(f"{_LINE_START}##?{JS_WS_CLASS}+([^{_LT}]+){_LINE_END}")
+_MD_H2 = LazyRegex(f"{_LINE_START}##{JS_WS_CLASS}+([^{_LT}]+){_LINE_END}")
+_ORG_TITLE = LazyRegex(
     f"{_LINE_START}#\\+TITLE:{JS_WS_CLASS}*([^{_LT}]+){_LINE_END}", re.IGNORECASE
 )
-_ORG_HEADING = re.compile(f"{_LINE_START}\\*+{JS_WS_CLASS}+([^{_LT}]+){_LINE_END}")
-_EXTENSION = re.compile(r"\.[^.]+\Z")
+_ORG_HEADING = LazyRegex(f"{_LINE_START}\\*+{JS_WS_CLASS}+([^{_LT}]+){_LINE_END}")
+_EXTENSION = LazyRegex(r"\.[^.]+\Z")
 _NOTES_TITLES = ("📝 Notes", "Notes")
 
 

@@ -13,7 +13,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
 
 from domain.model import ScoreExplanation
@@ -49,6 +48,8 @@ _SIX_MONTHS_SECONDS: Final = 6 * 30 * 24 * 60 * 60
 
 def js_fixed(value: float, digits: int) -> str:
     """`Number.prototype.toFixed`: the exact binary value rounded half away from zero."""
+    from decimal import ROUND_HALF_UP, Decimal
+
     quantum = Decimal(1).scaleb(-digits)
     return str(Decimal(value).quantize(quantum, rounding=ROUND_HALF_UP))
 
@@ -493,6 +494,8 @@ def format_not_found(reference: str, suggestions: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class LsEntry:
+    """One file line of `qmd ls`."""
+
     size: int
     modified: datetime
     uri: str

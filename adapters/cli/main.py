@@ -97,17 +97,18 @@ def _run(argv: list[str]) -> int:
     if argv and argv[0] in ("-v", "--version"):
         sys.stdout.write(f"{PROG} {package_version()} (implements QMD {IMPLEMENTS})\n")
         return 0
-    from adapters.cli.parser import build_parser, first_command
+    from adapters.cli.parser import COMMAND_NAMES, build_parser, first_command
 
-    parser, commands = build_parser()
+    word = first_command(argv)
+    if word is not None and word not in COMMAND_NAMES and not _help_or_version(argv):
+        raise CommandError(f"Unknown command: {word}\nRun '{PROG} --help' for usage.")
+    # only the command's own module is imported (all of them for the top-level help)
+    top_help = word is not None and _help_or_version(argv[: argv.index(word)])
+    parser, _commands = build_parser(word if word in COMMAND_NAMES and not top_help else None)
     if not argv:
         # Like the original: no command prints the help and fails.
         parser.print_help()
         return 1
-
-    word = first_command(argv)
-    if word is not None and word not in commands.names() and not _help_or_version(argv):
-        raise CommandError(f"Unknown command: {word}\nRun '{PROG} --help' for usage.")
     args = parser.parse_args(argv)
     if args.version:
         sys.stdout.write(f"{PROG} {package_version()} (implements QMD {IMPLEMENTS})\n")

@@ -4,42 +4,32 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Sequence
 
-from adapters.cli.commands import (
-    bench,
-    collections,
-    contexts,
-    documents,
-    index,
-    indexing,
-    models,
-    project,
-    pull,
-    search,
-    servers,
-    sessions,
-    skills,
-)
 from adapters.cli.grammar import CommandTable, Parser, add_globals
 from adapters.version import IMPLEMENTS, PROG
 
-# The order of `qmd --help`.
-COMMAND_MODULES = (
-    collections,
-    contexts,
-    project,
-    indexing,
-    index,
-    models,
-    pull,
-    search,
-    documents,
-    sessions,
-    bench,
-    skills,
-    servers,
+# The command modules, in the order of `qmd --help`, each with the top-level commands (and
+# aliases) it registers: a run imports only the module of its command, so `qmd search` does
+# not pay for the imports of `qmd mcp` or `qmd bench` (tests/unit/test_cli_start.py checks
+# this index against what each module registers).
+COMMAND_MODULES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("collections", frozenset({"collection"})),
+    ("contexts", frozenset({"context"})),
+    ("project", frozenset({"init", "trust"})),
+    ("indexing", frozenset({"update", "ls", "status", "cleanup"})),
+    ("index", frozenset({"index"})),
+    ("models", frozenset({"embed", "doctor"})),
+    ("pull", frozenset({"pull"})),
+    ("search", frozenset({"search", "vsearch", "vector-search", "query", "deep-search"})),
+    ("documents", frozenset({"get", "multi-get"})),
+    ("sessions", frozenset({"session"})),
+    ("bench", frozenset({"bench"})),
+    ("skills", frozenset({"skills", "skill"})),
+    ("servers", frozenset({"mcp", "server"})),
 )
+COMMAND_NAMES = frozenset().union(*(names for _module, names in COMMAND_MODULES))
 
 # The query grammar and examples under the command list (the original prints its grammar
 # in `qmd --help` too; this text is ours).
@@ -77,8 +67,9 @@ Run 'qmd <command> --help' for a command's options.
 """
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, CommandTable]:
-    """The parser and its table of top-level commands."""
+def build_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, CommandTable]:
+    """The parser and its table of top-level commands: every command, or with `command`
+    (a known top-level name) that command's module alone."""
     parser = Parser(
         prog=PROG,
         description=f"qmd — Quick Markdown Search (a Python implementation of QMD {IMPLEMENTS})",
@@ -89,8 +80,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, CommandTable]:
     parser.add_argument("-v", "--version", action="store_true", help="print the version")
     parser.set_defaults(handler=None)  # a command sets its handler function
     table = CommandTable(parser, "command", "<command>")
-    for module in COMMAND_MODULES:
-        module.register(table)
+    for name, names in COMMAND_MODULES:
+        if command is None or command in names:
+            importlib.import_module(f"adapters.cli.commands.{name}").register(table)
     return parser, table
 
 

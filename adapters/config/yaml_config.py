@@ -28,8 +28,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import yaml
-
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
 from domain.model import DEFAULT_PATTERN, Collection
 
@@ -40,6 +38,8 @@ _KNOWN_COLLECTION = {"path", "pattern", "ignore", "context", "update", "includeB
 
 @dataclass(frozen=True)
 class QmdConfig:
+    """`index.yml` parsed: what qmd reads of it, and what it keeps unchanged."""
+
     collections: dict[str, Collection] = field(default_factory=dict)
     global_context: str | None = None
     models: dict[str, str] = field(default_factory=dict)
@@ -151,11 +151,51 @@ def _collection_from_raw(name: str, data: Any, source: str) -> tuple[Collection,
     return collection, extra
 
 
-def parse_config(text: str, source: str = "index.yml") -> QmdConfig:
+PARSED_CACHE = "parsed-config"
+
+
+def _parsed_cache_file(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return os.path.join(cache_dir(os.environ), PARSED_CACHE, f"{digest}.json")
+
+
+def _safe_load(text: str, source: str) -> Any:
+    """`yaml.safe_load(text)`, kept as JSON under the text's digest in the cache folder: a
+    later command with the same `index.yml` reads that instead of importing and running the
+    YAML parser (a large share of a cold `qmd search`). A document JSON cannot hold exactly
+    (dates, non-string keys) is parsed every time."""
+    cached = _parsed_cache_file(text)
+    try:
+        with open(cached, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        pass
+    import yaml  # the parser only for a file not parsed before
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise QmdError(INVALID_ARGUMENT, f"Failed to parse {source}: {exc}") from exc
+    _keep_parsed(cached, data)
+    return data
+
+
+def _keep_parsed(cached: str, data: Any) -> None:
+    try:
+        encoded = json.dumps(data)
+        if json.loads(encoded) != data:
+            return
+        os.makedirs(os.path.dirname(cached), exist_ok=True)
+        partial = f"{cached}.{os.getpid()}.tmp"
+        with open(partial, "w", encoding="utf-8") as handle:
+            handle.write(encoded)
+        os.replace(partial, cached)
+    except (OSError, TypeError, ValueError):
+        pass  # a read-only or full cache folder: the next command parses again
+
+
+def parse_config(text: str, source: str = "index.yml") -> QmdConfig:
+    data = _safe_load(text, source)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -195,6 +235,8 @@ def parse_config(text: str, source: str = "index.yml") -> QmdConfig:
 
 
 def dump_config(config: QmdConfig) -> str:
+    import yaml
+
     return yaml.safe_dump(
         config.to_raw(),
         sort_keys=False,

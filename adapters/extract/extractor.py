@@ -18,14 +18,11 @@ import contextlib
 import hashlib
 import json
 import os
-import selectors
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapters.extract.formats import extract_file
 from domain.extraction import (
     CRASHED,
     TIMEOUT,
@@ -36,6 +33,9 @@ from domain.extraction import (
     MetadataValue,
     SourceDigest,
 )
+
+if TYPE_CHECKING:
+    import subprocess
 
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 # Part of every cache key: changed whenever the parsers' output for the same bytes changes
@@ -170,6 +170,8 @@ class WorkerExtractor:
 
     @staticmethod
     def _spawn(command: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+        import subprocess  # the worker process only when a file needs it
+
         return subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -185,6 +187,8 @@ class WorkerExtractor:
         fd = process.stdout.fileno()
         deadline = time.monotonic() + self.timeout_s
         chunks: list[bytes] = []
+        import selectors
+
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while True:
@@ -199,6 +203,8 @@ class WorkerExtractor:
                     return b"".join(chunks)
 
     def _died(self, process: subprocess.Popen[bytes]) -> ExtractionFailure:
+        import subprocess
+
         try:
             code = process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -213,6 +219,8 @@ class WorkerExtractor:
             return
         if process.poll() is None:
             process.kill()
+        import subprocess
+
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=5)
         for stream in (process.stdin, process.stdout):
@@ -233,6 +241,8 @@ class InProcessExtractor:
         return digest_file(absolute_path, self.max_bytes)
 
     def extract(self, absolute_path: str, file_format: str) -> Extracted | ExtractionFailure:
+        from adapters.extract.formats import extract_file  # the parsers only when used
+
         return extract_file(absolute_path, file_format)
 
     def close(self) -> None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from domain.sessions import TURN_TEXT_CHARS, SessionRef, Transcript, Turn, TurnWindow
+if TYPE_CHECKING:  # the session types load with the first transcript read
+    from domain.sessions import SessionRef, Transcript, Turn, TurnWindow
 
 DEFAULT_SESSIONS_DIR = os.path.join("~", ".claude", "projects")
 MODIFYING_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
@@ -41,6 +42,8 @@ def _iso(epoch: float) -> str:
 
 @dataclass
 class _TurnBuilder:
+    """One turn as its lines are read: what is kept of it, and its full length."""
+
     role: str
     timestamp: str
     number: int
@@ -51,12 +54,16 @@ class _TurnBuilder:
     modified: list[str] = field(default_factory=list)
 
     def add_text(self, text: str) -> None:
+        from domain.sessions import TURN_TEXT_CHARS
+
         joined = len(text) + (2 if self.chars else 0)
         if self.keep and self.chars < TURN_TEXT_CHARS:
             self.texts.append(text[: TURN_TEXT_CHARS - self.chars + 2])
         self.chars += joined
 
     def turn(self) -> Turn:
+        from domain.sessions import TURN_TEXT_CHARS, Turn
+
         text = "\n\n".join(self.texts)
         return Turn(
             number=self.number,
@@ -103,6 +110,8 @@ class ClaudeCodeSessions:
 
     @staticmethod
     def _ref(session_id: str, project: str, path: str) -> tuple[float, SessionRef]:
+        from domain.sessions import SessionRef
+
         info = os.stat(path)
         ref = SessionRef(
             session_id, project, _iso(info.st_mtime), size=info.st_size, mtime_ns=info.st_mtime_ns
@@ -167,6 +176,8 @@ def parse_lines(
     """The transcript from its JSONL lines, streamed: only the turns in `window` (first turn
     number, how many; None: every turn) keep their text, so memory stays bounded by one line
     and one page whatever the file size."""
+    from domain.sessions import Transcript
+
     first, count = window if window is not None else (1, None)
     kept: list[Turn] = []
     current: _TurnBuilder | None = None

@@ -32,7 +32,6 @@ original does.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import stat as stat_module
 import struct
@@ -42,10 +41,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from domain.globs import glob_match, split_glob_mask
 from domain.model import Collection, FileStamp, ScanResult, SkippedFile, SourceFile, Unreadable
-from domain.paths import scan_order_key
-from domain.source_text import decode_document, display_path, name_problem
 
 EXCLUDED_DIRS = ("node_modules", ".git", ".cache", "vendor", "dist", "build")
 DEFAULT_IGNORES = tuple(f"**/{name}/**" for name in EXCLUDED_DIRS)
@@ -75,6 +71,8 @@ _statx: Any = None
 
 def _statx_birth_ns(path: str) -> int | None:
     """File birth time through Linux statx(2) (Python 3.11's os.stat has no birth time there)."""
+    import ctypes  # loaded on the first file scanned, not by every command
+
     global _statx
     if _statx is None:
         try:
@@ -150,6 +148,11 @@ class FileSystemSource:
         self.max_file_bytes = max_file_bytes
 
     def scan(self, collection: Collection) -> ScanResult:
+        # the scanning rules only when a folder is scanned: a search never does
+        from domain.globs import glob_match, split_glob_mask
+        from domain.paths import scan_order_key
+        from domain.source_text import display_path
+
         root = os.path.abspath(os.path.expanduser(collection.path))
         if not os.path.isdir(root):
             # an unmounted drive or a renamed folder must not read as "every file deleted"
@@ -207,6 +210,8 @@ class FileSystemSource:
             return "symbolic link (links are not followed)"
         if not stat_module.S_ISREG(st.st_mode):
             return "not a regular file"
+        from domain.source_text import name_problem
+
         problem = name_problem(relative)
         if problem is not None:
             return problem
@@ -224,6 +229,8 @@ class FileSystemSource:
         """(relative, absolute, lstat) of every non-directory entry; folders that cannot be
         listed are added to `result.skipped` and `result.unlisted`."""
         out: list[tuple[str, str, os.stat_result]] = []
+        from domain.source_text import display_path
+
         pending: list[tuple[str, str]] = [(root, "")]
         while pending:
             directory, prefix = pending.pop()
@@ -271,6 +278,8 @@ class FileSystemSource:
                 return Unreadable(f"cannot be read: {_reason(error)}", transient=True)
         if len(data) > limit:
             return Unreadable(_too_large(len(data), limit))
+        from domain.source_text import decode_document
+
         return decode_document(data)
 
     def is_directory(self, path: str) -> bool:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
 from domain.filters import MetaValue
 from domain.metadata import normalize
 
@@ -21,6 +19,8 @@ class YamlFrontMatter:
         match = _BLOCK.match(text[: MAX_FRONT_MATTER + 8])
         if match is None:
             return {}
+        import yaml  # only for a document that has a front matter block
+
         try:
             data = yaml.safe_load(match.group(1))
         except yaml.YAMLError:

@@ -26,6 +26,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from domain.errors import OUT_OF_ROOT, QmdError
 from domain.lexquery import LexQuery
@@ -39,6 +40,9 @@ from domain.ports import (
     UpsertOutcome,
     VectorIndex,
 )
+
+if TYPE_CHECKING:  # a type only: the memory rows are not needed to scope
+    from domain.ports import MemoryRows
 
 
 def is_inside(root: str, path: str) -> bool:

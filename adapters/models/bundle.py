@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
-from adapters.models.idle import Resident
 from domain.ports import Embedder, QueryExpander, Reranker
 from domain.usecases.status import EmbeddingIdentity
 
+if TYPE_CHECKING:
+    from adapters.models.idle import Resident
+
 DEFAULT_EMBED_MODEL = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
+
+
+def _unconfigured() -> EmbeddingIdentity:
+    return EmbeddingIdentity(DEFAULT_EMBED_MODEL, "")
 
 
 @dataclass
@@ -18,9 +27,13 @@ class Models:
     embedder: Embedder | None = None
     reranker: Reranker | None = None
     expander: QueryExpander | None = None
-    identity: EmbeddingIdentity = field(
-        default_factory=lambda: EmbeddingIdentity(DEFAULT_EMBED_MODEL, "")
-    )
+    # works out the configured embedding model's name and fingerprint, the first time
+    # `identity` is read (by `status`): commands that never report it never pay for it
+    identify: Callable[[], EmbeddingIdentity] = _unconfigured
+
+    @cached_property
+    def identity(self) -> EmbeddingIdentity:
+        return self.identify()
 
     def residents(self) -> list[Resident]:
         """The loaded-on-demand models that can be unloaded when idle (local ones; a remote

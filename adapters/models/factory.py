@@ -13,12 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from adapters.models.bundle import Models
-from adapters.models.llama import (
-    EmbedFamily,
-    LlamaEmbedder,
-    LlamaQueryExpander,
-    LlamaReranker,
-)
+from adapters.models.embed_text import EmbedFamily, EmbedText
 from adapters.models.references import (
     ModelResolver,
     is_remote_ref,
@@ -26,7 +21,6 @@ from adapters.models.references import (
     parse_model_ref,
     select_model_refs,
 )
-from adapters.models.remote import RemoteEmbedder, RemoteQueryExpander, RemoteReranker
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.ports import Embedder, LlmCache, QueryExpander, Reranker
 from domain.usecases.embedding import fingerprint_for
@@ -78,6 +72,10 @@ def models_from_config(
     `original_rules` (the 2.8.3 compat server): a local reranker without a ranking head falls
     back to the original's constant score instead of being asked for yes/no logits.
     """
+    # the adapters' modules only here: commands without models never import them
+    from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
+    from adapters.models.remote import RemoteEmbedder, RemoteQueryExpander, RemoteReranker
+
     environ = os.environ if env is None else env
     refs = configured_refs(from_yaml, config_dir, environ)
     resolver = ModelResolver(model_cache_dir(environ), env=environ)
@@ -128,7 +126,22 @@ def models_from_config(
             force_cpu=force_cpu,
             max_tokens=max_tokens,
         )
-    return Models(embedder=embedder, reranker=reranker, expander=expander, identity=identity)
+    return Models(embedder, reranker, expander, identify=lambda: identity)
+
+
+def embedding_identity(
+    from_yaml: Mapping[str, str], config_dir: str, env: Mapping[str, str] | None = None
+) -> EmbeddingIdentity:
+    """The configured embedding model's name and fingerprint, as `models_from_config` gives
+    them, without building (or importing) a local model adapter: what `qmd status` needs to
+    count pending documents. A remote model's fingerprint needs its adapter (its declared or
+    cached embedding space)."""
+    environ = os.environ if env is None else env
+    refs = configured_refs(from_yaml, config_dir, environ)
+    if is_remote_ref(refs["embed"]):
+        return models_from_config(from_yaml, config_dir, environ).identity
+    text = EmbedText(refs["embed"], _embed_format(environ))
+    return EmbeddingIdentity(refs["embed"], fingerprint_for(text))
 
 
 OFF = "none"

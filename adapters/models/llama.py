@@ -26,8 +26,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from adapters.models.embed_text import (
+    EmbedFamily,
+    detect_family,
+    format_document,
+    format_query,
+)
 from adapters.models.idle import UseLock
 from adapters.models.references import (
     ENV_VARS,
@@ -38,8 +44,6 @@ from adapters.models.references import (
 from domain.errors import MODEL_UNAVAILABLE, QmdError
 from domain.model import SubQuery, SubQueryType
 from domain.ports import LlmCache
-
-EmbedFamily = Literal["embeddinggemma", "qwen3", "plain"]
 
 DEFAULT_EMBED_CONTEXT = 2048
 DEFAULT_RERANK_CONTEXT = 4096
@@ -52,7 +56,6 @@ RERANK_SYSTEM = (
     'provided. Note that the answer can only be "yes" or "no".'
 )
 RERANK_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
-QWEN_EMBED_INSTRUCTION = "Retrieve relevant documents for the given query"
 
 EXPAND_PROMPT = "/no_think Expand this search query: {query}"
 # One or more `type: text` lines; what the original constrains its expansion model with.
@@ -63,8 +66,6 @@ type    ::= "lex" | "vec" | "hyde"
 content ::= [^\n]+
 """
 _EXPAND_TYPES: dict[str, SubQueryType] = {"lex": "lex", "vec": "vec", "hyde": "hyde"}
-_QWEN_EMBED = re.compile(r"qwen.*embed|embed.*qwen", re.IGNORECASE)
-_PLAIN_EMBED = re.compile(r"minilm|mpnet|bge-|/bge|e5-|gte-|nomic|bert", re.IGNORECASE)
 
 _LOAD_LOCK = threading.Lock()
 log = logging.getLogger("qmd.models")
@@ -251,16 +252,6 @@ def _detokenize(llm: Any, tokens: Sequence[int]) -> str:
 # ---------------------------------------------------------------------------- embeddings
 
 
-def detect_family(reference: str) -> EmbedFamily:
-    """Prompt format by model name: Qwen3-Embedding, classic sentence encoders, else gemma."""
-    if _QWEN_EMBED.search(reference):
-        return "qwen3"
-    if _PLAIN_EMBED.search(reference):
-        return "plain"
-    # The original formats every other model the embeddinggemma way.
-    return "embeddinggemma"
-
-
 class LlamaEmbedder:
     """`Embedder` over a GGUF embedding model (embeddinggemma, Qwen3-Embedding, BERT family).
 
@@ -334,16 +325,10 @@ class LlamaEmbedder:
         return self._model
 
     def format_query(self, text: str) -> str:
-        if self.family == "embeddinggemma":
-            return f"task: search result | query: {text}"
-        if self.family == "qwen3":
-            return f"Instruct: {QWEN_EMBED_INSTRUCTION}\nQuery: {text}"
-        return text
+        return format_query(self.family, text)
 
     def format_document(self, title: str, text: str) -> str:
-        if self.family == "embeddinggemma":
-            return f"title: {title or 'none'} | text: {text}"
-        return f"{title}\n{text}" if title else text
+        return format_document(self.family, title, text)
 
     def count_tokens(self, text: str) -> int:
         with self._model.lock:

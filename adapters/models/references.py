@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,6 +307,8 @@ class ModelResolver:
             return False, "offline mode is set (QMD_OFFLINE / HF_HUB_OFFLINE)"
         if self.allow_download is True:
             return True, ""
+        import socket  # the network only for a download
+
         parsed = urllib.parse.urlparse(url)
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
         try:
@@ -326,6 +325,9 @@ class ModelResolver:
         target = cached_file_candidates(ref, self.cache_dir)[0]
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".part")
+        import urllib.error  # HTTP code only for a download
+        import urllib.request
+
         try:
             with (
                 urllib.request.urlopen(url, timeout=self.read_timeout) as response,

@@ -26,12 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from adapters.models.embed_text import QWEN_EMBED_INSTRUCTION, EmbedFamily
 from adapters.models.http_json import RETRYABLE_STATUS, HttpStatusError, JsonHttpClient
 from adapters.models.llama import (
-    QWEN_EMBED_INSTRUCTION,
     RERANK_INSTRUCTION,
     RERANK_SYSTEM,
-    EmbedFamily,
     cached_rerank_score,
     error_expansion,
     fallback_expansion,

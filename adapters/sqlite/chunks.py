@@ -54,7 +54,12 @@ _LIVE = (
 _ID_BATCH = 500
 
 
+PROJMEM_TABLES = frozenset({"pyqmd_chunks", "pyqmd_namespaces", "pyqmd_session_summaries"})
+
+
 def ensure_projmem_tables(conn: Connection) -> None:
+    if conn.schema_names >= PROJMEM_TABLES:  # the schema probe on open saw them all
+        return
     for ddl in (CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL):
         conn.execute(ddl)
 

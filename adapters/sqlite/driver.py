@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sqlite3 as _stdlib_sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -30,7 +29,9 @@ def _load_driver() -> ModuleType:
 
         return cast(ModuleType, driver)
     except ImportError:  # pragma: no cover - depends on the platform
-        return _stdlib_sqlite3
+        import sqlite3  # the standard library's driver only when pysqlite3 is missing
+
+        return sqlite3
 
 
 dbapi: ModuleType = _load_driver()
@@ -66,6 +67,10 @@ class Connection:
         self.vec_error = vec_error
         self._depth = 0
         self._lock = threading.RLock()
+        # names in sqlite_master as the one-statement schema probe on open found them
+        # (adapters/sqlite/schema.py); empty until then. Table owners skip their DDL for a
+        # name listed here.
+        self.schema_names: frozenset[str] = frozenset()
 
     def execute(self, sql: str, params: Any = ()) -> Any:
         return self.raw.execute(sql, params)
@@ -159,15 +164,26 @@ def _load_sqlite_vec(raw: Any) -> tuple[bool, str | None]:
     try:
         raw.enable_load_extension(True)
         try:
+            # a library that loads has run its init and registered vec0; no query needed
             raw.load_extension(library)
         finally:
             raw.enable_load_extension(False)
-        version = raw.execute("SELECT vec_version()").fetchone()
     except Exception as exc:
         return False, f"sqlite-vec failed to load ({exc})"
-    if not version or not isinstance(version[0], str):
-        return False, "vec_version() returned no version"
     return True, None
+
+
+def _is_wal_file(target: str) -> bool:
+    """Whether the file's header already says WAL (bytes 18 and 19 are 2): the journal mode
+    is stored in the file, so an index switched once needs no PRAGMA on every open."""
+    try:
+        with open(target, "rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return False
+    return (
+        len(header) == 20 and header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
+    )
 
 
 def _enable_wal(raw: Any, budget_ms: int) -> None:
@@ -187,16 +203,36 @@ def _enable_wal(raw: Any, budget_ms: int) -> None:
             attempt += 1
 
 
+SQL_TRACE_VAR = "QMD_SQL_TRACE"
+
+
+def _trace_statements(raw: Any, env: Mapping[str, str] | None) -> None:
+    """`QMD_SQL_TRACE=FILE`: every statement this connection runs is appended to FILE, one a
+    line (a debugging and measuring aid: the CLI's start-up budget counts statements)."""
+    target = (os.environ if env is None else env).get(SQL_TRACE_VAR, "")
+    if not target:
+        return
+
+    def record(statement: str) -> None:
+        with open(target, "a", encoding="utf-8") as trace:
+            trace.write(" ".join(statement.split()) + "\n")
+
+    raw.set_trace_callback(record)
+
+
 def connect(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Connection:
     """Open (creating parent folders) and configure a connection; `:memory:` is accepted."""
     target = os.fspath(path)
     if target != ":memory:" and not target.startswith("file:"):
         Path(target).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    raw = dbapi.connect(target, isolation_level=None, check_same_thread=False)
-    vec_available, vec_error = _load_sqlite_vec(raw)
     timeout = busy_timeout_ms(env)
-    raw.execute(f"PRAGMA busy_timeout = {timeout}")
-    if target != ":memory:":
+    # the driver sets the busy timeout itself (sqlite3_busy_timeout): no PRAGMA to run
+    raw = dbapi.connect(
+        target, timeout=timeout / 1000, isolation_level=None, check_same_thread=False
+    )
+    _trace_statements(raw, env)
+    vec_available, vec_error = _load_sqlite_vec(raw)
+    if target != ":memory:" and not _is_wal_file(target):
         _enable_wal(raw, timeout)
     # WAL + NORMAL never corrupts; it only lets the last commits of a power cut roll back,
     # and it avoids one fsync per upsert (a connection setting, not stored in the file).

@@ -236,9 +236,62 @@ def _rebuild_fts_for_cjk(conn: Connection, normalize: Callable[[str], str]) -> N
         )
 
 
+# Every name a current index has in sqlite_master (the original's schema).
+CURRENT_NAMES = frozenset(
+    {
+        "content",
+        "documents",
+        "idx_documents_collection",
+        "idx_documents_hash",
+        "idx_documents_path",
+        "llm_cache",
+        "content_vectors",
+        "idx_content_vectors_model_fingerprint",
+        "store_collections",
+        "store_config",
+        "documents_fts",
+        "documents_ai",
+        "documents_ad",
+        "documents_au",
+    }
+)
+LEGACY_NAMES = frozenset({"path_contexts", "collections"})
+
+# One statement says whether the file is current: every name, the FTS table's text, the
+# schema version and the CJK version (a fresh file has no store_config: the query fails).
+_PROBE = (
+    "SELECT name, sql FROM sqlite_master "
+    "UNION ALL SELECT '#user_version', user_version FROM pragma_user_version "
+    "UNION ALL SELECT '#cjk', value FROM store_config WHERE key = 'fts_cjk_normalized_version'"
+)
+
+
+def _squeezed(sql: str) -> str:
+    return re.sub(r"\s+", "", sql).lower().replace("ifnotexists", "")
+
+
+def _probe(conn: Connection) -> bool:
+    """True when the index is current, from one statement; records the names it saw."""
+    try:
+        rows = conn.query(_PROBE)
+    except DatabaseError:
+        return False
+    found = {str(name): value for name, value in rows}
+    conn.schema_names = frozenset(name for name in found if not name.startswith("#"))
+    return (
+        conn.schema_names >= CURRENT_NAMES
+        and not LEGACY_NAMES & conn.schema_names
+        and _squeezed(str(found["documents_fts"] or "")) == _squeezed(DOCUMENTS_FTS_DDL)
+        and int(found.get("#user_version") or 0) >= STORE_SCHEMA_VERSION
+        and found.get("#cjk") == FTS_CJK_NORMALIZED_VERSION
+    )
+
+
 def ensure_schema(conn: Connection, normalize_cjk: Callable[[str], str]) -> None:
-    """Create or repair every table, index and trigger; a no-op on a current index."""
-    conn.execute("PRAGMA foreign_keys = ON")
+    """Create or repair every table, index and trigger; on a current index one read-only
+    statement (`_probe`) and nothing else."""
+    if _probe(conn):
+        return
     conn.execute("DROP TABLE IF EXISTS path_contexts")
     conn.execute("DROP TABLE IF EXISTS collections")
     conn.execute(CONTENT_DDL)
@@ -258,6 +311,9 @@ def ensure_schema(conn: Connection, normalize_cjk: Callable[[str], str]) -> None
     _ensure_fts(conn)
     _apply_triggers(conn)
     _rebuild_fts_for_cjk(conn, normalize_cjk)
+    conn.schema_names = frozenset(
+        str(row[0]) for row in conn.query("SELECT name FROM sqlite_master")
+    )
 
 
 def vec_table_sql(conn: Connection) -> str | None:

@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from adapters.sqlite import metadata as _metadata
 from adapters.sqlite import vector_bits
 from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
 from adapters.sqlite.fts import render_fts_query
@@ -40,10 +38,12 @@ from adapters.store_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
 from adapters.store_rows import meta_from_row as _meta
 from adapters.store_rows import now_iso as _now_iso
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
-from domain.filters import MetaValue, Probe
 from domain.lexquery import LexQuery, space_cjk
 from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
 from domain.ports import CollectionCount, UpsertOutcome
+
+if TYPE_CHECKING:  # metadata types only: the filter code loads with the first metadata call
+    from domain.filters import MetaValue, Probe
 
 COLLECTION_VEC_EXACT_SCAN_MAX = 20_000
 # Below this many vectors an exact scan is fast enough: no prefilter (REQ-VEC-PREFILTER-002).
@@ -166,6 +166,8 @@ class SqliteIndex:
                 "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
             )
             self._conn.execute("DELETE FROM store_collections WHERE name = ?", (name,))
+            from adapters.sqlite import metadata as _metadata  # filters: on use
+
             _metadata.delete_orphaned_metadata(self._conn)
         return int(deleted)
 
@@ -403,6 +405,8 @@ class SqliteIndex:
         cache = int(self._conn.execute("DELETE FROM llm_cache").rowcount)
         vectors = self._cleanup_orphaned_vectors()
         inactive = int(self._conn.execute("DELETE FROM documents WHERE active = 0").rowcount)
+        from adapters.sqlite import metadata as _metadata  # filters: on use
+
         _metadata.delete_orphaned_metadata(self._conn)
         orphaned = self.delete_orphan_content()
         try:
@@ -446,14 +450,20 @@ class SqliteIndex:
     # ------------------------------------------------------------------ metadata
 
     def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
+        from adapters.sqlite import metadata as _metadata  # filters: on use
+
         _metadata.put_metadata(self._conn, collection, path, metadata)
 
     def active_metadata(
         self, collections: Sequence[str] | None, narrowing: Probe | None = None
     ) -> list[tuple[int, dict[str, MetaValue]]]:
+        from adapters.sqlite import metadata as _metadata  # filters: on use
+
         return _metadata.active_metadata(self._conn, collections, narrowing)
 
     def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
+        from adapters.sqlite import metadata as _metadata  # filters: on use
+
         return _metadata.metadata_by_id(self._conn, ids)
 
     # ------------------------------------------------------------------ lexical search
@@ -882,6 +892,8 @@ class SqliteIndex:
                 "INSERT OR REPLACE INTO llm_cache (hash, result, created_at) VALUES (?, ?, ?)",
                 (key, value, _now_iso()),
             )
+            import random
+
             if random.random() < 0.01:
                 self._conn.execute(
                     "DELETE FROM llm_cache WHERE hash NOT IN (SELECT hash FROM llm_cache "

@@ -54,6 +54,14 @@ def embed_fingerprint(
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:6]
 
 
+class NamesModel(Protocol):
+    """What a fingerprint needs of an embedder at the least: its model's name (a configured
+    model not built yet, for `status`, is one too)."""
+
+    @property
+    def model_name(self) -> str: ...
+
+
 @runtime_checkable
 class FormatsEmbeddingText(Protocol):
     """Optional extension of `Embedder`: the exact strings it feeds the model."""
@@ -79,7 +87,7 @@ class KnowsInputLimit(Protocol):
     def max_input_tokens(self) -> int: ...
 
 
-def fingerprint_for(embedder: Embedder, space: str | None = None) -> str:
+def fingerprint_for(embedder: NamesModel, space: str | None = None) -> str:
     """`space` overrides the embedder's own `embedding_space()` (which may need the network)."""
     title, text = FINGERPRINT_DOC_PROBE
     if isinstance(embedder, FormatsEmbeddingText):
@@ -94,6 +102,8 @@ def fingerprint_for(embedder: Embedder, space: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class EmbedProgress:
+    """How far an embedding run is, for its progress line."""
+
     total_documents: int
     done_documents: int
     embedded_chunks: int
@@ -106,6 +116,8 @@ class EmbedProgress:
 
 @dataclass(frozen=True)
 class EmbedReport:
+    """What an embedding run did."""
+
     model: str
     fingerprint: str
     cleared: bool
@@ -123,6 +135,8 @@ class EmbedReport:
 
 @dataclass
 class _Doc:
+    """One document being embedded: its chunks and the vectors they got."""
+
     hash: str
     chunks: list[tuple[int, str]]  # (pos, text)
     title: str

@@ -13,15 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from domain.bounds import check_query
-from domain.chunking import best_chunk_index, chunk_document
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
-from domain.fusion import (
-    blend,
-    blend_weight,
-    reciprocal_rank_fusion,
-    rrf_contributions,
-    top_rank_bonus,
-)
 from domain.lexquery import LexQuery, parse_lex_query
 from domain.model import (
     Document,
@@ -74,6 +66,8 @@ DocKey = tuple[str, str]
 
 @dataclass(frozen=True)
 class Candidate:
+    """A document on its way to a result: its score so far and where it came from."""
+
     document: Document
     score: float
     chunk_pos: int | None = None
@@ -130,6 +124,8 @@ class _Ranked:
 
     def contributions(self) -> dict[DocKey, list[ListContribution]]:
         """Per document, what each list added to its fused score (in list order)."""
+        from domain.fusion import rrf_contributions  # the fused modes only
+
         traces: dict[DocKey, list[ListContribution]] = {}
         contributions = rrf_contributions(self.lists, self.weights, rank_offsets=self.offsets)
         for key, entries in contributions.items():
@@ -210,11 +206,14 @@ def _degrade_note(request: SearchRequest, stage: str, reason: str) -> None:
 
 @dataclass(frozen=True)
 class SearchModels:
-    """The model adapters a search may use; any may be absent."""
+    """The model adapters a search may use; any may be absent. `budget`: the time left to the
+    request being served; a profile that skips failed stages then skips a rerank that would
+    run past it (REQ-SEARCH-DEGRADE-001)."""
 
     embedder: Embedder | None = None
     reranker: Reranker | None = None
     expander: QueryExpander | None = None
+    budget: TimeBudget | None = None
 
 
 @dataclass(frozen=True)
@@ -326,10 +325,7 @@ class Searcher:
         vectors: VectorIndex,
         models: SearchModels | None = None,
         profile: SearchProfile = ORIGINAL_2_8_3,
-        budget: TimeBudget | None = None,
     ) -> None:
-        """`budget`: the time left to the request being served; a profile that skips failed
-        stages then skips a rerank that would run past it (REQ-SEARCH-DEGRADE-001)."""
         self._store = store
         self._lexical = lexical
         self._vectors = vectors
@@ -338,13 +334,11 @@ class Searcher:
         self._reranker = self._models.reranker
         self._expander = self._models.expander
         self.profile = profile
-        self._budget = budget
+        self._budget = self._models.budget
 
     def with_profile(self, profile: SearchProfile) -> Searcher:
         """The same indexes and models, searched the way `profile` says."""
-        return Searcher(
-            self._store, self._lexical, self._vectors, self._models, profile, self._budget
-        )
+        return Searcher(self._store, self._lexical, self._vectors, self._models, profile)
 
     def _scoped(self, request: SearchRequest) -> Searcher | None:
         """This searcher restricted to `request.within`, or None when it needs no restriction
@@ -358,7 +352,6 @@ class Searcher:
             _WithinVectors(self._vectors, within),
             self._models,
             self.profile,
-            self._budget,
         )
 
     @property
@@ -701,6 +694,9 @@ class Searcher:
     def _fuse_and_rank(
         self, ranked: _Ranked, primary: str, request: SearchRequest
     ) -> list[SearchResult]:
+        from domain.chunking import best_chunk_index, chunk_document  # the fused modes only
+        from domain.fusion import reciprocal_rank_fusion
+
         intent = request.intent
         trace = request.trace
         with stepped(trace, "rrf_fusion"):
@@ -743,6 +739,8 @@ class Searcher:
         request: SearchRequest,
     ) -> list[SearchResult]:
         """Final scores (position blended with the rerank score), snippets and the limit."""
+        from domain.fusion import blend
+
         intent = request.intent
         if rerank_scores is not None:
             scores = [
@@ -799,6 +797,8 @@ def _explanation(
 ) -> ScoreExplanation:
     """The score breakdown of the candidate at `rrf_rank` (1-based) in the fused list; a
     list's rank offset counts for the top-rank bonus as in the fusion."""
+    from domain.fusion import blend, blend_weight, top_rank_bonus
+
     base = 0.0
     for contribution in trace:  # summed in list order, as the fusion does
         base += contribution.rrf_contribution

@@ -6,15 +6,18 @@ The composition root builds it; entry points hand it to a surface, never the who
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from domain.ports import DocumentStore
 from domain.usecases.extraction import DocumentExtraction
 from domain.usecases.metadata import MetadataService
-from domain.usecases.projmem import ChunkSearch
 from domain.usecases.retrieval import Retrieval
 from domain.usecases.search import Searcher
-from domain.usecases.sessions import SessionMemory
 from domain.usecases.status import StatusReader
+
+if TYPE_CHECKING:  # built on first use: a command that needs neither never imports them
+    from domain.usecases.projmem import ChunkSearch
+    from domain.usecases.sessions import SessionMemory
 
 
 @dataclass(frozen=True)

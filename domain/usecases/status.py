@@ -5,12 +5,16 @@ REQ-TOOL-STATUS-001, REQ-SPEC-STATUS-*.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from domain.extraction import ExtractionReport
 from domain.model import CollectionStatus, IndexStatus
 from domain.ports import DocumentStore, VectorIndex
-from domain.usecases.extraction import DocumentExtraction
+
+if TYPE_CHECKING:
+    from domain.usecases.extraction import DocumentExtraction
 
 
 @dataclass(frozen=True)
@@ -26,12 +30,14 @@ class StatusReader:
         self,
         store: DocumentStore,
         vectors: VectorIndex,
-        identity: EmbeddingIdentity,
+        identity: Callable[[], EmbeddingIdentity],
         extraction: DocumentExtraction | None = None,
     ) -> None:
         self._extraction = extraction
         self._store = store
         self._vectors = vectors
+        # asked for only when a status is read: a command that reports none never works out
+        # the embedding model's fingerprint
         self._identity = identity
 
     def status(self) -> IndexStatus:
@@ -50,7 +56,8 @@ class StatusReader:
             )
             for count in counts
         )
-        pending = self._vectors.pending_count(self._identity.model, self._identity.fingerprint)
+        identity = self._identity()
+        pending = self._vectors.pending_count(identity.model, identity.fingerprint)
         return IndexStatus(
             total_documents=sum(c.documents for c in counts),
             needs_embedding=pending,

@@ -252,3 +252,22 @@ def test_bench_update_runs_for_ours_and_finds_rewritten_files() -> None:
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "no-op update (CPU = user + sys of the process tree):" in done.stdout
     assert "Indexed: 0 new, 3 updated, 37 unchanged, 0 removed" in done.stdout
+
+
+def test_bench_cli_start_runs_for_ours_and_counts_the_search() -> None:
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "benchmarks.bench_cli_start"),
+            *("--docs", "40", "--rounds", "1", "--ours-only", "--show-sql"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    out = done.stdout
+    for label in ("search  ours", "status  ours", "modules imported", "SQL statements"):
+        assert label in out, f"missing {label!r} in:\n{out}"
+    assert "(target <= 10: PASS)" in out
+    assert "MATCH" in out  # the statements listed include the search itself

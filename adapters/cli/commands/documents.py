@@ -64,7 +64,7 @@ def multi_get(args: argparse.Namespace) -> int:
     is_list = is_comma_list(stripped) or normalize_docid(stripped) is not None
     with open_app(args) as app:
         result = app.retrieval.multi_get(pattern, args.max_bytes)
-        roots = {c.name: c.path for c in app.collections.list()}
+        roots = {c.name: c.path for c in app.store.list_collections()}
         for message in result.errors:
             err(message)
         if not result.entries:

@@ -5,12 +5,12 @@ to do next (the original's Models / Tips sections, environment overrides and nex
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
-    from domain.model import IndexStatus
+    from domain.model import Collection, IndexStatus
 
 # What each variable does when set; doctor lists the ones present.
 ENVIRONMENT_EFFECTS: Mapping[str, str] = {
@@ -41,7 +41,7 @@ def active_model_refs(app: App) -> dict[str, str]:
     from adapters.config.yaml_config import load_config
     from adapters.models.factory import configured_refs
 
-    config = load_config(app.config_path)
+    config = app.settings if app.settings is not None else load_config(app.config_path)
     if app.trust is not None:
         config = untrusted_view(config, app.trust)
     folder = os.path.dirname(os.path.abspath(app.config_path))
@@ -56,8 +56,14 @@ def other_model_vectors(app: App) -> dict[str, int]:
     return {m: n for m, n in app.maintenance.embedded_by_model().items() if m != current}
 
 
-def status_sections(app: App, report: IndexStatus) -> list[str]:
-    """`Models` and `Tips` for `qmd status`."""
+def status_sections(
+    app: App,
+    report: IndexStatus,
+    collections: Sequence[Collection],
+    global_context: str | None,
+) -> list[str]:
+    """`Models` and `Tips` for `qmd status` (`collections` and `global_context` as the
+    status read them)."""
     refs = active_model_refs(app)
     lines = ["", "Models"]
     lines += [f"  {label + ':':<12} {refs[role]}" for role, label in ROLE_LABELS]
@@ -77,8 +83,8 @@ def status_sections(app: App, report: IndexStatus) -> list[str]:
     if app.trust is not None and not app.trust.allowed:
         tips += ["  This project's .qmd config asks for more than indexing it; review it:"]
         tips += ["    qmd trust"]
-    without_context = [c.name for c in app.collections.list() if not c.contexts]
-    if without_context and not app.store.get_global_context():
+    without_context = [c.name for c in collections if not c.contexts]
+    if without_context and not global_context:
         tips += [
             f"  Add context to collections for better search results: {', '.join(without_context)}",
             '    qmd context add qmd://<name>/ "What this collection contains"',

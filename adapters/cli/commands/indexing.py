@@ -70,7 +70,7 @@ def update(args: argparse.Namespace) -> int:
 def _repair_memory(app: App) -> None:
     """Seed 004's memory folder, when this index has one: re-embed records edited by hand,
     finish or undo merges a crash interrupted (REQ-MEM-STORE-006)."""
-    from adapters.bootstrap import repair_memory
+    from adapters.memory_wiring import repair_memory
     from domain.errors import QmdError
 
     try:
@@ -115,7 +115,7 @@ def ls(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         target: str | None = args.target
         if not target:
-            collections = app.collections.list()
+            collections = app.store.list_collections()
             if not collections:
                 out("No collections found. Run 'qmd collection add .' to index files.\n")
                 return 0
@@ -165,7 +165,7 @@ def _ls_target(app: App, target: str) -> tuple[str, str]:
         return virtual.collection, virtual.path
     if target.startswith("/"):
         normalized = target.rstrip("/")
-        names = sorted((c.name for c in app.collections.list()), key=len, reverse=True)
+        names = sorted((c.name for c in app.store.list_collections()), key=len, reverse=True)
         for name in names:
             if normalized == name or normalized.startswith(name + "/"):
                 return name, normalized[len(name) :].lstrip("/")
@@ -180,7 +180,7 @@ BACKEND_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL (pgvector)"}
 def status(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         report = app.status.status()
-        collections = {c.name: c for c in app.collections.list()}
+        collections = {c.name: c for c in app.store.list_collections()}
         global_context = app.store.get_global_context()
         vectors = maintenance(app).vector_count()
         size = app.index_size()
@@ -253,7 +253,7 @@ def status(args: argparse.Namespace) -> int:
             lines += ["", "No collections. Run 'qmd collection add .' to index markdown files."]
         from adapters.cli.commands.health import status_sections
 
-        lines += status_sections(app, report)
+        lines += status_sections(app, report, list(collections.values()), global_context)
     out("\n".join(lines) + "\n")
     return 0
 

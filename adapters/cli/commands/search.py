@@ -40,6 +40,9 @@ def filter_scope(
 ) -> frozenset[int] | None:
     """The documents `--filter`, `--since`, `--until`, `--type` and `--tag` admit together
     (None: no filter given), REQ-FILTER-008."""
+    asked = ("filter", "since", "until", "type", "tag")
+    if not any(getattr(args, name, None) for name in asked):
+        return None  # no filter: none of its code is needed
     import json
 
     from domain.errors import INVALID_ARGUMENT, QmdError
@@ -94,7 +97,10 @@ def search(args: argparse.Namespace) -> int:
         if not results or not rows_source:
             out(fmt.format_empty_results(kind, below_min_score=bool(results)))
             return 0
-        rows = _rows(app, rows_source, query, kind, args, chunked=False)
+        # the searcher cut each snippet as this command would (same query, width, no chunk)
+        # unless an intent changes the cut: used as it is, not cut a second time
+        reuse = args.intent is None
+        rows = _rows(app, rows_source, query, kind, args, chunked=False, reuse_snippets=reuse)
         out(fmt.format_results(rows, kind))
     return 0
 
@@ -244,6 +250,7 @@ def _rows(
     args: argparse.Namespace,
     *,
     chunked: bool,
+    reuse_snippets: bool = False,
 ) -> list[fmt.ResultRow]:
     from domain.snippets import extract_snippet
     from domain.text import add_line_numbers
@@ -258,7 +265,11 @@ def _rows(
         chunk_len: int | None = None
         if chunked and result.chunk is not None:  # the chunk the search chose for this hit
             chunk_pos, chunk_len = result.chunk
-        snippet = extract_snippet(body, query, chars, chunk_pos, chunk_len, intent)
+        snippet = (
+            result.snippet
+            if reuse_snippets
+            else extract_snippet(body, query, chars, chunk_pos, chunk_len, intent)
+        )
         text = body if args.full else snippet.text
         if args.line_numbers and text:
             start = 1 if args.full or kind not in ("cli", "csv") else snippet.line

@@ -231,7 +231,7 @@ def _memory_opener(app: Any) -> Any:
     (every HTTP worker's surface shares it)."""
     import threading
 
-    from adapters.bootstrap import open_memory
+    from adapters.memory_wiring import open_memory
 
     opened: list[Any] = []
     lock = threading.Lock()

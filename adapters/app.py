@@ -1,0 +1,303 @@
+"""The application object: the adapters one process (or one worker thread) works with, and
+the use cases over them, each built the first time it is asked for. `assemble` makes one from
+whatever adapters it is given (real ones from adapters/bootstrap.py, fakes in tests)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from adapters.config.trust import TrustDecision
+from adapters.config.yaml_config import QmdConfig
+from adapters.fs.scope import ScopePolicy
+from adapters.models.bundle import Models
+from adapters.postgres.url import is_postgres_url, redact
+from domain.errors import QmdError
+from domain.ports import (
+    ChunkIndex,
+    Clock,
+    ConfigRepository,
+    ContentSource,
+    DocumentExtractor,
+    DocumentStore,
+    ExtractionLedger,
+    FileStampIndex,
+    IndexMaintenance,
+    LexicalIndex,
+    LlmCache,
+    MetadataIndex,
+    NoteWriter,
+    SessionSource,
+    SummaryStore,
+    VectorIndex,
+)
+
+if TYPE_CHECKING:
+    from adapters.backend import Backend
+    from domain.usecases.chunks import ChunkKeeper
+    from domain.usecases.collections import CollectionManager
+    from domain.usecases.extraction import DocumentExtraction
+    from domain.usecases.metadata import MetadataService
+    from domain.usecases.projmem import ChunkSearch, IndexFigures
+    from domain.usecases.retrieval import Retrieval
+    from domain.usecases.search import Searcher
+    from domain.usecases.services import Services
+    from domain.usecases.sessions import SessionMemory
+    from domain.usecases.status import StatusReader
+
+
+@dataclass(frozen=True)
+class ProjmemAdapters:
+    """What the projmem surface and `qmd session` need besides the core ports."""
+
+    chunks: ChunkIndex
+    figures: IndexFigures
+    sessions: SessionSource
+    summaries: SummaryStore
+    notes: NoteWriter
+    timer: Callable[[], float] = time.perf_counter
+    # why the session vault may not be written (a vault outside --force-root): the projmem
+    # surface refuses to start with it
+    refusal: QmdError | None = None
+
+
+@dataclass
+class App:
+    """One process's application. The constructor takes the adapters, every production
+    field given by `assemble` (`None` only where an index has no such part: a fake's, in
+    tests); the use cases over them are built on first use, so a command builds, and
+    imports, only those it runs."""
+
+    store: DocumentStore
+    lexical: LexicalIndex
+    vectors: VectorIndex
+    cache: LlmCache
+    config: ConfigRepository
+    source: ContentSource
+    clock: Clock
+    models: Models
+    maintenance: IndexMaintenance | None  # None: the index offers no upkeep
+    # PDF/DOCX/PPTX/XLSX/HTML extraction and its per-document states: wired only when both
+    # are given
+    extractor: DocumentExtractor | None
+    ledger: ExtractionLedger | None
+    metadata_index: MetadataIndex | None  # None: the index keeps no metadata
+    # chunk tables, sessions and summaries (None: not wired)
+    projmem: ProjmemAdapters | None
+    stamps: FileStampIndex | None  # None: every update reads every file
+    db_path: str
+    config_path: str
+    home: str | None
+    # the approval state of a project-local `.qmd/index.yml` (adapters.config.trust)
+    trust: TrustDecision | None
+    # root, trust and allow-list: every part that reads or writes a file asks it
+    scope: ScopePolicy
+    # index.yml as this run read it at start (None: no file behind the app, a fake's)
+    settings: QmdConfig | None
+    closers: list[Any] = field(default_factory=list)
+    # "sqlite" or "postgresql": which storage adapter holds the index (status, doctor)
+    backend: str = "sqlite"
+    # (lock name, wait) -> held?: a lock every process writing this index shares (advisory
+    # locks on PostgreSQL); None: the CLI's lock files beside the SQLite file
+    index_lock: Callable[[str, bool], AbstractContextManager[bool]] | None = None
+    # lock name -> who holds it (`pid N on HOST: qmd embed`), for refusals; None: lock files
+    lock_holder: Callable[[str], str | None] | None = None
+    # the opened index with its hooks (adapters/backend.py); None: an app of fakes
+    storage: Backend | None = None
+
+    @property
+    def force_root(self) -> str | None:
+        return self.scope.root
+
+    # -- the use cases, each built the first time it is asked for -----------------------------
+
+    @cached_property
+    def searcher(self) -> Searcher:
+        from adapters.fs.deadline import RequestTimeBudget
+        from domain.usecases.search import Searcher, SearchModels
+
+        chosen = self.models
+        # the served request's time limit (adapters/fs/deadline.py): a slow rerank is cut
+        budget = RequestTimeBudget()
+        models = SearchModels(chosen.embedder, chosen.reranker, chosen.expander, budget)
+        return Searcher(self.store, self.lexical, self.vectors, models)
+
+    @cached_property
+    def retrieval(self) -> Retrieval:
+        from domain.usecases.retrieval import Retrieval
+
+        return Retrieval(self.store, home=self.home)
+
+    @cached_property
+    def extraction(self) -> DocumentExtraction | None:
+        if self.extractor is None or self.ledger is None:
+            return None
+        from domain.usecases.extraction import DocumentExtraction
+
+        return DocumentExtraction(self.extractor, self.ledger, self.store, self.clock)
+
+    @cached_property
+    def status(self) -> StatusReader:
+        from domain.usecases.status import StatusReader
+
+        models = self.models
+        return StatusReader(self.store, self.vectors, lambda: models.identity, self.extraction)
+
+    @cached_property
+    def metadata(self) -> MetadataService | None:
+        if self.metadata_index is None:
+            return None
+        from domain.usecases.metadata import MetadataService
+
+        return MetadataService(self.metadata_index)
+
+    @cached_property
+    def chunk_keeper(self) -> ChunkKeeper | None:
+        """Chunk rows kept in step by every indexing pass (None: no chunk tables)."""
+        if self.projmem is None:
+            return None
+        from domain.usecases.chunks import ChunkKeeper
+
+        return ChunkKeeper(self.store, self.projmem.chunks)
+
+    @cached_property
+    def collections(self) -> CollectionManager:
+        from domain.usecases.chunks import ChunkedCollections
+        from domain.usecases.collections import CollectionManager
+
+        keeper = self.chunk_keeper
+        manager = (
+            ChunkedCollections(keeper, self.config, self.source, self.clock, self.cache)
+            if keeper is not None
+            else CollectionManager(self.store, self.config, self.source, self.clock, self.cache)
+        )
+        if self.extraction is not None:
+            manager.use_extraction(self.extraction)
+        if self.metadata_index is not None:
+            from adapters.fs.front_matter import YamlFrontMatter
+            from domain.usecases.metadata import MetadataRecorder
+
+            manager.metadata = MetadataRecorder(self.metadata_index, YamlFrontMatter())
+        manager.stamps = self.stamps
+        if self.scope.root is not None:  # a rooted app adds and indexes only inside folders
+            manager.admits = self.scope.allows
+        return manager
+
+    @cached_property
+    def chunks(self) -> ChunkSearch | None:
+        """Chunk search (the projmem surface)."""
+        if self.projmem is None:
+            return None
+        from domain.usecases.projmem import ChunkSearch
+
+        tables = self.projmem
+        return ChunkSearch(self.store, self.searcher, tables.chunks, tables.figures, tables.timer)
+
+    @cached_property
+    def sessions(self) -> SessionMemory | None:
+        """Session memory (`qmd session`, the projmem surface)."""
+        if self.projmem is None:
+            return None
+        from domain.usecases.sessions import SessionMemory
+
+        parts = self.projmem
+        memory = SessionMemory(
+            parts.sessions, parts.summaries, parts.notes, self.collections, self.clock
+        )
+        memory.refusal = parts.refusal
+        return memory
+
+    # -- the index ----------------------------------------------------------------------------
+
+    @property
+    def index_display(self) -> str:
+        """Where the index is, for people: the file, or the URL without its password."""
+        return redact(self.db_path) if is_postgres_url(self.db_path) else self.db_path
+
+    def index_size(self) -> int:
+        """Bytes the index takes: the SQLite file, or the PostgreSQL schema's tables."""
+        if self.storage is not None:
+            return self.storage.size()
+        return os.path.getsize(self.db_path) if os.path.exists(self.db_path) else 0
+
+    def services(self) -> Services:
+        from domain.usecases.services import Services
+
+        return Services(
+            self.store,
+            self.searcher,
+            self.retrieval,
+            self.status,
+            extraction=self.extraction,
+            metadata=self.metadata,
+            chunks=self.chunks,
+            sessions=self.sessions,
+        )
+
+    def close(self) -> None:
+        for closer in self.closers:
+            closer()
+        self.closers.clear()
+
+
+def assemble(
+    store: DocumentStore,
+    lexical: LexicalIndex,
+    vectors: VectorIndex,
+    cache: LlmCache,
+    config: ConfigRepository,
+    source: ContentSource,
+    clock: Clock,
+    models: Models | None = None,
+    home: str | None = None,
+    maintenance: IndexMaintenance | None = None,
+    extractor: DocumentExtractor | None = None,
+    ledger: ExtractionLedger | None = None,
+    metadata: MetadataIndex | None = None,
+    projmem: ProjmemAdapters | None = None,
+    stamps: FileStampIndex | None = None,
+    *,
+    db_path: str = "",
+    config_path: str = "",
+    trust: TrustDecision | None = None,
+    scope: ScopePolicy | None = None,
+    settings: QmdConfig | None = None,
+    storage: Backend | None = None,
+) -> App:
+    """The app over whatever adapters (real or fake) are given. Documents other than text
+    (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
+    return App(
+        store=store,
+        lexical=lexical,
+        vectors=vectors,
+        cache=cache,
+        config=config,
+        source=source,
+        clock=clock,
+        models=models or Models(),
+        maintenance=maintenance,
+        extractor=extractor,
+        ledger=ledger,
+        metadata_index=metadata,
+        projmem=projmem,
+        stamps=stamps,
+        db_path=db_path,
+        config_path=config_path,
+        home=home,
+        trust=trust,
+        scope=scope or ScopePolicy(),
+        settings=settings,
+        closers=[
+            *([extractor.close] if extractor is not None else []),
+            *([storage.close] if storage is not None else []),
+        ],
+        backend=storage.name if storage is not None else "sqlite",
+        index_lock=storage.lock if storage is not None else None,
+        lock_holder=storage.lock_holder if storage is not None else None,
+        storage=storage,
+    )

@@ -1,0 +1,104 @@
+"""What one cold `qmd` command costs: the SQL statements a `search` runs and the modules the
+commands that need no model import (issue 24, "the CLI builds only what the command uses";
+figures against the original in benchmarks/bench_cli_start.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Qmd
+
+SQL_BUDGET = 10
+
+# Runs `main` in this interpreter and prints the modules left imported as its last line.
+_MODULES_AFTER = (
+    "import json, sys\n"
+    "from adapters.cli.main import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('\\nMODULES ' + json.dumps(sorted(sys.modules)))\n"
+    "sys.exit(code)\n"
+)
+
+# Model adapters, HTTP, document parsers, PostgreSQL and the servers: none of them serves a
+# command that reads the index without a model.
+FORBIDDEN_PREFIXES = (
+    "llama_cpp",
+    "adapters.models.llama",
+    "adapters.models.remote",
+    "adapters.models.http_json",
+    "adapters.ldims_api",
+    "adapters.extract.formats",
+    "adapters.postgres.store",
+    "adapters.http",
+    "adapters.mcp",
+    "http.client",
+    "urllib.request",
+    "pypdfium2",
+    "docx",
+    "openpyxl",
+    "psycopg",
+)
+
+
+def _imported(qmd: Qmd, *args: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _MODULES_AFTER, *args],
+        cwd=qmd.root,
+        env=qmd.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, (args, done.stdout[-500:], done.stderr[-2000:])
+    last = done.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("MODULES "), done.stdout[-500:]
+    modules: list[str] = json.loads(last.removeprefix("MODULES "))
+    return modules
+
+
+def test_a_search_runs_at_most_ten_sql_statements(added: Qmd, tmp_path: Path) -> None:
+    # the first start after `collection add` mirrors the changed index.yml into the index
+    # (writes); the budget is that of every start after it
+    added.ok("status")
+    trace = tmp_path / "statements.txt"
+    done = added.run("search", "authentication", QMD_SQL_TRACE=str(trace))
+    assert done.returncode == 0 and "qmd://handbook/" in done.stdout, done.stderr
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    # FTS5 marks the statements it runs on its own shadow tables with `-- `
+    ours = [line for line in lines if not line.startswith("-- ")]
+    assert any("MATCH" in line for line in ours), ours  # the trace saw the search itself
+    assert len(ours) <= SQL_BUDGET, "\n".join(ours)
+
+
+def test_opening_a_current_index_changes_no_schema(added: Qmd, tmp_path: Path) -> None:
+    trace = tmp_path / "statements.txt"
+    assert added.run("status", QMD_SQL_TRACE=str(trace)).returncode == 0
+    statements = trace.read_text(encoding="utf-8").upper()
+    for ddl in ("CREATE ", "DROP ", "JOURNAL_MODE", "BUSY_TIMEOUT"):
+        assert ddl not in statements, ddl
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("search", "authentication"), ("status",), ("get", "handbook/README.md"), ("ls",)],
+    ids=["search", "status", "get", "ls"],
+)
+def test_commands_without_models_import_no_model_http_or_parser_code(
+    added: Qmd, args: tuple[str, ...]
+) -> None:
+    modules = _imported(added, *args)
+    assert "adapters.sqlite.store" in modules  # the index was opened in this process
+    found = [m for m in modules if m.startswith(FORBIDDEN_PREFIXES)]
+    assert found == [], found
+
+
+def test_a_search_imports_no_other_command(added: Qmd) -> None:
+    modules = _imported(added, "search", "authentication")
+    commands = {m for m in modules if m.startswith("adapters.cli.commands.")}
+    assert commands == {"adapters.cli.commands.search"}

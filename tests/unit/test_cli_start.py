@@ -1,0 +1,65 @@
+"""The CLI's start-up pieces: the command index that lets a run import only its command's
+module, and the embedding identity worked out without a model adapter (issue 24)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from adapters.cli.grammar import CommandTable, Parser
+from adapters.cli.parser import COMMAND_MODULES, COMMAND_NAMES, build_parser
+from adapters.locations import config_reader
+from adapters.models.factory import embedding_identity, models_from_config
+
+
+def _registered(module_name: str) -> frozenset[str]:
+    table = CommandTable(Parser(prog="qmd"), "command", "<command>")
+    importlib.import_module(f"adapters.cli.commands.{module_name}").register(table)
+    return table.names()
+
+
+@pytest.mark.parametrize(("module_name", "names"), COMMAND_MODULES)
+def test_the_command_index_names_what_each_module_registers(
+    module_name: str, names: frozenset[str]
+) -> None:
+    assert _registered(module_name) == names
+
+
+def test_the_full_parser_has_every_indexed_command_and_no_other() -> None:
+    _parser, table = build_parser()
+    assert table.names() == COMMAND_NAMES
+
+
+def test_a_parser_for_one_command_holds_only_its_module() -> None:
+    _parser, table = build_parser("search")
+    assert table.names() == dict(COMMAND_MODULES)["search"]
+
+
+@pytest.mark.parametrize(
+    ("yaml_models", "env"),
+    [
+        ({}, {}),
+        ({"embed": "hf:Qwen/Qwen3-Embedding-0.6B-GGUF/model.gguf"}, {}),
+        ({"embed": "/models/all-MiniLM-L6-v2.gguf"}, {}),
+        ({"embed": "/models/all-MiniLM-L6-v2.gguf"}, {"QMD_EMBED_FORMAT": "embeddinggemma"}),
+        ({}, {"QMD_EMBED_MODEL": "/models/nomic-embed.gguf"}),
+    ],
+)
+def test_the_identity_without_adapters_is_the_one_the_adapters_give(
+    tmp_path: Path, yaml_models: dict[str, str], env: dict[str, str]
+) -> None:
+    environ = {"XDG_CACHE_HOME": str(tmp_path), **env}
+    built = models_from_config(yaml_models, str(tmp_path), environ).identity
+    assert embedding_identity(yaml_models, str(tmp_path), environ) == built
+
+
+def test_the_config_reader_parses_each_file_once(tmp_path: Path) -> None:
+    path = tmp_path / "index.yml"
+    path.write_text("collections:\n  notes:\n    path: /notes\n", encoding="utf-8")
+    load = config_reader()
+    first = load(str(path))
+    path.write_text("collections: {}\n", encoding="utf-8")  # a second parse would see this
+    assert load(str(path)) is first
+    assert "notes" in first.collections
