@@ -1,11 +1,11 @@
 """The force-root escape probe, generated from the surface registry (REQ-SEC-SCOPE-001): every
 registered MCP surface is started as a real `qmd mcp --force-root DIR` process, over stdio,
-over HTTP in both eras and over the legacy HTTP+SSE transport, on SQLite and on PostgreSQL, with a secret planted outside DIR in every
-place a surface reads: a collection, a document whose extraction failed, a memory record (and
-its topic), a session transcript (in a sessions folder outside, and linked into the one
-inside). Every answer must be exactly the answer for something that does not exist: no
-marker of the outside in it (unless the request carried it), and the same reply as for a twin
-reference to nothing.
+over HTTP in both eras and over the legacy HTTP+SSE transport, on SQLite and on PostgreSQL,
+with a secret planted outside DIR in every place a surface reads: a collection, a document
+whose extraction failed, a memory record (and its topic), a session transcript (in a sessions
+folder outside, and linked into the one inside). Every answer must be exactly the answer for
+something that does not exist: no marker of the outside in it (unless the request carried it),
+and the same reply as for a twin reference to nothing.
 
 A surface is covered by registering it: `PROBES` must name a probe for every registered
 surface, and a surface without one fails here rather than being skipped.
