@@ -26,6 +26,7 @@ import contextlib
 import hmac
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -58,6 +59,10 @@ SESSION_PARAM = "session_id"
 KEEPALIVE_S = 15.0  # a comment line this often: proxies keep the stream, a dead peer shows
 DRAIN_POLL_S = 0.05
 SESSION_ID_BYTES = 32  # 256 random bits
+# A session's requests in flight plus messages its stream has not taken yet: beyond this a
+# POST is refused busy, so a client that posts without reading its stream cannot make the
+# server hold an unbounded backlog (on /mcp each request holds a connection of its own).
+MAX_PENDING = 256
 
 log = logging.getLogger("qmd.http")
 
@@ -69,12 +74,25 @@ class _Wake:
 _WAKE = _Wake()
 
 
+class _Unsent:
+    """Messages emitted (from any thread) and not yet written to the stream."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def add(self, delta: int) -> None:
+        with self._lock:
+            self.count += delta
+
+
 @dataclass
 class _LegacySession:
     session: Session
     dispatcher: Dispatcher
     outbox: asyncio.Queue[dict[str, Any] | _Wake]
     authorization: str
+    unsent: _Unsent
     gone: bool = False
     opened: float = field(default_factory=time.monotonic)
 
@@ -128,8 +146,10 @@ class LegacySseTransport:
         surface, hub = self._surface()
         loop = asyncio.get_running_loop()
         outbox: asyncio.Queue[dict[str, Any] | _Wake] = asyncio.Queue()
+        unsent = _Unsent()
 
         def emit(message: dict[str, Any]) -> None:  # from any thread
+            unsent.add(1)  # counted before a reply's request stops counting as in flight
             loop.call_soon_threadsafe(outbox.put_nowait, message)
 
         session = Session(surface)
@@ -137,7 +157,8 @@ class LegacySseTransport:
         session.subscriptions = hub
         dispatcher = Dispatcher(session, emit, self._pools, self._timeout_s, CONNECTION_METHODS)
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
-        entry = _LegacySession(session, dispatcher, outbox, headers.get("authorization", ""))
+        authorization = headers.get("authorization", "")
+        entry = _LegacySession(session, dispatcher, outbox, authorization, unsent)
         self._sessions[session_id] = entry
         watcher = asyncio.ensure_future(_disconnected(receive))
         watcher.add_done_callback(lambda _done: _leave(entry))
@@ -174,6 +195,7 @@ class LegacySseTransport:
             if isinstance(message, _Wake):
                 continue
             await _chunk(send, sse_event(message))
+            entry.unsent.add(-1)
 
     def _drained(self, entry: _LegacySession) -> bool:
         past = self._closing_at is not None and time.monotonic() >= self._closing_at
@@ -218,6 +240,14 @@ class LegacySseTransport:
                 400, INVALID_REQUEST, f"Invalid Request: nested deeper than {MAX_DEPTH} levels"
             )
         messages = parsed if isinstance(parsed, list) and parsed else [parsed]
+        backlog = entry.dispatcher.in_flight + entry.unsent.count
+        if backlog + len(messages) > MAX_PENDING:
+            return transport_error(
+                503,
+                SERVER_ERROR,
+                f"Server busy: this session has {backlog} requests and replies pending "
+                f"(at most {MAX_PENDING}); read the stream",
+            )
         for message in messages:
             entry.dispatcher.feed(entry.session.admit(message))
         return HttpReply(202, b"Accepted", "text/plain; charset=utf-8")

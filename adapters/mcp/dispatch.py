@@ -144,6 +144,12 @@ class Dispatcher:
         elif admission is not None:
             self._write(admission)
 
+    @property
+    def in_flight(self) -> int:
+        """Requests admitted and not yet settled."""
+        with self._lock:
+            return self._count
+
     def _pooled(self, method: str) -> bool:
         return method in POOLED if self._inline is None else method not in self._inline
 

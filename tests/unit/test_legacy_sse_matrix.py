@@ -51,12 +51,14 @@ class Stream:
 
     app: QmdHttpApp
     hang_up: asyncio.Event = field(default_factory=asyncio.Event)
+    reading: asyncio.Event = field(default_factory=asyncio.Event)  # clear: the client stalls
     events: asyncio.Queue[tuple[str, str]] = field(default_factory=asyncio.Queue)
     endpoint: str = ""
     task: asyncio.Future[None] | None = None
     next_id: int = 0
 
     async def open(self) -> Stream:
+        self.reading.set()
         pending = [{"type": "http.request", "body": b"", "more_body": False}]
 
         async def receive() -> dict[str, Any]:
@@ -69,6 +71,7 @@ class Stream:
             if message["type"] != "http.response.body":
                 assert message["status"] == 200
                 return
+            await self.reading.wait()
             for block in message.get("body", b"").decode().split("\n\n"):
                 lines = block.split("\n")
                 if lines[0].startswith("event: ") and lines[1].startswith("data: "):
@@ -230,4 +233,29 @@ async def test_a_wait_on_the_client_goes_out_on_the_stream_and_ends_with_it(
         await other.close()
     finally:
         rig.gate.open.set()
+        pools.shutdown()
+
+
+async def test_a_session_that_does_not_read_its_stream_is_refused_busy() -> None:
+    """REQ-MCP-SSE-003: requests in flight plus replies waiting for the stream are bounded
+    per session; beyond, a POST is 503 and nothing is lost of what was accepted."""
+    from adapters.http.legacy_sse import MAX_PENDING
+
+    rig = Rig(SURFACES[0])
+    pools = rig.pools()
+    app = _app(rig, pools)
+    try:
+        stream = await _initialized(app)
+        stream.reading.clear()  # the client stops reading
+        statuses = []
+        for n in range(MAX_PENDING + 40):
+            ping = {"jsonrpc": "2.0", "id": n, "method": "ping"}
+            statuses.append(await stream.post(ping))
+        accepted = statuses.count(202)
+        assert set(statuses) == {202, 503} and MAX_PENDING <= accepted < len(statuses)
+        stream.reading.set()
+        answered = {(await stream.receive())["id"] for _ in range(accepted)}
+        assert answered == set(range(accepted))
+        await stream.close()
+    finally:
         pools.shutdown()
