@@ -202,3 +202,16 @@ class SseSession:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+
+
+def open_when_free(port: int, within: float = 10.0) -> SseSession:
+    """A stream, once the server has a slot for it: streams the client just closed are
+    counted until the server has seen them go, which takes a moment on a loaded machine."""
+    deadline = time.monotonic() + within
+    while True:
+        session = SseSession(port)
+        if session.status != 503 or time.monotonic() > deadline:
+            assert session.status == 200, session.status
+            return session
+        session.close()
+        time.sleep(0.05)

@@ -20,7 +20,7 @@ from mcp.client.sse import sse_client
 from tests.http_harness import HttpServer
 from tests.mcp_harness import StdioServer, build_fixture_index
 from tests.shipped import shipped_surfaces
-from tests.sse_harness import SseSession
+from tests.sse_harness import SseSession, open_when_free
 
 SLACK_S = 3.0
 
@@ -189,8 +189,10 @@ def test_a_closed_stream_ends_its_session(server: HttpServer) -> None:
     session = SseSession(server.port)
     session.initialize()
     session.close()
-    time.sleep(0.5)
-    late = session.post({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+    deadline = time.monotonic() + 10  # the server sees the stream go within moments
+    while (late := session.post({"jsonrpc": "2.0", "id": 9, "method": "ping"})).status == 202:
+        assert time.monotonic() < deadline, "the session outlived its stream"
+        time.sleep(0.05)
     assert late.status == 404
 
 
@@ -273,10 +275,7 @@ def test_streams_leave_room_for_other_requests(index_env: dict[str, str]) -> Non
         ping = server.mcp({"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert ping.status == 200
         sessions.pop().close()
-        time.sleep(0.5)
-        again = SseSession(server.port)
-        sessions.append(again)
-        assert again.status == 200
+        sessions.append(open_when_free(server.port))  # the closed stream's slot is free
     finally:
         for session in sessions:
             session.close()
