@@ -29,7 +29,7 @@ import secrets
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -94,7 +94,6 @@ class _LegacySession:
     authorization: str
     unsent: _Unsent
     gone: bool = False
-    opened: float = field(default_factory=time.monotonic)
 
 
 class LegacySseTransport:
