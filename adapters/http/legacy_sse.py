@@ -154,7 +154,9 @@ class LegacySseTransport:
         session = Session(surface)
         session.emit, session.outgoing = emit, Correlator("qmd-sse")
         session.subscriptions = hub
-        dispatcher = Dispatcher(session, emit, self._pools, self._timeout_s, CONNECTION_METHODS)
+        dispatcher = Dispatcher(
+            session, emit, self._pools, self._timeout_s, inline=CONNECTION_METHODS
+        )
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
         authorization = headers.get("authorization", "")
         entry = _LegacySession(session, dispatcher, outbox, authorization, unsent)

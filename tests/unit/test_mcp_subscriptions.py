@@ -145,7 +145,7 @@ def test_a_connection_run_on_workers_still_declares_what_it_serves() -> None:
     written: list[dict[str, Any]] = []
     connection = Session(WatchedSurface())
     connection.emit = written.append
-    dispatcher = Dispatcher(connection, written.append, pools, None, CONNECTION_METHODS)
+    dispatcher = Dispatcher(connection, written.append, pools, None, inline=CONNECTION_METHODS)
     try:
         dispatcher.feed(
             connection.admit(
