@@ -361,7 +361,9 @@ class Session:
             self._client_capabilities = declared if isinstance(declared, dict) else {}
         capabilities = None if self._stateless else self._client_capabilities
         stream = not self._stateless and self.emit is not None
-        return Admitted(request.id, request.method, request.params, modern, capabilities, stream)
+        return Admitted(
+            request.id, request.method, request.params, modern, capabilities, session_stream=stream
+        )
 
     def _decorate_modern(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         decorated = dict(result)
