@@ -4,7 +4,8 @@
 Every request, whatever its path, first passes the Origin/Host screen (403 -32003, as the
 original) and, when a bearer token is configured, the token check (401). Then:
 `GET /health`, `POST /query` and `POST /search` (REST), `/mcp` (Streamable HTTP in both
-eras, `adapters/http/exchange.py`), and 404 `Not Found` for anything else. The work runs in
+eras, `adapters/http/exchange.py`), `GET /sse` + `POST /messages` (the 2024-11-05 HTTP+SSE
+transport, `adapters/http/legacy_sse.py`), and 404 `Not Found` for anything else. The work runs in
 worker threads (`adapters/http/workers.py`) under a per-request time limit; a client that goes
 away cancels its request. Which lane a tool call takes, its time limit and whether its answer
 is streamed come from the facts its surface declares (`SurfaceFacts`), never from a name.
@@ -29,6 +30,7 @@ from adapters.http.exchange import (
     McpPlan,
     answer,
     frame_replies,
+    method_not_allowed,
     plan_mcp_request,
     sse_event,
     transport_error,
@@ -36,6 +38,12 @@ from adapters.http.exchange import (
 from adapters.http.guard import OriginPolicy, request_headers, token_matches
 from adapters.http.ldims_api import answer as backend_answer
 from adapters.http.ldims_api import backend_timeout, is_backend_path, runs_search
+from adapters.http.legacy_sse import (
+    LEGACY_PATHS,
+    SSE_PATH,
+    LegacySseTransport,
+    session_not_found,
+)
 from adapters.http.rest import internal_error, parse_body, rest_query
 from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S, Budgets
 from adapters.mcp.outgoing import Correlator
@@ -92,6 +100,7 @@ class QmdHttpApp:
         settings: HttpSettings,
         outgoing: Correlator | None = None,
         facts: SurfaceFacts = NO_FACTS,
+        legacy: LegacySseTransport | None = None,
     ) -> None:
         self.pools = pools
         self.settings = settings
@@ -99,6 +108,12 @@ class QmdHttpApp:
         # server-to-client requests of the 2025 era (sampling): None when the surface sends none
         self.outgoing = outgoing
         self.facts = facts  # what the served surface declares of its tools
+        self.legacy = legacy  # the 2024-11-05 HTTP+SSE transport (adapters/http/legacy_sse.py)
+
+    def begin_shutdown(self, grace_s: float) -> None:
+        """SIGTERM: open event streams end once their requests in flight have."""
+        if self.legacy is not None:
+            self.legacy.begin_shutdown(grace_s)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -117,7 +132,10 @@ class QmdHttpApp:
                 target = (raw.decode("latin-1"), scope.get("query_string", b"").decode("latin-1"))
             else:
                 target = None
-            reply, label = await self._route(method, path, headers, receive, client, send, target)
+            query = scope.get("query_string", b"").decode("latin-1")
+            reply, label = await self._route(
+                method, path, headers, receive, client, send, target, query
+            )
         except ClientGoneError:  # the body never came whole: there is no request to answer
             reply = None
         except BodyTooLargeError:
@@ -147,6 +165,7 @@ class QmdHttpApp:
         client: str = "",
         send: Send | None = None,
         backend_target: tuple[str, str] | None = None,
+        query: str = "",
     ) -> tuple[HttpReply | None, str]:
         refusal = self.settings.policy.refusal(headers.get("origin"), headers.get("host"))
         if refusal is not None:
@@ -171,6 +190,8 @@ class QmdHttpApp:
             if method != "POST":
                 return NOT_FOUND, ""
             return await self._rest(await self._body(headers, receive), receive)
+        if self.legacy is not None and path in LEGACY_PATHS and send is not None:
+            return await self._legacy(self.legacy, method, path, headers, receive, send, query)
         if path == "/mcp":
             body = await self._body(headers, receive) if method == "POST" else b""
             plan = plan_mcp_request(method, headers, body)
@@ -188,6 +209,26 @@ class QmdHttpApp:
                     return await self._mcp_streamed(plan, send, receive, requester), plan.label
             return await self._mcp(plan, receive), plan.label
         return NOT_FOUND, ""
+
+    async def _legacy(
+        self,
+        legacy: LegacySseTransport,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        receive: Receive,
+        send: Send,
+        query: str,
+    ) -> tuple[HttpReply | None, str]:
+        if path == SSE_PATH:
+            reply = await legacy.stream(method, headers, receive, send)
+            return (STREAMED if reply is None else reply), "stream"
+        if method != "POST":
+            return method_not_allowed(), ""
+        entry = legacy.session_for(query, headers)
+        if entry is None:
+            return session_not_found(), "no session"
+        return legacy.post(entry, headers, await self._body(headers, receive)), "message"
 
     def _waits_on_client(self, plan: McpPlan) -> bool:
         return any(self.facts.tool(name).waits_on_client for name, _args in plan.tool_calls())

@@ -12,11 +12,12 @@ from adapters.bootstrap import App, open_reader
 from adapters.http.app import DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_S, HttpSettings, QmdHttpApp
 from adapters.http.daemon import DaemonFiles, remove_own_pid_file
 from adapters.http.guard import OriginPolicy, bind_refusal
+from adapters.http.legacy_sse import LegacySseTransport
 from adapters.http.limits import HttpLimits, LimitsError
 from adapters.http.serve import bind_socket, serve
 from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.outgoing import Correlator
-from adapters.mcp.protocol import Session
+from adapters.mcp.protocol import Session, Surface
 from adapters.mcp.registry import SurfaceContext, create_surface, surface_facts
 from adapters.mcp.stdio import serve_stdio
 from adapters.mcp.workers import Worker, WorkerPools
@@ -66,7 +67,11 @@ def worker_pools(
 
 
 def build_http_app(
-    app: App, surface: str, context: SurfaceContext, options: HttpOptions
+    app: App,
+    surface: str,
+    context: SurfaceContext,
+    options: HttpOptions,
+    limits: HttpLimits | None = None,
 ) -> QmdHttpApp:
     policy = OriginPolicy.build(
         options.host, options.env, options.allow_origins, options.allow_hosts
@@ -89,7 +94,18 @@ def build_http_app(
         max_body_bytes=options.max_body_bytes,
         sampling_timeout_s=options.sampling_timeout_s,
     )
-    return QmdHttpApp(pools, settings, outgoing, facts)
+
+    def front_surface() -> Surface:
+        # the legacy SSE sessions admit messages and subscribe on one surface of their own;
+        # their requests run on the workers (its reader serves nothing but that surface)
+        return create_surface(surface, open_reader(app, options.env).services, context)
+
+    # open event streams never take more than half the connections (REQ-MCP-SSE-003)
+    streams = max(1, (limits or HttpLimits()).connection_cap() // 2)
+    legacy = LegacySseTransport(
+        pools, front_surface, options.timeout_s, streams, options.sampling_timeout_s
+    )
+    return QmdHttpApp(pools, settings, outgoing, facts, legacy)
 
 
 def run_http_server(
@@ -104,7 +120,7 @@ def run_http_server(
         limits = HttpLimits.from_env(options.env)
     except LimitsError as error:
         raise HttpStartError(str(error)) from error
-    http_app = build_http_app(app, surface, context, options)
+    http_app = build_http_app(app, surface, context, options, limits)
     if http_app.settings.policy.disabled:
         log.warning("DNS-rebinding protection is off (an allowed origin is '*').")
     elif not http_app.settings.policy.enforce_host:

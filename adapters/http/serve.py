@@ -62,6 +62,12 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 class _Server(uvicorn.Server):
     stop_requested_at: float | None = None
+    before_shutdown: Callable[[], None] | None = None
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.before_shutdown is not None:  # event streams begin to end (REQ-MCP-SSE-003)
+            self.before_shutdown()
+        await super().shutdown(sockets)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -109,6 +115,8 @@ class HttpServer:
             backlog=ACCEPT_BURST,
         )
         self._server = _Server(config)
+        grace = self.limits.shutdown_grace_s
+        self._server.before_shutdown = lambda: app.begin_shutdown(grace)
         quiet_descriptor_exhaustion()
 
     @property

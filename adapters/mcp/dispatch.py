@@ -102,8 +102,13 @@ class Dispatcher:
         pools: WorkerPools | None = None,
         timeout_s: float | None = None,
         sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S,
+        inline: frozenset[str] | None = None,
     ) -> None:
+        """`inline`: the methods answered on the connection's own session, every other one
+        going to the pools (the legacy SSE transport, whose session has no index of its own);
+        None: all but POOLED."""
         self.session = session
+        self._inline = inline
         self._write = write
         self._pools = pools
         self._budgets = Budgets(timeout_s, sampling_timeout_s)
@@ -134,12 +139,29 @@ class Dispatcher:
                 with self._lock:
                     self._count += 1
                 self._serial.put(admission)
-            elif self._pools is not None and admission.method in POOLED:
+            elif self._pools is not None and self._pooled(admission.method):
                 self._submit(admission, self._pools)
             else:
                 self._answer(admission)
         elif admission is not None:
             self._write(admission)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests admitted and not yet settled."""
+        with self._lock:
+            return self._count
+
+    def _pooled(self, method: str) -> bool:
+        return method in POOLED if self._inline is None else method not in self._inline
+
+    def cancel_all(self) -> None:
+        """Cancel every request in flight (the connection ended); as `cancel`, a request
+        that has committed a write runs to its end."""
+        with self._lock:
+            ids = [entries[0].request.id for entries in self._in_flight.values() if entries]
+        for request_id in ids:
+            self.cancel(request_id)
 
     def close(self) -> None:
         """Stop the serial worker (after `wait_idle`, or when the client went away)."""

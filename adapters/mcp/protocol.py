@@ -23,6 +23,7 @@ from adapters.mcp.outgoing import (
     Emit,
 )
 from adapters.mcp.progress import WaitProgress, progress_token
+from adapters.mcp.subscriptions import SubscriptionHub
 from adapters.mcp.tools import SurfaceFacts
 from adapters.mcp.validation import js_type
 from adapters.mcp.wire import (
@@ -151,6 +152,9 @@ class Admitted:
     modern: bool  # answered in the 2026-07-28 era's decorated form
     # what the client declared at initialize (2025 era); None where it cannot be known
     client_capabilities: dict[str, Any] | None = None
+    # the connection has a stream of its own for messages the client did not ask for (stdio,
+    # a legacy SSE session), so `resources/subscribe` can be served on it (REQ-MCP-SSE-006)
+    session_stream: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,19 @@ Admission = dict[str, Any] | Admitted | CancelNotice | None
 
 CANCELLED = "notifications/cancelled"
 SHUTDOWN = "shutdown"
+# Methods that bind the connection itself (its stream): a transport that runs requests on
+# other sessions' workers runs these on the connection's own session.
+CONNECTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
+
+
+def served_capabilities(declared: dict[str, Any], subscriptions: bool) -> dict[str, Any]:
+    """What a surface declares, less what this connection cannot serve: `resources.subscribe`
+    needs a stream to notify on (REQ-MCP-SSE-006). Derived per connection, never per surface."""
+    resources = declared.get("resources")
+    if subscriptions or not isinstance(resources, dict) or "subscribe" not in resources:
+        return declared
+    trimmed = {k: v for k, v in resources.items() if k != "subscribe"}
+    return {**declared, "resources": trimmed}
 
 
 def cancel_notice(method: str, params: Any) -> CancelNotice | None:
@@ -198,6 +215,8 @@ class Session:
         # connection is the only one), and the request being run, set by the worker pools
         self.owner: Any = None
         self.job: Cancellable | None = None
+        # set by a transport whose sessions share one surface: subscriptions go through it
+        self.subscriptions: SubscriptionHub | None = None
         # the request this session is running (a session runs one request at a time)
         self._running: Admitted | None = None
 
@@ -359,7 +378,10 @@ class Session:
             declared = params.get("capabilities")
             self._client_capabilities = declared if isinstance(declared, dict) else {}
         capabilities = None if self._stateless else self._client_capabilities
-        return Admitted(request.id, request.method, request.params, modern, capabilities)
+        stream = not self._stateless and self.emit is not None
+        return Admitted(
+            request.id, request.method, request.params, modern, capabilities, session_stream=stream
+        )
 
     def _decorate_modern(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         decorated = dict(result)
@@ -376,9 +398,11 @@ class Session:
     def _initialize(self, params: Any) -> dict[str, Any]:
         requested = params.get("protocolVersion") if isinstance(params, dict) else None
         version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
+        running = self._running
+        subscriptions = running is not None and running.session_stream and self._watchable()
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": self.surface.capabilities(),
+            "capabilities": served_capabilities(self.surface.capabilities(), subscriptions),
             "serverInfo": self._server_info(),
         }
         instructions = self.surface.instructions()
@@ -395,9 +419,11 @@ class Session:
         return {}
 
     def _discover(self, _params: Any) -> dict[str, Any]:
+        # the 2026-07-28 era has no resources/subscribe (its subscriptions/listen is not
+        # offered for resources): not declared there (REQ-MCP-SSE-006)
         result: dict[str, Any] = {
             "supportedVersions": [MODERN],
-            "capabilities": self.surface.capabilities(),
+            "capabilities": served_capabilities(self.surface.capabilities(), False),
         }
         instructions = self.surface.instructions()
         if instructions is not None:
@@ -483,6 +509,9 @@ class Session:
             except (OSError, ClientRequestError):
                 log.info("could not deliver %s", method)
 
+    def _watchable(self) -> bool:
+        return getattr(self.surface, "subscribe", None) is not None
+
     def _subscription_uri(self, params: Any) -> tuple[Any, str]:
         subscribe = getattr(self.surface, "subscribe", None)
         if subscribe is None or self._stateless or self.emit is None:
@@ -494,12 +523,18 @@ class Session:
 
     def _subscribe(self, params: Any) -> dict[str, Any]:
         subscribe, uri = self._subscription_uri(params)
-        subscribe(uri, self.notify)
+        if self.subscriptions is not None:  # sessions sharing the surface: each its own
+            self.subscriptions.subscribe(uri, self, self.notify)
+        else:
+            subscribe(uri, self.notify)
         return {}
 
     def _unsubscribe(self, params: Any) -> dict[str, Any]:
-        self._subscription_uri(params)
-        self.surface.unsubscribe(params["uri"])  # type: ignore[attr-defined]
+        _subscribe, uri = self._subscription_uri(params)
+        if self.subscriptions is not None:
+            self.subscriptions.unsubscribe(uri, self)
+        else:
+            self.surface.unsubscribe(uri)  # type: ignore[attr-defined]
         return {}
 
     def _resources_list(self, _params: Any) -> dict[str, Any]:

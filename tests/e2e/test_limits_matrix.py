@@ -1,7 +1,9 @@
 """The HTTP limits part of the guarantee matrix (issue 22), generated from the surface
 registry: for every registered surface and both HTTP eras (2025, 2026-07-28), a real server's
 head, body and idle timeouts, its connection cap and its SIGTERM drain hold
-(REQ-HTTP-LIMIT-001..005). A surface registered tomorrow is in this matrix by registering.
+(REQ-HTTP-LIMIT-001..005), and the legacy HTTP+SSE transport's too: open streams capped below
+the connection cap, a POST's body timeout, a stream ended at SIGTERM (REQ-MCP-SSE-003). A
+surface registered tomorrow is in this matrix by registering.
 
 The limits sit below routing, so the backend (SQLite or PostgreSQL) cannot change them; the
 matrix runs on SQLite.
@@ -30,6 +32,7 @@ from tests.e2e.test_http_limits import (
 from tests.http_harness import ACCEPT_BOTH, MODERN, HttpServer
 from tests.mcp_harness import build_fixture_index
 from tests.shipped import shipped_surfaces
+from tests.sse_harness import SseSession, open_when_free
 
 ERAS = ["2025", MODERN]
 CAP = 6
@@ -161,9 +164,42 @@ def test_the_connection_cap_holds(server: HttpServer, era: str) -> None:
     assert healthy(server.port) and answered(server, era)
 
 
+def test_legacy_sse_streams_leave_room_and_posts_are_timed(server: HttpServer) -> None:
+    """Open streams take at most half the connections; a POST to a session whose body never
+    ends gets 408 at the body timeout; Streamable HTTP is answered throughout."""
+    streams = [SseSession(server.port) for _ in range(CAP // 2)]
+    try:
+        assert [s.status for s in streams] == [200] * (CAP // 2)
+        assert server.request("GET", "/sse").status == 503
+        for era in ERAS:
+            assert answered(server, era)
+        streams[0].initialize()
+        body = b'{"jsonrpc":"2.0","id":9,"method":"ping"}'
+        slow = connect(server.port)
+        slow.sendall(
+            (
+                f"POST {streams[0].endpoint} HTTP/1.1\r\nHost: localhost\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            + body[:10]
+        )
+        reply, waited = read_until_closed(slow)
+        slow.close()
+        assert reply.startswith(b"HTTP/1.1 408 ") and waited < 1.5 + SLACK_S
+        assert streams[0].request("ping")["result"] == {}
+        streams.pop().close()
+        streams.append(open_when_free(server.port))  # the closed stream's slot is free
+    finally:
+        for stream in streams:
+            stream.close()
+
+
 def test_sigterm_drains_within_the_grace_period(server: HttpServer) -> None:
-    """Last for each surface: the server is stopped with requests half sent in both eras."""
+    """Last for each surface: the server is stopped with requests half sent in both eras,
+    and a legacy SSE stream open."""
     body, _headers = tools_list(MODERN)
+    stream = open_when_free(server.port)  # the streams of the test before may still count
+    stream.initialize()
     open_ones = []
     for era in ERAS:
         sock = connect(server.port)
@@ -176,5 +212,7 @@ def test_sigterm_drains_within_the_grace_period(server: HttpServer) -> None:
     os.kill(server.process.pid, signal.SIGTERM)
     assert server.process.wait(3 + SLACK_S + 5) == 0
     assert time.monotonic() - began < 3 + SLACK_S
+    assert stream.ended(1)  # the server ended the stream; it did not wait for the client
+    stream.close()
     for sock in open_ones:
         sock.close()

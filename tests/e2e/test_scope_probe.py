@@ -1,11 +1,11 @@
 """The force-root escape probe, generated from the surface registry (REQ-SEC-SCOPE-001): every
-registered MCP surface is started as a real `qmd mcp --force-root DIR` process, over stdio and
-over HTTP in both eras, on SQLite and on PostgreSQL, with a secret planted outside DIR in every
-place a surface reads: a collection, a document whose extraction failed, a memory record (and
-its topic), a session transcript (in a sessions folder outside, and linked into the one
-inside). Every answer must be exactly the answer for something that does not exist: no
-marker of the outside in it (unless the request carried it), and the same reply as for a twin
-reference to nothing.
+registered MCP surface is started as a real `qmd mcp --force-root DIR` process, over stdio,
+over HTTP in both eras and over the legacy HTTP+SSE transport, on SQLite and on PostgreSQL,
+with a secret planted outside DIR in every place a surface reads: a collection, a document
+whose extraction failed, a memory record (and its topic), a session transcript (in a sessions
+folder outside, and linked into the one inside). Every answer must be exactly the answer for
+something that does not exist: no marker of the outside in it (unless the request carried it),
+and the same reply as for a twin reference to nothing.
 
 A surface is covered by registering it: `PROBES` must name a probe for every registered
 surface, and a surface without one fails here rather than being skipped.
@@ -29,6 +29,7 @@ from adapters.mcp.registry import canonical_surface
 from tests.http_harness import HttpServer
 from tests.mcp_harness import REPO, StdioServer, fixture_env
 from tests.shipped import shipped_surfaces
+from tests.sse_harness import SseSession
 
 pytestmark = pytest.mark.models
 EMBED_MODEL = REPO / ".models" / "all-MiniLM-L6-v2-f16.gguf"
@@ -230,10 +231,32 @@ class HttpClient:
         self.server.stop()
 
 
+class SseClient:
+    """The legacy HTTP+SSE transport: one stream, one session, requests POSTed to it."""
+
+    def __init__(self, env: dict[str, str], args: list[str], cwd: Path) -> None:
+        self.server = HttpServer(["mcp", "--http", "--port", "0", *args], env, cwd=cwd).start()
+        self.session = SseSession(self.server.port)
+        self.session.initialize()
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        return self.request("tools/call", {"name": tool, "arguments": arguments})
+
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        reply = self.session.request(method, params, timeout=120)
+        return reply.get("result", reply.get("error"))
+
+    def close(self) -> None:
+        self.session.close()
+        self.server.stop()
+
+
 def open_client(transport: str, world: World, surface: str) -> Client:
     args = ["--surface", surface, "--force-root", str(world.root)]
     if transport == "stdio":
         return StdioClient(world.env, args, world.tmp)
+    if transport == "http-sse":
+        return SseClient(world.env, args, world.tmp)
     return HttpClient(world.env, args, world.tmp, modern=transport == "http-2026")
 
 
@@ -428,7 +451,7 @@ def _check(world: World, exchanges: Iterator[Exchange]) -> tuple[int, list[str]]
     return tried, problems
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http-2025", "http-2026"])
+@pytest.mark.parametrize("transport", ["stdio", "http-2025", "http-2026", "http-sse"])
 @pytest.mark.parametrize("surface", SHIPPED)
 def test_nothing_outside_the_root_answers_except_as_missing(
     world: World, surface: str, transport: str, capsys: pytest.CaptureFixture[str]
