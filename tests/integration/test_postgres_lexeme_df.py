@@ -74,7 +74,7 @@ def test_a_version_6_index_gets_lexeme_counts_that_follow_every_write() -> None:
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 8
+                assert current_version(conn) == SCHEMA_VERSION == 9
             kept, counted = _kept_and_counted(index)
             assert kept == counted and len(counted) > 5
             with index.transaction():  # an UPDATE (changed body) and INSERTs
@@ -175,5 +175,40 @@ def test_pruned_any_term_ranking_equals_ranking_every_row(limit: int) -> None:
                 pruned += trace[-1] != render_tsquery(query)
         assert pruned > 0  # the candidates were restricted at least once
     finally:
+        index.close()
+        drop_schema(schema)
+
+
+def test_frequencies_are_folded_at_commit_and_rolled_back_with_their_writes() -> None:
+    """Migration 9 queues each write's lexemes and folds them once, when the transaction
+    commits: the queue is empty after every commit, a rolled-back write leaves no count, and
+    a reader never sees a count of rows it cannot see."""
+    url, schema = fresh_schema_url()
+    rng = random.Random(5)
+    index = PostgresIndex.open(url, env={})
+    reader = PostgresIndex.open(url, env={})
+    try:
+        with index.transaction():
+            for n in range(30):
+                index.upsert_document("c", f"d{n}.md", "T", f"h{n}", _body(rng), T0, T0)
+            index.upsert_document("c", "new.md", "T", "hn", "uncommittedword", T0, T0)
+            with index.connection() as conn:  # before the commit: queued, not yet folded
+                assert conn.execute("SELECT COUNT(*) FROM fts_lexeme_changes").fetchone() == (31,)
+            assert (
+                reader._scalar("SELECT COUNT(*) FROM fts_lexemes WHERE lexeme = 'uncommittedword'")
+                == 0
+            )
+        kept, counted = _kept_and_counted(index)
+        assert kept == counted and counted["uncommittedword"] == 1
+        for table in ("fts_lexeme_changes", "fts_lexeme_pending"):
+            assert index._scalar(f"SELECT COUNT(*) FROM {table}") == 0
+        with index.connection() as conn:  # a write rolled back to a savepoint
+            with conn.transaction(force_rollback=True):
+                conn.execute("DELETE FROM documents_fts")
+            conn.execute("DELETE FROM documents_fts WHERE id IN (SELECT MIN(id) FROM documents)")
+        kept, counted = _kept_and_counted(index)
+        assert kept == counted and len(counted) > 5
+    finally:
+        reader.close()
         index.close()
         drop_schema(schema)
