@@ -57,7 +57,7 @@ MAX_BOUND_LEXEMES = 1000
 DRIVER_SPREAD = 8
 MAX_DRIVERS = 3
 # From this many clauses an all-terms query first asks whether anything matches at all.
-PROBE_CLAUSES = 3
+PROBE_CLAUSES = 2
 
 # the rows' columns: DocumentMeta's (PostgresIndex's decoder), the body, the BM25 sum
 META_COLUMNS = (
@@ -222,6 +222,20 @@ def counted_df(run: Runner, clauses: Sequence[str]) -> list[int]:
     return [int(df or 0) for df in rows[0]]
 
 
+def _frequency(clause: str, i: int) -> str:
+    """The clause's weighted frequency in row `f`, in units of one body occurrence.
+
+    ts_rank ranks a phrase or several-word clause by how near its words are, whether or not
+    the row matches it: a row holding `b10 x a18` got a frequency for "b10 a18". BM25 (and
+    FTS5) count a phrase only where it occurs, and MaxScore's bound rests on that (a row
+    without the clause gains nothing from it), so such a clause counts only on rows it
+    matches. A single word or prefix ranks 0 where absent anyway."""
+    rank = f"ts_rank('{FTS_WEIGHTS}', f.tsv, q.q{i}, 0) / {ONE_BODY_OCCURRENCE}"
+    if " <-> " in clause or " & " in clause:
+        rank = f"CASE WHEN f.tsv @@ q.q{i} THEN {rank} ELSE 0 END"
+    return f"{rank} AS t{i}"
+
+
 def _either(clauses: Sequence[str], chosen: Sequence[int]) -> str:
     return " | ".join(f"({clauses[i]})" for i in chosen)
 
@@ -353,10 +367,7 @@ class _Plan:
         )
         for weight in idf:
             params += [weight, stats.average]
-        frequencies = ", ".join(
-            f"ts_rank('{FTS_WEIGHTS}', f.tsv, q.q{i}, 0) / {ONE_BODY_OCCURRENCE} AS t{i}"
-            for i in range(len(clauses))
-        )
+        frequencies = ", ".join(_frequency(clause, i) for i, clause in enumerate(clauses))
         # ts_match_vq is @@ as a function: a condition no index takes, so GIN reads the
         # driver's postings only and the check runs on the rows they give
         checked = " AND ts_match_vq(f.tsv, q.everything)" if check is not None else ""

@@ -119,3 +119,28 @@ def test_an_all_terms_query_reads_only_its_rarest_clauses_and_still_ranks_alike(
     finally:
         index.close()
         drop_schema(schema)
+
+
+def test_a_phrase_counts_only_in_rows_that_hold_it() -> None:
+    """Two rows alike but for one holding the phrase's words apart: neither holds the phrase,
+    so it adds nothing to either (ts_rank alone scored the nearer words; MaxScore's bound,
+    and FTS5's BM25, count a phrase only where it occurs)."""
+    url, schema = fresh_schema_url()
+    index = PostgresIndex.open(url, env={})
+    try:
+        with index.transaction():
+            for n, body in enumerate(
+                ["alpha gamma beta delta", "alpha gamma epsilon delta", "alpha beta", "delta"]
+            ):
+                index.upsert_document("c", f"d{n}.md", "T", f"h{n}", body, T0, T0)
+        query = replace(parse_lex_query('"alpha beta" delta'), match_any=True)
+        for exhaustive in (False, True):
+            scores = {
+                str(r[2]): float(r[9])
+                for r in bm25.ranked_rows(index._query, query, 10, None, exhaustive=exhaustive)
+            }
+            assert set(scores) == {"d0.md", "d1.md", "d2.md", "d3.md"}
+            assert scores["d0.md"] == scores["d1.md"]
+    finally:
+        index.close()
+        drop_schema(schema)
