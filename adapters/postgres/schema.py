@@ -15,7 +15,8 @@ Tables mirror the SQLite index (docs/decisions/0042): the same names and columns
   carries an HNSW index on cosine distance.
 * `fts_stats` keeps BM25's corpus figures (documents and their total length), which triggers
   on `documents_fts` update with every write, so a search does not scan the table for them.
-* `fts_lexemes` keeps each lexeme's document frequency the same way (BM25's idf).
+* `fts_lexemes` keeps each lexeme's document frequency (BM25's idf), folded in once per
+  writing transaction (migration 9).
 """
 
 from __future__ import annotations
@@ -28,6 +29,61 @@ from psycopg import Connection
 # stemmer (Porter's successor) with NO stop words. FTS5's `porter unicode61` drops no word
 # either, so `"hello to the"` must stay a three-word phrase.
 TS_CONFIG = "qmd_text"
+
+# ---- issue 26 (pglex): document frequencies folded once per transaction (migration 9) ----
+
+LEXEME_FOLD_MIGRATION: tuple[str, ...] = (
+    "DROP TRIGGER fts_lexemes_on_insert ON documents_fts",
+    "DROP TRIGGER fts_lexemes_on_delete ON documents_fts",
+    "DROP TRIGGER fts_lexemes_on_update ON documents_fts",
+    "DROP FUNCTION fts_lexemes_added()",
+    "DROP FUNCTION fts_lexemes_removed()",
+    "DROP FUNCTION fts_lexemes_changed()",
+    """CREATE UNLOGGED TABLE fts_lexeme_changes (
+         lexemes TEXT[] NOT NULL,
+         delta INTEGER NOT NULL)""",
+    # one row per writing transaction: its deferred trigger folds the queue once
+    """CREATE UNLOGGED TABLE fts_lexeme_pending (
+         xact BIGINT PRIMARY KEY)""",
+    """CREATE FUNCTION fts_lexemes_queue() RETURNS trigger LANGUAGE plpgsql
+         SET search_path FROM CURRENT AS $$
+       BEGIN
+         IF TG_OP IN ('INSERT', 'UPDATE') THEN
+           INSERT INTO fts_lexeme_changes (lexemes, delta)
+             SELECT tsvector_to_array(tsv), 1 FROM added;
+         END IF;
+         IF TG_OP IN ('DELETE', 'UPDATE') THEN
+           INSERT INTO fts_lexeme_changes (lexemes, delta)
+             SELECT tsvector_to_array(tsv), -1 FROM removed;
+         END IF;
+         INSERT INTO fts_lexeme_pending (xact) VALUES (txid_current()) ON CONFLICT DO NOTHING;
+         RETURN NULL;
+       END $$""",
+    # one delta per lexeme, applied in lexeme order (concurrent writers lock rows in the same
+    # order); the queue rows it deletes are this transaction's own (others' are invisible)
+    """CREATE FUNCTION fts_lexemes_fold() RETURNS trigger LANGUAGE plpgsql
+         SET search_path FROM CURRENT AS $$
+       BEGIN
+         DELETE FROM fts_lexeme_pending WHERE xact = NEW.xact;
+         WITH gone AS (DELETE FROM fts_lexeme_changes RETURNING lexemes, delta)
+         INSERT INTO fts_lexemes (lexeme, documents)
+           SELECT lexeme, SUM(delta) FROM gone, unnest(lexemes) AS lexeme
+           GROUP BY lexeme HAVING SUM(delta) <> 0 ORDER BY lexeme
+         ON CONFLICT (lexeme) DO UPDATE
+           SET documents = fts_lexemes.documents + excluded.documents;
+         RETURN NULL;
+       END $$""",
+    "CREATE TRIGGER fts_lexemes_on_insert AFTER INSERT ON documents_fts"
+    " REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION fts_lexemes_queue()",
+    "CREATE TRIGGER fts_lexemes_on_delete AFTER DELETE ON documents_fts"
+    " REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION fts_lexemes_queue()",
+    "CREATE TRIGGER fts_lexemes_on_update AFTER UPDATE ON documents_fts"
+    " REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT"
+    " EXECUTE FUNCTION fts_lexemes_queue()",
+    "CREATE CONSTRAINT TRIGGER fts_lexemes_at_commit AFTER INSERT ON fts_lexeme_pending"
+    " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fts_lexemes_fold()",
+)
+
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: the index of QMD 2.8.3, on PostgreSQL
@@ -271,6 +327,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX idx_py_document_metadata_values ON py_document_metadata"
         " USING GIN (qmd_metadata_jsonb(metadata))",
     ),
+    # 9: each lexeme's document frequency folded into fts_lexemes once per transaction, not
+    # once per written document (issue 26: migration 7's per-statement upserts doubled the
+    # time to index, the adapter writing documents_fts one document per statement). The
+    # triggers queue each written row's lexemes (one insert) and mark the transaction; a
+    # deferred constraint trigger on the mark folds the queue at commit: one grouped upsert.
+    # Both tables are empty outside a writing transaction, so a crash (UNLOGGED: truncated)
+    # loses nothing; another session never sees an unfolded queue (READ COMMITTED).
+    LEXEME_FOLD_MIGRATION,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -43,7 +43,7 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
         index = PostgresIndex.open(url)
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 8
+                assert current_version(conn) == SCHEMA_VERSION == 9
             (doc,) = index.documents()
             index.put_metadata("c", "a.md", {"author": "Ana"})
             assert index.metadata_by_id([doc.id]) == {doc.id: {"author": "Ana"}}

@@ -1,0 +1,146 @@
+"""The PostgreSQL lexical search's shortcuts (adapters/postgres/bm25.py) never change an
+answer: on random corpora and random queries, all-terms queries driven by their rarest
+clauses and any-term queries pruned by MaxScore give exactly the rows and scores of ranking
+every matching row with every document frequency counted (`exhaustive=True`)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from adapters.postgres import bm25
+from adapters.postgres.store import PostgresIndex
+from adapters.postgres.tsquery import render_tsquery
+from domain.lexquery import parse_lex_query
+from tests.postgres_server import drop_schema, fresh_schema_url
+
+pytestmark = pytest.mark.postgres
+T0 = "2025-01-01T00:00:00.000Z"
+# a1 is a prefix of a10..a19: bare words are prefix terms, so clauses of one lexeme, of a
+# prefix several complete, phrases and negations all occur
+VOCABULARY = [f"{letter}{n}" for letter in "abc" for n in range(25)]
+
+
+def _corpus(index: PostgresIndex, seed: int, documents: int) -> None:
+    rng = random.Random(seed)
+    # Zipf-like: a few words in most documents, most words in few
+    weights = [1 / (rank + 1) for rank in range(len(VOCABULARY))]
+    rng.shuffle(weights)
+    with index.transaction():
+        for n in range(documents):
+            words = rng.choices(VOCABULARY, weights, k=rng.randint(3, 40))
+            title = " ".join(rng.choices(VOCABULARY, weights, k=2))
+            collection = "a" if n % 3 else "b"
+            index.upsert_document(
+                collection, f"d{n}.md", title, f"h{seed}-{n}", " ".join(words), T0, T0
+            )
+
+
+_term = st.one_of(
+    st.sampled_from(VOCABULARY),  # a prefix term
+    st.sampled_from(VOCABULARY).map(lambda w: f'"{w}"'),  # one exact lexeme
+    st.tuples(st.sampled_from(VOCABULARY), st.sampled_from(VOCABULARY)).map(
+        lambda pair: f'"{pair[0]} {pair[1]}"'  # a phrase
+    ),
+    st.sampled_from(["zz9", "a", "b1"]),  # absent, and prefixes of many lexemes
+)
+_query = st.tuples(
+    st.lists(_term, min_size=1, max_size=10),
+    st.lists(st.sampled_from(VOCABULARY), max_size=2),  # negated
+).map(lambda parts: " ".join(parts[0] + [f"-{w}" for w in parts[1]]))
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    # no shrinking: each example builds a schema, and the failing one is printed as found
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    seed=st.integers(0, 10_000),
+    documents=st.integers(20, 120),
+    queries=st.lists(
+        st.tuples(
+            _query,
+            st.booleans(),
+            st.sampled_from([1, 1, 2, 3, 5, 15]),  # small limits prune most
+            st.sampled_from([None, "a"]),
+            st.booleans(),
+        ),
+        min_size=4,
+        max_size=8,
+    ),
+)
+def test_pruned_top_k_equals_exhaustive_top_k(
+    seed: int, documents: int, queries: list[tuple[str, bool, int, str | None, bool]]
+) -> None:
+    url, schema = fresh_schema_url()
+    index = PostgresIndex.open(url, env={})
+    try:
+        _corpus(index, seed, documents)
+        ids = [int(r[0]) for r in index._query("SELECT id FROM documents ORDER BY id", ())]
+        for text, match_any, limit, collection, filtered in queries:
+            query = replace(parse_lex_query(text), match_any=match_any)
+            within = frozenset(ids[::2]) if filtered else None
+            got = bm25.ranked_rows(index._query, query, limit, collection, within)
+            want = bm25.ranked_rows(index._query, query, limit, collection, within, exhaustive=True)
+            assert [(r[2], r[9]) for r in got] == [(r[2], r[9]) for r in want], (
+                text,
+                match_any,
+                limit,
+                collection,
+                filtered,
+            )
+    finally:
+        index.close()
+        drop_schema(schema)
+
+
+def test_an_all_terms_query_reads_only_its_rarest_clauses_and_still_ranks_alike() -> None:
+    url, schema = fresh_schema_url()
+    index = PostgresIndex.open(url, env={})
+    try:
+        _corpus(index, 3, 300)
+        driven = found = 0
+        for text in ("a1 b2", "a0 b0 c0", '"a3" b1 c2 a', "a b c", "a10 a11 a12 b0 -c0"):
+            query = parse_lex_query(text)
+            trace: list[str] = []
+            got = bm25.ranked_rows(index._query, query, 10, None, trace=trace)
+            want = bm25.ranked_rows(index._query, query, 10, None, exhaustive=True)
+            assert [(r[2], r[9]) for r in got] == [(r[2], r[9]) for r in want], text
+            found += len(got)
+            driven += bool(trace) and trace[-1] != render_tsquery(query)
+        assert found > 0 and driven > 0  # answers compared, and some read fewer clauses
+    finally:
+        index.close()
+        drop_schema(schema)
+
+
+def test_a_phrase_counts_only_in_rows_that_hold_it() -> None:
+    """Two rows alike but for one holding the phrase's words apart: neither holds the phrase,
+    so it adds nothing to either (ts_rank alone scored the nearer words; MaxScore's bound,
+    and FTS5's BM25, count a phrase only where it occurs)."""
+    url, schema = fresh_schema_url()
+    index = PostgresIndex.open(url, env={})
+    try:
+        with index.transaction():
+            for n, body in enumerate(
+                ["alpha gamma beta delta", "alpha gamma epsilon delta", "alpha beta", "delta"]
+            ):
+                index.upsert_document("c", f"d{n}.md", "T", f"h{n}", body, T0, T0)
+        query = replace(parse_lex_query('"alpha beta" delta'), match_any=True)
+        for exhaustive in (False, True):
+            scores = {
+                str(r[2]): float(r[9])
+                for r in bm25.ranked_rows(index._query, query, 10, None, exhaustive=exhaustive)
+            }
+            assert set(scores) == {"d0.md", "d1.md", "d2.md", "d3.md"}
+            assert scores["d0.md"] == scores["d1.md"]
+    finally:
+        index.close()
+        drop_schema(schema)
