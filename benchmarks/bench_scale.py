@@ -290,9 +290,14 @@ def measure(
     for text in corpus.lexical_queries(args.queries, words=args.lex_words):
         timed(lambda text=text: index.search_lex(lex_query(text, args), 10, None), lex_ms)
     vec_ms: list[float] = []
+    queries = corpus.queries(vectors, args.vector_queries)
+    answers = [
+        timed(lambda q=q: index.search_vectors(q.tolist(), 10, None), vec_ms) for q in queries
+    ]
+    # the exact answers after the timed searches: numpy's pass over every vector between two
+    # searches would evict what a server keeps warm (the prefilter's bits, the page cache)
     recalls: list[float] = []
-    for q in corpus.queries(vectors, args.vector_queries):
-        hits = timed(lambda q=q: index.search_vectors(q.tolist(), 10, None), vec_ms)
+    for q, hits in zip(queries, answers, strict=True):
         truth = set(exact_top_docs(vectors, corpus.chunks, q, 10))
         found = {doc_index(h.document.meta.path) for h in hits[:10]}
         recalls.append(len(truth & found) / 10)

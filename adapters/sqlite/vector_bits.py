@@ -13,7 +13,7 @@ count) is recorded with the bits, and a search whose signature no longer matches
 from __future__ import annotations
 
 import json
-import secrets
+import os
 from collections.abc import Sequence
 
 from adapters.sqlite.driver import Connection
@@ -87,7 +87,7 @@ def record_signature(conn: Connection, count: int | None = None) -> None:
     one recorded value, and since the value is written inside the caller's transaction, a
     rollback restores the value the bits it restores were read under (REQ-VEC-SIGNSCAN-001).
     """
-    token = secrets.token_hex(8)
+    token = os.urandom(8).hex()  # not `secrets`: it loads `random` and `hmac` at start
     if count is not None:
         conn.execute(
             "INSERT OR REPLACE INTO store_config (key, value) VALUES (?, ?)",
