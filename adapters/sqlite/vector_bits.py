@@ -13,6 +13,7 @@ count) is recorded with the bits, and a search whose signature no longer matches
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 
 from adapters.sqlite.driver import Connection
@@ -54,25 +55,43 @@ def signature(conn: Connection) -> tuple[int, int] | None:
     return count, int(high or 0)
 
 
-def recorded_signature(conn: Connection) -> tuple[int, int] | None:
-    value = conn.scalar("SELECT value FROM store_config WHERE key = ?", (SIGNATURE_KEY,))
-    if value is None:
-        return None
-    count, _, high = str(value).partition(":")
+def _parse(value: object) -> tuple[int, int] | None:
+    """(count, high-water mark) of a recorded `count:high[:token]`."""
+    parts = str(value).split(":")
     try:
-        return int(count), int(high)
-    except ValueError:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
         return None
+
+
+def _recorded(conn: Connection) -> str | None:
+    value = conn.scalar("SELECT value FROM store_config WHERE key = ?", (SIGNATURE_KEY,))
+    return None if value is None else str(value)
+
+
+def recorded_signature(conn: Connection) -> tuple[int, int] | None:
+    value = _recorded(conn)
+    return None if value is None else _parse(value)
+
+
+def _high_water(conn: Connection) -> int | None:
+    high = conn.scalar("SELECT seq FROM sqlite_sequence WHERE name = 'vectors_vec_rowids'")
+    return None if high is None else int(high)
 
 
 def record_signature(conn: Connection, count: int | None = None) -> None:
     """Record `vectors_vec`'s signature; `count`, when the caller knows it, spares the count
-    (a full pass over a million rowids: 65 ms, once per stored document otherwise)."""
+    (a full pass over a million rowids: 65 ms, once per stored document otherwise).
+
+    A fresh random token goes with it: an in-memory copy of the bits is valid for exactly
+    one recorded value, and since the value is written inside the caller's transaction, a
+    rollback restores the value the bits it restores were read under (REQ-VEC-SIGNSCAN-001).
+    """
+    token = os.urandom(8).hex()  # not `secrets`: it loads `random` and `hmac` at start
     if count is not None:
-        high = conn.scalar("SELECT seq FROM sqlite_sequence WHERE name = 'vectors_vec_rowids'")
         conn.execute(
             "INSERT OR REPLACE INTO store_config (key, value) VALUES (?, ?)",
-            (SIGNATURE_KEY, f"{count}:{int(high or 0)}"),
+            (SIGNATURE_KEY, f"{count}:{_high_water(conn) or 0}:{token}"),
         )
         return
     current = signature(conn)
@@ -81,18 +100,37 @@ def record_signature(conn: Connection, count: int | None = None) -> None:
         return
     conn.execute(
         "INSERT OR REPLACE INTO store_config (key, value) VALUES (?, ?)",
-        (SIGNATURE_KEY, f"{current[0]}:{current[1]}"),
+        (SIGNATURE_KEY, f"{current[0]}:{current[1]}:{token}"),
     )
 
 
 def in_step(conn: Connection) -> int | None:
-    """The vector count when the bits describe exactly the vectors of `vectors_vec`, else None."""
+    """The vector count when the bits describe exactly the vectors of `vectors_vec`, else None
+    (the full check: counts every vector)."""
     if not bits_table_exists(conn):
         return None
     current = signature(conn)
     if current is None or current != recorded_signature(conn):
         return None
     return current[0]
+
+
+def state(conn: Connection) -> tuple[int, str] | None:
+    """(vectors with bits, the recorded value) when the bits hold every vector of
+    `vectors_vec`, else None; a few key lookups, read afresh on every call.
+
+    Every insert into `vectors_vec` raises its rowid high-water mark (AUTOINCREMENT, never
+    reused), so a mark equal to the recorded one means no other program added a vector since
+    our last write. Vectors another program deleted keep their bits: such a candidate has no
+    vector left to rescore and is passed over, never returned.
+    """
+    value = _recorded(conn)
+    parsed = None if value is None else _parse(value)
+    if value is None or parsed is None or not bits_table_exists(conn):
+        return None
+    if _high_water(conn) != parsed[1]:
+        return None
+    return parsed[0], value
 
 
 def drop(conn: Connection) -> None:
@@ -154,6 +192,11 @@ def replace(
         [(key, pad(blob, dims)) for key, blob in added],
     )
     record_signature(conn, count)
+
+
+def query_bits(conn: Connection, blob: bytes, dims: int) -> bytes:
+    """The query's sign bits, quantized as the stored ones are."""
+    return bytes(conn.scalar(f"SELECT {QUANTIZE}", (pad(blob, dims),)))
 
 
 def candidates(conn: Connection, blob: bytes, dims: int, k: int) -> list[str]:

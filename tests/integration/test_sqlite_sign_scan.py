@@ -1,0 +1,207 @@
+"""SQLite's prefilter bits held in memory (REQ-VEC-SIGNSCAN-001): the numpy scan picks what a
+plain Hamming ranking picks, the fast path answers what the exact scan answers when its
+candidates hold everything, and every write, delete and rollback is seen by the next search."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.sqlite import sign_scan, vector_bits
+from adapters.sqlite.driver import connect
+from adapters.sqlite.store import SqliteIndex
+
+T0 = "2025-01-01T00:00:00.000Z"
+
+
+def _add(index: SqliteIndex, path: str, vectors: list[list[float]]) -> str:
+    digest = hashlib.sha256(path.encode("utf-8")).hexdigest()
+    index.upsert_document("c", path, path, digest, path, T0, T0)
+    index.store_chunk_vectors(
+        digest, [(seq, seq * 10, v) for seq, v in enumerate(vectors)], "m", "f", T0
+    )
+    return digest
+
+
+def _paths(index: SqliteIndex, query: list[float], limit: int) -> list[tuple[str, float]]:
+    return [(h.document.meta.path, h.distance) for h in index.search_vectors(query, limit, None)]
+
+
+def _fast(path: Path) -> SqliteIndex:
+    return SqliteIndex(connect(path), prefilter_min_vectors=0)
+
+
+def _held(index: SqliteIndex) -> sign_scan.SignMatrix:
+    """The bits the index holds in memory: the fast path did run."""
+    held = index._signs
+    assert isinstance(held, sign_scan.SignMatrix)
+    return held
+
+
+# ------------------------------------------------------------------ the scan itself
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    width=st.integers(min_value=1, max_value=20),
+    data=st.data(),
+)
+def test_scan_picks_the_hamming_nearest_in_stored_order(width: int, data: st.DataObject) -> None:
+    rows = data.draw(st.lists(st.binary(min_size=width, max_size=width), min_size=1, max_size=150))
+    query = data.draw(st.binary(min_size=width, max_size=width))
+    wanted = data.draw(st.integers(min_value=1, max_value=len(rows) + 5))
+    rowids = [1000 + 7 * i for i in range(len(rows))]
+    matrix = sign_scan.from_rows("s", rows, rowids)
+
+    def distance(row: bytes) -> int:
+        return sum(bin(a ^ b).count("1") for a, b in zip(row, query, strict=True))
+
+    reference = sorted(range(len(rows)), key=lambda i: (distance(rows[i]), i))[:wanted]
+    assert sign_scan.nearest(matrix, query, wanted) == [rowids[i] for i in reference]
+
+
+# ------------------------------------------------------------------ fast path = exact scan
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    dims=st.integers(min_value=2, max_value=70),
+    docs=st.integers(min_value=1, max_value=20),
+    seed=st.integers(min_value=0, max_value=2**31),
+    limit=st.integers(min_value=1, max_value=12),
+)
+def test_fast_path_returns_the_exact_scans_top_k(
+    dims: int, docs: int, seed: int, limit: int
+) -> None:
+    """At most 60 chunks: fewer than the 64 candidates, so every chunk is rescored and the
+    answer must be the exact scan's, documents, chunks, distances and order."""
+    rng = random.Random(seed)
+    corpus = [
+        [[rng.gauss(0, 1) for _ in range(dims)] for _ in range(rng.randint(1, 3))]
+        for _ in range(docs)
+    ]
+    query = [rng.gauss(0, 1) for _ in range(dims)]
+    with tempfile.TemporaryDirectory() as folder:
+        exact = SqliteIndex(connect(Path(folder) / "exact.sqlite"), prefilter_min_vectors=10**9)
+        fast = _fast(Path(folder) / "fast.sqlite")
+        try:
+            for i, vectors in enumerate(corpus):
+                _add(exact, f"d{i:02d}.md", vectors)
+                _add(fast, f"d{i:02d}.md", vectors)
+            got = [
+                (h.document.meta.path, h.chunk_pos, h.distance)
+                for h in fast.search_vectors(query, limit, None)
+            ]
+            want = [
+                (h.document.meta.path, h.chunk_pos, h.distance)
+                for h in exact.search_vectors(query, limit, None)
+            ]
+            assert _held(fast).count == sum(len(v) for v in corpus)
+            assert got == want
+        finally:
+            exact.close()
+            fast.close()
+
+
+# ------------------------------------------------------------------ the copy in memory
+
+
+def _decoys(index: SqliteIndex) -> None:
+    """100 documents one sign bit away from the all-positive query, at cosine distance 0.06:
+    they fill the 64 candidates whenever a vector's bits say it is further than they are."""
+    with index.transaction():
+        for i in range(100):
+            _add(index, f"decoy{i:03d}.md", [[1.0] * 7 + [-0.001 * (i + 1)]])
+
+
+QUERY = [1.0] * 8
+
+
+def test_a_vector_stored_after_a_search_is_found(tmp_path: Path) -> None:
+    index = _fast(tmp_path / "index.sqlite")
+    try:
+        _decoys(index)
+        assert _paths(index, QUERY, 1)[0][0].startswith("decoy")
+        before = _held(index)
+        _add(index, "new.md", [QUERY])
+        assert _paths(index, QUERY, 1) == [("new.md", pytest.approx(0.0, abs=1e-6))]
+        assert _held(index) is not before
+        assert _held(index).count == 101
+    finally:
+        index.close()
+
+
+def test_replaced_and_deleted_vectors_are_seen(tmp_path: Path) -> None:
+    index = _fast(tmp_path / "index.sqlite")
+    try:
+        _decoys(index)
+        digest = _add(index, "moving.md", [[-1.0] * 8])
+        assert "moving.md" not in {p for p, _ in _paths(index, QUERY, 3)}
+        # re-embedded next to the query: its new bits must be searched, not the old ones
+        index.store_chunk_vectors(digest, [(0, 0, QUERY)], "m", "f", T0)
+        assert _paths(index, QUERY, 1) == [("moving.md", pytest.approx(0.0, abs=1e-6))]
+        index.deactivate_documents("c", ["moving.md"])
+        assert index.cleanup()["orphaned_vectors"] == 1
+        assert _paths(index, QUERY, 1)[0][0].startswith("decoy")
+        assert _held(index).count == 100
+        assert vector_bits.in_step(index.connection) == 100
+    finally:
+        index.close()
+
+
+def test_a_rollback_is_seen_by_the_next_search(tmp_path: Path) -> None:
+    """A search inside a transaction reads its uncommitted vector; after the rollback the
+    same rowid and the same count come back with another vector (sqlite-vec's rowid sequence
+    rolls back too): only the recorded token tells the two states apart."""
+    index = _fast(tmp_path / "index.sqlite")
+    try:
+        _decoys(index)
+        with pytest.raises(RuntimeError), index.transaction():
+            _add(index, "x.md", [[-1.0] * 8])
+            assert "x.md" not in {p for p, _ in _paths(index, QUERY, 3)}
+            raise RuntimeError("roll back")
+        _add(index, "x.md", [QUERY])
+        assert _paths(index, QUERY, 1) == [("x.md", pytest.approx(0.0, abs=1e-6))]
+    finally:
+        index.close()
+
+
+def test_an_outer_rollback_leaves_the_recorded_count_true(tmp_path: Path) -> None:
+    """The count our writes record comes from the file inside their transaction: a store
+    rolled back with its outer transaction leaves no count behind for the next store."""
+    index = _fast(tmp_path / "index.sqlite")
+    try:
+        _add(index, "a.md", [[1.0, 0.0], [0.0, 1.0]])
+        _add(index, "b.md", [[0.5, 0.5]])
+        with pytest.raises(RuntimeError), index.transaction():
+            _add(index, "c.md", [[0.3, 0.7]])
+            raise RuntimeError("roll back")
+        _add(index, "d.md", [[0.7, 0.3]])
+        assert vector_bits.in_step(index.connection) == 4
+        assert {p for p, _ in _paths(index, [1.0, 0.0], 10)} == {"a.md", "b.md", "d.md"}
+    finally:
+        index.close()
+
+
+def test_another_connections_write_is_seen(tmp_path: Path) -> None:
+    """A server's copy of the bits and a `qmd embed` in another process: the embed's commit
+    records a new token, so the server reads the bits again."""
+    path = tmp_path / "index.sqlite"
+    server = _fast(path)
+    writer = _fast(path)
+    try:
+        _decoys(writer)
+        assert _paths(server, QUERY, 1)[0][0].startswith("decoy")
+        _add(writer, "new.md", [QUERY])
+        assert _paths(server, QUERY, 1) == [("new.md", pytest.approx(0.0, abs=1e-6))]
+    finally:
+        server.close()
+        writer.close()
