@@ -237,6 +237,7 @@ class MemorizeSurface(BaseSurface):
                 "topic": {"type": "string", "maxLength": MAX_TOPIC_CHARS},
             },
             "required": ["question", "answer", "topic"],
+            "additionalProperties": False,  # REQ-MEM-SCHEMA-001
         },
         facts=ToolFacts(runs_model=True, writes=True),  # it embeds the pair
     )
@@ -291,6 +292,7 @@ class MemorizeSurface(BaseSurface):
                 "limit": {"type": "number", "default": 5},
             },
             "required": ["question", "context"],
+            "additionalProperties": False,  # REQ-MEM-SCHEMA-001
         },
         facts=ToolFacts(runs_model=True),  # it embeds the context and the question
     )
@@ -343,6 +345,7 @@ class MemorizeSurface(BaseSurface):
                 "topic": {"type": "string", "maxLength": MAX_TOPIC_CHARS},
                 "threshold": {"type": "number"},
             },
+            "additionalProperties": False,  # REQ-MEM-SCHEMA-001
         },
         # it embeds the records and waits on the client's LLM (sampling)
         facts=ToolFacts(runs_model=True, writes=True, waits_on_client=True, budget=CLIENT_BUDGET),
