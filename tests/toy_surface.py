@@ -41,7 +41,11 @@ class ToySurface(BaseSurface):
     @tool(
         "count_documents",
         "How many documents the index holds.",
-        schema={"type": "object", "properties": {"collection": {"type": "string"}}},
+        schema={
+            "type": "object",
+            "properties": {"collection": {"type": "string"}},
+            "additionalProperties": False,  # as every surface of this project's own
+        },
         facts=ToolFacts(),
     )
     def _count(self, args: dict[str, Any]) -> dict[str, Any]:
