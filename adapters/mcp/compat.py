@@ -25,15 +25,12 @@ from adapters.mcp.formatting import (
     status_text_2_8_3,
     text_result,
 )
+from adapters.mcp.surface import BaseSurface
 from adapters.mcp.tools import (
-    SurfaceFacts,
-    Tool,
     ToolFacts,
-    ToolHandler,
-    call_tool,
     hybrid_query_runs_model,
     input_validation_message,
-    tool_table,
+    recorded,
 )
 from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, OriginalWording, ProtocolWording
@@ -52,19 +49,11 @@ DEFAULT_MAX_BYTES = 65536
 UNBOUNDED = 1_000_000
 
 _DATA = resources.files("adapters.mcp") / "data"
-_TOOLS: list[dict[str, Any]] = json.loads(
-    (_DATA / "compat-2.8.3-tools.json").read_text(encoding="utf-8")
-)
-# The original's REST route and model rules come with it (`original`).
-FACTS = SurfaceFacts(
-    {
-        "query": ToolFacts(runs_model=hybrid_query_runs_model),
-        "get": ToolFacts(),
-        "multi_get": ToolFacts(),
-        "status": ToolFacts(),
-    },
-    original=IMPLEMENTS,
-)
+# The original's tools/list entries, loaded into this surface's Tools by name (`recorded`).
+_RECORDED: dict[str, dict[str, Any]] = {
+    definition["name"]: definition
+    for definition in json.loads((_DATA / "compat-2.8.3-tools.json").read_text(encoding="utf-8"))
+}
 _INSTRUCTIONS_TAIL = (_DATA / "compat-2.8.3-instructions-tail.txt").read_text(encoding="utf-8")
 
 
@@ -85,26 +74,18 @@ class PlainTextErrors:
         return text_result(str(error) or type(error).__name__, is_error=True)
 
 
-class CompatSurface:
+class CompatSurface(BaseSurface):
     name = "compat-2.8.3"
-    facts = FACTS
-    server_version = COMPAT_VERSION
+    original = IMPLEMENTS  # the original's REST route and model rules come with it
     answers_malformed_messages = False
     wording: ProtocolWording = OriginalWording()
+    errors = PlainTextErrors()
+    list_changed = True
+    templates = (RESOURCE_TEMPLATE,)
 
     def __init__(self, services: Services) -> None:
+        super().__init__(COMPAT_VERSION)
         self._services = services
-        handlers: dict[str, ToolHandler] = {
-            "query": self._query,
-            "get": self._get,
-            "multi_get": self._multi_get,
-            "status": lambda _args: self._status(),
-        }
-        self._tools = tool_table([Tool(d, handlers[d["name"]]) for d in _TOOLS])
-        self._errors = PlainTextErrors()
-
-    def capabilities(self) -> dict[str, Any]:
-        return {"resources": {"listChanged": True}, "tools": {"listChanged": True}}
 
     def instructions(self) -> str:
         status = self._services.status.status()
@@ -136,23 +117,9 @@ class CompatSurface:
             ]
         return "\n".join(lines) + "\n\n" + _INSTRUCTIONS_TAIL
 
-    def tools(self) -> list[dict[str, Any]]:
-        return _TOOLS
-
-    def prompts(self) -> list[dict[str, Any]] | None:
-        return None
-
-    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]:
-        raise AssertionError("compat surface has no prompts")
-
-    def resource_templates(self) -> list[dict[str, Any]]:
-        return [RESOURCE_TEMPLATE]
-
     # -- tools ----------------------------------------------------------------------------
 
-    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        return call_tool(self._tools, self._errors, name, arguments)
-
+    @recorded(_RECORDED["query"], ToolFacts(runs_model=hybrid_query_runs_model))
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         plain = args.get("query")
         searches = args.get("searches") or []
@@ -186,6 +153,7 @@ class CompatSurface:
         # JavaScript's slice(0, limit): negative limits count from the end.
         return results_payload(results[:limit], primary, with_line=True)
 
+    @recorded(_RECORDED["get"])
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]
         request = merge_get_arguments(
@@ -197,6 +165,7 @@ class CompatSurface:
         body = get_body(fetched.body, request.from_line, request.max_lines, args["lineNumbers"])
         return {"content": [embedded_resource(meta, body, fetched.context, with_name=False)]}
 
+    @recorded(_RECORDED["multi_get"])
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         pattern = args["pattern"]
         max_bytes = _js_int(args.get("maxBytes") or DEFAULT_MAX_BYTES)
@@ -224,7 +193,8 @@ class CompatSurface:
             return text_result(f"No files matched pattern: {pattern}", is_error=True)
         return {"content": content}
 
-    def _status(self) -> dict[str, Any]:
+    @recorded(_RECORDED["status"])
+    def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
         status = self._services.status.status()
         return status_payload(status, status_text_2_8_3(status))
 

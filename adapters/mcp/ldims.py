@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
-from adapters.mcp.tools import OWN_BUDGET, SurfaceFacts, Tool, ToolFacts, call_tool, tool_table
-from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
+from adapters.mcp.surface import BaseSurface
+from adapters.mcp.tools import OWN_BUDGET, READ_ONLY, ToolFacts, tool
+from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError
 from adapters.version import package_version
 from domain.errors import INVALID_ARGUMENT, DocumentNotFoundError, QmdError
 from domain.filters import (
@@ -85,78 +86,12 @@ MESSAGES = {  # seed 003 §4.2, word for word
     "by the search engine.",
 }
 
-SEARCH_TOOL: dict[str, Any] = {
-    "name": "searchDocuments",
-    "description": "This tool helps you find relevant documents in the LDIMS system based on "
-    "natural language queries.\nUse this tool when you need to:\n- Find documents matching "
-    "specific topics or content\n- Locate documents containing particular information\n- "
-    "Search across all documents using keywords or natural language\n- Get a list of "
-    "relevant documents before accessing their content\n\nThe tool performs semantic search "
-    "across document contents and metadata, returning the most relevant matches.\nEach "
-    "result includes the document name and ID, which you can use with the extracted_content "
-    "resource\nto access the full content.",
-    "inputSchema": {
-        "type": "object",
-        "properties": {
-            "query": {
-                "type": "string",
-                "description": "The search query in natural language or keywords. Be specific "
-                "and include key terms related to the information you're looking for.",
-            },
-            "maxResults": {
-                "type": "number",
-                "default": DEFAULT_MAX_RESULTS,
-                "description": "Maximum number of documents to return in the results. Use a "
-                "larger number if you need more comprehensive results.",
-            },
-            "filters": {
-                "type": "object",
-                "properties": {
-                    "dateFrom": {
-                        "type": "string",
-                        "description": "Start date for filtering documents (ISO format)",
-                    },
-                    "dateTo": {
-                        "type": "string",
-                        "description": "End date for filtering documents (ISO format)",
-                    },
-                    "documentType": {
-                        "type": "string",
-                        "description": "Filter by document type/format",
-                    },
-                    "submitter": {
-                        "type": "string",
-                        "description": "Filter by document submitter",
-                    },
-                    "searchMode": {
-                        "type": "string",
-                        "enum": ["exact", "semantic"],
-                        "default": "semantic",
-                        "description": "The search mode to use: 'exact' for precise matches, "
-                        "'semantic' for meaning-based matches",
-                    },
-                },
-                "additionalProperties": False,
-            },
-        },
-        "required": ["query"],
-        "additionalProperties": False,  # REQ-SPEC-ARGS-001
-    },
-    "annotations": {"readOnlyHint": True, "openWorldHint": False},
-}
-
 
 def _search_runs_model(arguments: Any) -> bool:
     """Every search mode but `exact` embeds the query (seed 003's default is semantic)."""
     filters = arguments.get("filters") if isinstance(arguments, dict) else None
     return not (isinstance(filters, dict) and filters.get("searchMode") == "exact")
 
-
-# seed 003: SEARCH_TIMEOUT is the tool's own answer to a slow search (OWN_BUDGET)
-FACTS = SurfaceFacts(
-    {"searchDocuments": ToolFacts(_search_runs_model, budget=OWN_BUDGET)},
-    reads_working_env_file=True,
-)
 
 RESOURCE_TEMPLATE: dict[str, Any] = {
     "name": "extracted_content",
@@ -251,12 +186,16 @@ def _context(result: SearchResult) -> str:
     return text[:CONTEXT_CHARS]
 
 
-class LdimsSurface:
+class LdimsSurface(BaseSurface):
     name = "ldims"
-    facts = FACTS
-    answers_malformed_messages = True
+    reads_working_env_file = True  # seed 003 §7.1
     answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
-    wording: ProtocolWording = JsonRpcWording()
+    errors = LdimsErrors()
+    instructions_text = (
+        "LDIMS document search. Call searchDocuments to find documents, then read "
+        "ldims://docs/{documentId}/extracted_content for a document's full text."
+    )
+    templates = (RESOURCE_TEMPLATE,)
 
     def __init__(
         self,
@@ -273,6 +212,8 @@ class LdimsSurface:
         """`hard_limit` and `timeout_s`: the server's resolved settings (flags, then the
         environment, then `--env-file`); None reads seed 003's variables from `env`.
         `remote`: the LDIMS backend to serve from instead of `services` (LDIMS_API_BASE_URL)."""
+        # qmd's own version, as on every surface but compat (REQ-SPEC-VERSION-001)
+        super().__init__(version or package_version())
         self._remote = remote
         environ = os.environ if env is None else env
         self._services = services
@@ -281,8 +222,6 @@ class LdimsSurface:
         self._all_terms = services.searcher.with_profile(COMMAND_LINE_STRICT)
         self._extraction = extraction
         self._clock = clock
-        # qmd's own version, as on every surface but compat (REQ-SPEC-VERSION-001)
-        self.server_version = version or package_version()
         if hard_limit is None:
             hard_limit = int(
                 _positive_number(environ.get("SEARCH_MAX_RESULTS_HARD_LIMIT"), DEFAULT_HARD_LIMIT)
@@ -296,36 +235,72 @@ class LdimsSurface:
         self.semantic_floor = _positive_number(
             environ.get("LDIMS_SEMANTIC_MIN_SCORE"), SEMANTIC_FLOOR
         )
-        self._tools = tool_table([Tool(SEARCH_TOOL, self._search)])
         self._unfinished: threading.Event | None = None  # a search past its deadline
-
-    def capabilities(self) -> dict[str, Any]:
-        return {"resources": {"listChanged": False}, "tools": {"listChanged": False}}
-
-    def instructions(self) -> str | None:
-        return (
-            "LDIMS document search. Call searchDocuments to find documents, then read "
-            "ldims://docs/{documentId}/extracted_content for a document's full text."
-        )
-
-    def tools(self) -> list[dict[str, Any]]:
-        return [SEARCH_TOOL]
-
-    def prompts(self) -> list[dict[str, Any]] | None:
-        return None
-
-    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]:
-        raise JsonRpcError(INVALID_PARAMS, f"Prompt {name} not found")
-
-    def resource_templates(self) -> list[dict[str, Any]]:
-        return [RESOURCE_TEMPLATE]
 
     # -- searchDocuments ----------------------------------------------------------------------
 
-    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        return call_tool(self._tools, LdimsErrors(), name, arguments)
-
-    def _search(self, args: dict[str, Any]) -> dict[str, Any]:
+    # seed 003: SEARCH_TIMEOUT is the tool's own answer to a slow search (OWN_BUDGET)
+    @tool(
+        "searchDocuments",
+        "This tool helps you find relevant documents in the LDIMS system based on "
+        "natural language queries.\nUse this tool when you need to:\n- Find documents matching "
+        "specific topics or content\n- Locate documents containing particular information\n- "
+        "Search across all documents using keywords or natural language\n- Get a list of "
+        "relevant documents before accessing their content\n\nThe tool performs semantic search "
+        "across document contents and metadata, returning the most relevant matches.\nEach "
+        "result includes the document name and ID, which you can use with the extracted_content "
+        "resource\nto access the full content.",
+        schema={
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "The search query in natural language or keywords. Be specific "
+                    "and include key terms related to the information you're looking for.",
+                },
+                "maxResults": {
+                    "type": "number",
+                    "default": DEFAULT_MAX_RESULTS,
+                    "description": "Maximum number of documents to return in the results. Use a "
+                    "larger number if you need more comprehensive results.",
+                },
+                "filters": {
+                    "type": "object",
+                    "properties": {
+                        "dateFrom": {
+                            "type": "string",
+                            "description": "Start date for filtering documents (ISO format)",
+                        },
+                        "dateTo": {
+                            "type": "string",
+                            "description": "End date for filtering documents (ISO format)",
+                        },
+                        "documentType": {
+                            "type": "string",
+                            "description": "Filter by document type/format",
+                        },
+                        "submitter": {
+                            "type": "string",
+                            "description": "Filter by document submitter",
+                        },
+                        "searchMode": {
+                            "type": "string",
+                            "enum": ["exact", "semantic"],
+                            "default": "semantic",
+                            "description": "The search mode to use: 'exact' for precise matches, "
+                            "'semantic' for meaning-based matches",
+                        },
+                    },
+                    "additionalProperties": False,
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,  # REQ-SPEC-ARGS-001
+        },
+        annotations=READ_ONLY,
+        facts=ToolFacts(_search_runs_model, budget=OWN_BUDGET),
+    )
+    def search_documents(self, args: dict[str, Any]) -> dict[str, Any]:
         """The search runs on a thread of its own so that the answer comes at the configured
         time exactly, SEARCH_TIMEOUT if the search has not finished (REQ-LDIMS-ERR-003). A
         search left behind finishes on its own (its answer is dropped); the next search on

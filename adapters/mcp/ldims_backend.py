@@ -18,7 +18,6 @@ from typing import Any
 from adapters.mcp.ldims import (
     MESSAGES,
     META_KEY,
-    SEARCH_TOOL,
     URI_PREFIX,
     URI_SUFFIX,
     LdimsSurface,
@@ -158,7 +157,7 @@ class IndexBackend:
         args: dict[str, Any] = {"query": request.query, "maxResults": request.max_results}
         if request.filters:
             args["filters"] = dict(request.filters)
-        result = self.surface.call_tool(SEARCH_TOOL["name"], args)
+        result = self.surface.call_tool(LdimsSurface.search_documents.name, args)
         payload: dict[str, Any] = json.loads(result["content"][0]["text"])
         if payload.get("isError"):
             code, details = str(payload.get("errorCode")), payload.get("errorDetails")

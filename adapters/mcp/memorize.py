@@ -29,16 +29,9 @@ from urllib.parse import unquote
 
 from adapters.mcp.formatting import text_result
 from adapters.mcp.protocol import CallContext
-from adapters.mcp.spec import EnvelopeErrors, error_result
-from adapters.mcp.tools import (
-    CLIENT_BUDGET,
-    SurfaceFacts,
-    Tool,
-    ToolFacts,
-    call_tool,
-    tool_table,
-)
-from adapters.mcp.wording import JsonRpcError, JsonRpcWording, ProtocolWording
+from adapters.mcp.surface import BaseSurface, error_result
+from adapters.mcp.tools import CLIENT_BUDGET, ToolFacts, tool
+from adapters.mcp.wording import JsonRpcError
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError, error_envelope
 from domain.memory import (
     MAX_ANSWER_CHARS,
@@ -67,72 +60,6 @@ NO_SAMPLING = (
     "merge_knowledge fuses records with the client's LLM through MCP sampling "
     "(sampling/createMessage), and this client did not declare the sampling capability. "
     "Nothing was changed."
-)
-
-TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "store_qa",
-        "title": "Store a question and its answer",
-        "description": (
-            "Remember a question/answer pair under a topic. The topic is matched by meaning "
-            "with the existing topics and the closest one is reused above the topic "
-            "threshold; similar pairs of the topic are returned as a fusion suggestion. "
-            "Storing the identical pair again changes nothing."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "question": {"type": "string", "maxLength": MAX_QUESTION_CHARS},
-                "answer": {"type": "string", "maxLength": MAX_ANSWER_CHARS},
-                "topic": {"type": "string", "maxLength": MAX_TOPIC_CHARS},
-            },
-            "required": ["question", "answer", "topic"],
-        },
-    },
-    {
-        "name": "query_qa",
-        "title": "Find stored answers",
-        "description": (
-            "The context picks the topic (no topic close enough: an empty answer); the "
-            "question is then searched among that topic's unmerged pairs."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "question": {"type": "string", "maxLength": MAX_QUESTION_CHARS},
-                "context": {"type": "string", "maxLength": MAX_CONTEXT_CHARS},
-                "limit": {"type": "number", "default": 5},
-            },
-            "required": ["question", "context"],
-        },
-    },
-    {
-        "name": "merge_knowledge",
-        "title": "Fuse similar pairs into knowledge",
-        "description": (
-            "Group similar unmerged pairs (of one topic, or of every topic) and ask the "
-            "client's LLM, through MCP sampling, to fuse each group into a knowledge record. "
-            "Fused pairs are kept, marked merged, and no longer searched."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "topic": {"type": "string", "maxLength": MAX_TOPIC_CHARS},
-                "threshold": {"type": "number"},
-            },
-        },
-    },
-]
-
-# Every tool embeds its text; merge_knowledge also waits on the client's LLM (sampling).
-FACTS = SurfaceFacts(
-    {
-        "store_qa": ToolFacts(runs_model=True, writes=True),
-        "query_qa": ToolFacts(runs_model=True),
-        "merge_knowledge": ToolFacts(
-            runs_model=True, writes=True, waits_on_client=True, budget=CLIENT_BUDGET
-        ),
-    }
 )
 
 RESOURCE_TEMPLATE = {
@@ -259,45 +186,24 @@ def _decode_state(raw: str, arguments: dict[str, Any]) -> Any:
     return state
 
 
-class MemorizeSurface:
+class MemorizeSurface(BaseSurface):
     name = "memorize"
-    facts = FACTS
-    answers_malformed_messages = True
-    wording: ProtocolWording = JsonRpcWording()
+    instructions_text = (
+        "A memory for agents. store_qa what you learned, query_qa before you work out an "
+        "answer again, merge_knowledge when store_qa suggests fusing similar pairs, and "
+        "read knowledge://{topic}/{query} for the fused knowledge of a topic."
+    )
+    templates = (RESOURCE_TEMPLATE,)
 
     def __init__(self, memory: Memorizer, version: str) -> None:
+        super().__init__(version)
         self._memory = memory
-        self.server_version = version
-        self._errors = EnvelopeErrors()
         self._context = CallContext("legacy", None)
         self._subscriptions: dict[str, Callable[[str, dict[str, Any]], None]] = {}
         self._lock = threading.Lock()
         memory.on_topic_changed(self._topic_changed)
-        self._tools = tool_table(
-            [
-                Tool(TOOLS[0], self._store),
-                Tool(TOOLS[1], self._query),
-                Tool(TOOLS[2], self._merge),
-            ]
-        )
 
-    # -- Surface --------------------------------------------------------------------------
-
-    def capabilities(self) -> dict[str, Any]:
-        return {
-            "resources": {"subscribe": True, "listChanged": False},
-            "tools": {"listChanged": False},
-        }
-
-    def instructions(self) -> str | None:
-        return (
-            "A memory for agents. store_qa what you learned, query_qa before you work out an "
-            "answer again, merge_knowledge when store_qa suggests fusing similar pairs, and "
-            "read knowledge://{topic}/{query} for the fused knowledge of a topic."
-        )
-
-    def tools(self) -> list[dict[str, Any]]:
-        return TOOLS
+    # -- calls that talk back to the client -----------------------------------------------
 
     def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
         return self.call_tool_with(name, arguments, CallContext("legacy", None))
@@ -312,19 +218,29 @@ class MemorizeSurface:
                     NO_SAMPLING,
                     {"requiredCapabilities": {"sampling": {}}},
                 )
-        return call_tool(self._tools, self._errors, name, arguments)
-
-    def prompts(self) -> list[dict[str, Any]] | None:
-        return None
-
-    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]:
-        raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
-
-    def resource_templates(self) -> list[dict[str, Any]]:
-        return [RESOURCE_TEMPLATE]
+        return super().call_tool(name, arguments)
 
     # -- tools ----------------------------------------------------------------------------
 
+    @tool(
+        "store_qa",
+        "Remember a question/answer pair under a topic. The topic is matched by meaning with "
+        "the existing topics and the closest one is reused above the topic threshold; similar "
+        "pairs of the topic are returned as a fusion suggestion. Storing the identical pair "
+        "again changes nothing.",
+        title="Store a question and its answer",
+        schema={
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "maxLength": MAX_QUESTION_CHARS},
+                "answer": {"type": "string", "maxLength": MAX_ANSWER_CHARS},
+                "topic": {"type": "string", "maxLength": MAX_TOPIC_CHARS},
+            },
+            "required": ["question", "answer", "topic"],
+            "additionalProperties": False,  # REQ-MEM-SCHEMA-001
+        },
+        facts=ToolFacts(runs_model=True, writes=True),  # it embeds the pair
+    )
     def _store(self, args: dict[str, Any]) -> dict[str, Any]:
         stored = self._memory.store_qa(
             args["question"], args["answer"], args["topic"], may_write=self._context.commit
@@ -363,6 +279,23 @@ class MemorizeSurface:
         result["structuredContent"] = payload
         return result
 
+    @tool(
+        "query_qa",
+        "The context picks the topic (no topic close enough: an empty answer); the question "
+        "is then searched among that topic's unmerged pairs.",
+        title="Find stored answers",
+        schema={
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "maxLength": MAX_QUESTION_CHARS},
+                "context": {"type": "string", "maxLength": MAX_CONTEXT_CHARS},
+                "limit": {"type": "number", "default": 5},
+            },
+            "required": ["question", "context"],
+            "additionalProperties": False,  # REQ-MEM-SCHEMA-001
+        },
+        facts=ToolFacts(runs_model=True),  # it embeds the context and the question
+    )
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         limit = max(1, min(50, int(args["limit"])))
         found = self._memory.query_qa(args["question"], args["context"], limit)
@@ -400,6 +333,23 @@ class MemorizeSurface:
         result["structuredContent"] = payload
         return result
 
+    @tool(
+        "merge_knowledge",
+        "Group similar unmerged pairs (of one topic, or of every topic) and ask the client's "
+        "LLM, through MCP sampling, to fuse each group into a knowledge record. Fused pairs "
+        "are kept, marked merged, and no longer searched.",
+        title="Fuse similar pairs into knowledge",
+        schema={
+            "type": "object",
+            "properties": {
+                "topic": {"type": "string", "maxLength": MAX_TOPIC_CHARS},
+                "threshold": {"type": "number"},
+            },
+            "additionalProperties": False,  # REQ-MEM-SCHEMA-001
+        },
+        # it embeds the records and waits on the client's LLM (sampling)
+        facts=ToolFacts(runs_model=True, writes=True, waits_on_client=True, budget=CLIENT_BUDGET),
+    )
     def _merge(self, args: dict[str, Any]) -> dict[str, Any]:
         topic = args.get("topic")
         threshold = args.get("threshold")

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.mcp.formatting import text_result
-from adapters.mcp.spec import EnvelopeErrors
-from adapters.mcp.tools import SurfaceFacts, Tool, ToolFacts, ToolHandler, call_tool, tool_table
-from adapters.mcp.wording import JsonRpcError, JsonRpcWording, ProtocolWording
+from adapters.mcp.surface import BaseSurface
+from adapters.mcp.tools import READ_ONLY, ToolFacts, tool
 from adapters.version import package_version
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
 from domain.ports import ChunkRow
@@ -58,155 +57,13 @@ _TOP_K = {
 _NAMESPACE = {"type": "number", "description": "Limit to one namespace (see projmem_status)"}
 
 
-def _search_tool(name: str, title: str, description: str, extra: dict[str, Any]) -> dict[str, Any]:
+def _search_schema(extra: dict[str, Any]) -> dict[str, Any]:
     return {
-        "name": name,
-        "title": title,
-        "description": description,
-        "inputSchema": {
-            "type": "object",
-            "properties": {"query": _QUERY, "topK": _TOP_K, "namespaceId": _NAMESPACE, **extra},
-            "required": ["query"],
-            "additionalProperties": False,  # REQ-SPEC-ARGS-001
-        },
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
+        "type": "object",
+        "properties": {"query": _QUERY, "topK": _TOP_K, "namespaceId": _NAMESPACE, **extra},
+        "required": ["query"],
+        "additionalProperties": False,  # REQ-SPEC-ARGS-001
     }
-
-
-TOOLS: list[dict[str, Any]] = [
-    _search_tool(
-        "projmem_search",
-        "BM25 keyword search",
-        "Exact keyword search (FTS5 BM25) over chunks: known class names, function names, "
-        'config keys. Each result names its chunk: `#id | path | "Heading Path" | score`.',
-        {},
-    ),
-    _search_tool(
-        "projmem_vector_search",
-        "Semantic vector search",
-        "KNN search over chunk embeddings (run `qmd embed` first): fuzzy natural-language "
-        "questions.",
-        {},
-    ),
-    _search_tool(
-        "projmem_deep_search",
-        "Deep search (full pipeline)",
-        "BM25, LLM query expansion, vectors, reciprocal rank fusion and LLM reranking, with a "
-        "report: expanded queries, strong signal, reranking applied, every stage and its "
-        "milliseconds, and rrfScore / rerankerScore per result.",
-        {
-            "skipExpansion": {
-                "type": "boolean",
-                "description": "Skip query expansion",
-                "default": False,
-            },
-            "skipReranking": {
-                "type": "boolean",
-                "description": "Skip LLM reranking",
-                "default": False,
-            },
-        },
-    ),
-    {
-        "name": "projmem_get",
-        "title": "Get a chunk or a document's chunks",
-        "description": "A chunk id (`#123` or `123`) gives that chunk; a document path "
-        "(`collection/path.md`) gives all of its chunks, with heading paths, line ranges and text.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "identifier": {"type": "string", "description": "Chunk id or document path"}
-            },
-            "required": ["identifier"],
-            "additionalProperties": False,
-        },
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "projmem_multi_get",
-        "title": "Get several chunks",
-        "description": "Chunks by id, by document path, or by a SQL LIKE pattern over "
-        "`collection/path` (e.g. `handbook/engineering/%`, at most 20 documents). At least one "
-        "of the three is required.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "chunkIds": {"type": "array", "items": {"type": "number"}},
-                "docPaths": {"type": "array", "items": {"type": "string"}},
-                "pathPattern": {"type": "string"},
-            },
-            "additionalProperties": False,
-        },
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "projmem_status",
-        "title": "Index status",
-        "description": "Documents, chunks, namespaces, embedding dimension, LLM cache size, "
-        "documents by kind, and the namespace list with ids.",
-        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "projmem_session_list",
-        "title": "List agent sessions",
-        "description": "Agent sessions (Claude Code transcripts), most recent first, with status "
-        "(active / compacted / closed), whether a summary exists, turns and last save time.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "status": {"type": "string", "enum": ["active", "compacted", "closed"]},
-                "hasSummary": {"type": "boolean"},
-                "limit": {"type": "number", "minimum": 1, "maximum": 200, "default": 10},
-            },
-            "additionalProperties": False,
-        },
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "projmem_session_transcript",
-        "title": "Read a session transcript",
-        "description": "A session's turns as `--- Turn N [role] timestamp ---` blocks with the "
-        "tools used, plus its duration and the files it modified. Long transcripts come in "
-        "pages: pass the `fromTurn` the answer names to read on.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "sessionId": {"type": "string", "description": "Default: the latest session"},
-                "fromTurn": {"type": "number", "minimum": 1, "default": 1},
-                "maxTurns": {
-                    "type": "number",
-                    "minimum": 1,
-                    "maximum": MAX_TURNS,
-                    "default": DEFAULT_MAX_TURNS,
-                },
-            },
-            "additionalProperties": False,
-        },
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "projmem_session_update_summary",
-        "title": "Store a session summary",
-        "description": "Store a structured summary of a session (written by you, the agent) and "
-        "export it as a markdown note into the session vault collection, searchable by every "
-        "tool.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "sessionId": {"type": "string"},
-                "overview": {"type": "string", "description": "2-3 sentences"},
-                "decisions": {"type": "array", "items": {"type": "string"}},
-                "outcomes": {"type": "array", "items": {"type": "string"}},
-                "openItems": {"type": "array", "items": {"type": "string"}},
-                "tags": {"type": "array", "items": {"type": "string"}},
-            },
-            "required": ["sessionId", "overview", "decisions", "outcomes", "openItems", "tags"],
-            "additionalProperties": False,
-        },
-        "annotations": {"readOnlyHint": False, "openWorldHint": False},
-    },
-]
 
 
 _INT64 = 2**63  # the stores' integer range: a bound value beyond it cannot even be compared
@@ -266,21 +123,6 @@ def _stage_json(stage: Stage) -> dict[str, Any]:
         "in": stage.count_in,
         "out": stage.count_out,
     }
-
-
-FACTS = SurfaceFacts(
-    {
-        "projmem_search": ToolFacts(),
-        "projmem_vector_search": ToolFacts(runs_model=True),
-        "projmem_deep_search": ToolFacts(runs_model=True),
-        "projmem_get": ToolFacts(),
-        "projmem_multi_get": ToolFacts(),
-        "projmem_status": ToolFacts(),
-        "projmem_session_list": ToolFacts(),
-        "projmem_session_transcript": ToolFacts(),
-        "projmem_session_update_summary": ToolFacts(writes=True),
-    }
-)
 
 
 def _report_result(report: SearchReport) -> dict[str, Any]:
@@ -350,16 +192,14 @@ def _chunk_text(row: ChunkRow) -> str:
     )
 
 
-class ProjmemSurface:
+class ProjmemSurface(BaseSurface):
     name = "projmem"
-    facts = FACTS
-    answers_malformed_messages = True
     answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
-    wording: ProtocolWording = JsonRpcWording()
+    instructions_text = INSTRUCTIONS
 
     def __init__(self, services: Services, version: str | None = None) -> None:
         # qmd's own version, as on every surface but compat (REQ-SPEC-VERSION-001)
-        self.server_version = version or package_version()
+        super().__init__(version or package_version())
         if services.chunks is None or services.sessions is None:
             raise QmdError(UNAVAILABLE, "The projmem surface needs chunk rows and sessions")
         if services.sessions.refusal is not None:
@@ -368,45 +208,6 @@ class ProjmemSurface:
         self._chunks: ChunkSearch = services.chunks.with_profile(SEED_000)
         self._sessions: SessionMemory = services.sessions
         self._metadata = services.metadata  # front matter `source_kind` (projmem_status)
-        handlers: dict[str, ToolHandler] = {
-            "projmem_search": self._search,
-            "projmem_vector_search": self._vector_search,
-            "projmem_deep_search": self._deep_search,
-            "projmem_get": self._get,
-            "projmem_multi_get": self._multi_get,
-            "projmem_status": lambda _args: self._status(),
-            "projmem_session_list": self._session_list,
-            "projmem_session_transcript": self._transcript,
-            "projmem_session_update_summary": self._update_summary,
-        }
-        self._tools = tool_table([Tool(d, handlers[d["name"]]) for d in TOOLS])
-        self._errors = EnvelopeErrors()
-
-    # -- protocol -----------------------------------------------------------------------------
-
-    def capabilities(self) -> dict[str, Any]:
-        return {"tools": {"listChanged": False}}
-
-    def instructions(self) -> str | None:
-        return INSTRUCTIONS
-
-    def tools(self) -> list[dict[str, Any]]:
-        return TOOLS
-
-    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        return call_tool(self._tools, self._errors, name, arguments)
-
-    def prompts(self) -> list[dict[str, Any]] | None:
-        return None
-
-    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]:
-        raise JsonRpcError(-32601, "Method not found")
-
-    def resource_templates(self) -> list[dict[str, Any]]:
-        return []
-
-    def read_resource(self, uri: str) -> dict[str, Any]:
-        raise JsonRpcError(-32602, f"Resource not found: {uri}", {"uri": uri})
 
     # -- search -------------------------------------------------------------------------------
 
@@ -417,12 +218,52 @@ class ProjmemSurface:
         top_k = _whole(args["topK"], "topK")
         return query, top_k, None if namespace is None else _whole(namespace, "namespaceId")
 
+    @tool(
+        "projmem_search",
+        "Exact keyword search (FTS5 BM25) over chunks: known class names, function names, "
+        'config keys. Each result names its chunk: `#id | path | "Heading Path" | score`.',
+        title="BM25 keyword search",
+        schema=_search_schema({}),
+        annotations=READ_ONLY,
+    )
     def _search(self, args: dict[str, Any]) -> dict[str, Any]:
         return _report_result(self._chunks.search(*self._query(args)))
 
+    @tool(
+        "projmem_vector_search",
+        "KNN search over chunk embeddings (run `qmd embed` first): fuzzy natural-language "
+        "questions.",
+        title="Semantic vector search",
+        schema=_search_schema({}),
+        annotations=READ_ONLY,
+        facts=ToolFacts(runs_model=True),
+    )
     def _vector_search(self, args: dict[str, Any]) -> dict[str, Any]:
         return _report_result(self._chunks.vector_search(*self._query(args)))
 
+    @tool(
+        "projmem_deep_search",
+        "BM25, LLM query expansion, vectors, reciprocal rank fusion and LLM reranking, with a "
+        "report: expanded queries, strong signal, reranking applied, every stage and its "
+        "milliseconds, and rrfScore / rerankerScore per result.",
+        title="Deep search (full pipeline)",
+        schema=_search_schema(
+            {
+                "skipExpansion": {
+                    "type": "boolean",
+                    "description": "Skip query expansion",
+                    "default": False,
+                },
+                "skipReranking": {
+                    "type": "boolean",
+                    "description": "Skip LLM reranking",
+                    "default": False,
+                },
+            }
+        ),
+        annotations=READ_ONLY,
+        facts=ToolFacts(runs_model=True),
+    )
     def _deep_search(self, args: dict[str, Any]) -> dict[str, Any]:
         options = DeepOptions(bool(args["skipExpansion"]), bool(args["skipReranking"]))
         return _report_result(self._chunks.deep_search(*self._query(args), options))
@@ -441,9 +282,41 @@ class ProjmemSurface:
         }
         return result
 
+    @tool(
+        "projmem_get",
+        "A chunk id (`#123` or `123`) gives that chunk; a document path "
+        "(`collection/path.md`) gives all of its chunks, with heading paths, line ranges and text.",
+        title="Get a chunk or a document's chunks",
+        schema={
+            "type": "object",
+            "properties": {
+                "identifier": {"type": "string", "description": "Chunk id or document path"}
+            },
+            "required": ["identifier"],
+            "additionalProperties": False,
+        },
+        annotations=READ_ONLY,
+    )
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         return self._rows_result(self._chunks.get(str(args["identifier"])), [])
 
+    @tool(
+        "projmem_multi_get",
+        "Chunks by id, by document path, or by a SQL LIKE pattern over "
+        "`collection/path` (e.g. `handbook/engineering/%`, at most 20 documents). At least one "
+        "of the three is required.",
+        title="Get several chunks",
+        schema={
+            "type": "object",
+            "properties": {
+                "chunkIds": {"type": "array", "items": {"type": "number"}},
+                "docPaths": {"type": "array", "items": {"type": "string"}},
+                "pathPattern": {"type": "string"},
+            },
+            "additionalProperties": False,
+        },
+        annotations=READ_ONLY,
+    )
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         rows, notes = self._chunks.multi_get(
             [_whole(i, "chunkIds") for i in args.get("chunkIds") or []],
@@ -452,7 +325,15 @@ class ProjmemSurface:
         )
         return self._rows_result(rows, notes)
 
-    def _status(self) -> dict[str, Any]:
+    @tool(
+        "projmem_status",
+        "Documents, chunks, namespaces, embedding dimension, LLM cache size, "
+        "documents by kind, and the namespace list with ids.",
+        title="Index status",
+        schema={"type": "object", "properties": {}, "additionalProperties": False},
+        annotations=READ_ONLY,
+    )
+    def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
         metadata = self._metadata
         status = self._chunks.status(
             self._sessions.vault_folder, metadata.of if metadata is not None else None
@@ -489,6 +370,22 @@ class ProjmemSurface:
 
     # -- sessions -----------------------------------------------------------------------------
 
+    @tool(
+        "projmem_session_list",
+        "Agent sessions (Claude Code transcripts), most recent first, with status "
+        "(active / compacted / closed), whether a summary exists, turns and last save time.",
+        title="List agent sessions",
+        schema={
+            "type": "object",
+            "properties": {
+                "status": {"type": "string", "enum": ["active", "compacted", "closed"]},
+                "hasSummary": {"type": "boolean"},
+                "limit": {"type": "number", "minimum": 1, "maximum": 200, "default": 10},
+            },
+            "additionalProperties": False,
+        },
+        annotations=READ_ONLY,
+    )
     def _session_list(self, args: dict[str, Any]) -> dict[str, Any]:
         has_summary = args.get("hasSummary")
         listed = self._sessions.list_sessions(
@@ -519,6 +416,28 @@ class ProjmemSurface:
         }
         return result
 
+    @tool(
+        "projmem_session_transcript",
+        "A session's turns as `--- Turn N [role] timestamp ---` blocks with the "
+        "tools used, plus its duration and the files it modified. Long transcripts come in "
+        "pages: pass the `fromTurn` the answer names to read on.",
+        title="Read a session transcript",
+        schema={
+            "type": "object",
+            "properties": {
+                "sessionId": {"type": "string", "description": "Default: the latest session"},
+                "fromTurn": {"type": "number", "minimum": 1, "default": 1},
+                "maxTurns": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": MAX_TURNS,
+                    "default": DEFAULT_MAX_TURNS,
+                },
+            },
+            "additionalProperties": False,
+        },
+        annotations=READ_ONLY,
+    )
     def _transcript(self, args: dict[str, Any]) -> dict[str, Any]:
         session_id = args.get("sessionId") or None
         page = self._sessions.transcript(
@@ -532,6 +451,28 @@ class ProjmemSurface:
         }
         return result
 
+    @tool(
+        "projmem_session_update_summary",
+        "Store a structured summary of a session (written by you, the agent) and "
+        "export it as a markdown note into the session vault collection, searchable by every "
+        "tool.",
+        title="Store a session summary",
+        schema={
+            "type": "object",
+            "properties": {
+                "sessionId": {"type": "string"},
+                "overview": {"type": "string", "description": "2-3 sentences"},
+                "decisions": {"type": "array", "items": {"type": "string"}},
+                "outcomes": {"type": "array", "items": {"type": "string"}},
+                "openItems": {"type": "array", "items": {"type": "string"}},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["sessionId", "overview", "decisions", "outcomes", "openItems", "tags"],
+            "additionalProperties": False,
+        },
+        annotations={"readOnlyHint": False, "openWorldHint": False},
+        facts=ToolFacts(writes=True),
+    )
     def _update_summary(self, args: dict[str, Any]) -> dict[str, Any]:
         saved = self._sessions.summarize(str(args["sessionId"]), args)
         text = (

@@ -1,6 +1,6 @@
-"""The MCP surfaces by name. A surface is one module (its tool table, error presenter,
-resources and prompts) plus one `register_surface` line here; every transport serves any
-registered surface, and `qmd mcp --surface NAME` picks one."""
+"""The MCP surfaces by name. A surface is one module (a `BaseSurface` subclass: its tools,
+error presenter, resources and prompts) plus one `register_surface` line here; every transport
+serves any registered surface, and `qmd mcp --surface NAME` picks one."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.fs.scope import RootGuard
-from adapters.mcp import compat, ldims, memorize, projmem, spec
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
 from adapters.mcp.ldims import LdimsSurface
 from adapters.mcp.ldims_backend import RemoteLdims
@@ -110,13 +109,13 @@ register_surface(
         services, ctx.version, RootGuard(ctx.force_root, ctx.home), ctx.max_results
     ),
     aliases=("default",),
-    facts=spec.FACTS,
+    facts=SpecSurface.facts,
 )
 register_surface(
     f"compat-{COMPAT_VERSION}",
     lambda services, _ctx: CompatSurface(services),
     (COMPAT_VERSION,),
-    facts=compat.FACTS,
+    facts=CompatSurface.facts,
 )
 # seed 003: SEARCH_TIMEOUT is its own answer to a slow search; its service reads `.env`
 register_surface(
@@ -128,7 +127,7 @@ register_surface(
         timeout_s=ctx.request_timeout_s,
         remote=RemoteLdims(ctx.document_backend) if ctx.document_backend is not None else None,
     ),
-    facts=ldims.FACTS,
+    facts=LdimsSurface.facts,
 )
 
 
@@ -138,6 +137,8 @@ def _memorize(_services: Services, context: SurfaceContext) -> MemorizeSurface:
     return MemorizeSurface(context.memory(), context.version)
 
 
-register_surface("memorize", _memorize, facts=memorize.FACTS)
+register_surface("memorize", _memorize, facts=MemorizeSurface.facts)
 
-register_surface("projmem", lambda services, _ctx: ProjmemSurface(services), facts=projmem.FACTS)
+register_surface(
+    "projmem", lambda services, _ctx: ProjmemSurface(services), facts=ProjmemSurface.facts
+)

@@ -18,30 +18,18 @@ from adapters.mcp.formatting import (
     extraction_status,
     get_body,
     multi_get_body,
-    not_found_text,
     resource_contents,
     results_payload,
     status_payload,
     status_text_spec,
-    text_result,
 )
-from adapters.mcp.tools import (
-    SurfaceFacts,
-    Tool,
-    ToolFacts,
-    ToolHandler,
-    call_tool,
-    hybrid_query_runs_model,
-    input_validation_message,
-    tool_table,
-)
+from adapters.mcp.surface import BaseSurface, error_result
+from adapters.mcp.tools import READ_ONLY, ToolFacts, hybrid_query_runs_model, tool
 from adapters.mcp.validation import optional_int
-from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
+from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError
 from domain.errors import (
-    INTERNAL_ERROR,
     INVALID_ARGUMENT,
     NOT_FOUND,
-    DocumentNotFoundError,
     QmdError,
     error_envelope,
 )
@@ -168,103 +156,6 @@ _LINE_NUMBERS = {
     "description": "Prefix each line with its number (format 'N: content')",
 }
 
-TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "search",
-        "title": "Search (BM25)",
-        "description": "Fast keyword search over the BM25 full-text index. Best for exact "
-        'words, names and phrases. Supports prefix terms, "phrases" and -exclusions.',
-        "inputSchema": _search_schema(0, "Keywords to search for"),
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "vsearch",
-        "title": "Vector Search (Semantic)",
-        "description": "Semantic search with vector embeddings: finds documents by meaning "
-        "even without shared keywords. Needs `qmd embed` to have run.",
-        "inputSchema": _search_schema(0.3, "A natural-language question or description"),
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "query",
-        "title": "Hybrid Query (Best Quality)",
-        "description": "Highest-quality search: query expansion, BM25 and vector search in "
-        "parallel, reciprocal-rank fusion and LLM reranking. Falls back to BM25 when no "
-        "vector index or models are available.",
-        "inputSchema": _query_schema(),
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "get",
-        "title": "Get Document",
-        "description": "Retrieve one document by path, qmd:// URI or docid (#abc123) from "
-        "search results. `file.md:120` starts at line 120. Suggests similar files when the "
-        "document is not found.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "file": {
-                    "type": "string",
-                    "description": "File path, docid (#abc123) or path with a line suffix "
-                    "(file.md:120)",
-                },
-                "fromLine": {"type": "number", "description": "First line to return (1-indexed)"},
-                "maxLines": {"type": "number", "description": "Maximum number of lines"},
-                "lineNumbers": _LINE_NUMBERS,
-            },
-            "required": ["file"],
-            "additionalProperties": False,
-        },
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "multi_get",
-        "title": "Multi-Get Documents",
-        "description": "Retrieve several documents by glob pattern (journals/2025-05*.md) or a "
-        "comma-separated list of paths or docids. Files larger than maxBytes are skipped "
-        "with a notice; use `get` for those.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Glob pattern or comma-separated list of paths/docids",
-                },
-                "maxLines": {"type": "number", "description": "Maximum lines per file"},
-                "maxBytes": {
-                    "type": "number",
-                    "default": SPEC_MAX_BYTES,
-                    "description": "Skip files larger than this many bytes (default 10240)",
-                },
-                "lineNumbers": _LINE_NUMBERS,
-            },
-            "required": ["pattern"],
-            "additionalProperties": False,
-        },
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-    {
-        "name": "status",
-        "title": "Index Status",
-        "description": "Show the index status: collections, document counts and embedding health.",
-        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
-        "annotations": {"readOnlyHint": True, "openWorldHint": False},
-    },
-]
-
-
-# What the transports need to know of each tool (adapters/mcp/tools.py, ToolFacts).
-FACTS = SurfaceFacts(
-    {
-        "search": ToolFacts(),
-        "vsearch": ToolFacts(runs_model=True),
-        "query": ToolFacts(runs_model=hybrid_query_runs_model),
-        "get": ToolFacts(),
-        "multi_get": ToolFacts(),
-        "status": ToolFacts(),
-    }
-)
-
 _PROMPT = {
     "name": "query",
     "title": "QMD Query Guide",
@@ -272,37 +163,10 @@ _PROMPT = {
 }
 
 
-def error_result(code: str, message: str) -> dict[str, Any]:
-    """Seed 001: a tool failure is data: readable text plus the stable envelope."""
-    result = text_result(message, is_error=True)
-    result["structuredContent"] = error_envelope(code, message)
-    return result
-
-
-class EnvelopeErrors:
-    """The default surface's error presenter: every failure carries the seed-001 envelope."""
-
-    def invalid_arguments(self, tool: str, issues: list[str]) -> dict[str, Any]:
-        return error_result(INVALID_ARGUMENT, input_validation_message(tool, issues))
-
-    def not_found(self, error: DocumentNotFoundError) -> dict[str, Any]:
-        return error_result(error.code, not_found_text(error))
-
-    def failed(self, error: QmdError) -> dict[str, Any]:
-        return error_result(error.code, error.message)
-
-    def crashed(self, tool: str, error: Exception) -> dict[str, Any]:
-        return error_result(
-            INTERNAL_ERROR, f"Internal error while running {tool}: {type(error).__name__}"
-        )
-
-
-class SpecSurface:
+class SpecSurface(BaseSurface):
     name = "spec"
-    facts = FACTS
-    answers_malformed_messages = True
     answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
-    wording: ProtocolWording = JsonRpcWording()
+    templates = (RESOURCE_TEMPLATE,)
 
     def __init__(
         self,
@@ -313,34 +177,11 @@ class SpecSurface:
     ):
         """`max_results`: the operator's hard limit on search results (`--max-results`),
         below the surface's own bound."""
+        super().__init__(version)
         self._services = services
         self._max_results = min(max_results or MAX_ITEMS, MAX_ITEMS)
         self._searcher = services.searcher.with_profile(SEED_000)
-        self.server_version = version
         self._guard = root_guard or RootGuard(None)
-        handlers: dict[str, ToolHandler] = {
-            "search": self._search,
-            "vsearch": self._vsearch,
-            "query": self._query,
-            "get": self._get,
-            "multi_get": self._multi_get,
-            "status": lambda _args: self._status(),
-        }
-        self._tools = tool_table([Tool(d, handlers[d["name"]]) for d in TOOLS])
-        self._errors = EnvelopeErrors()
-
-    def capabilities(self) -> dict[str, Any]:
-        return {
-            "prompts": {"listChanged": False},
-            "resources": {"listChanged": False},
-            "tools": {"listChanged": False},
-        }
-
-    def instructions(self) -> str | None:
-        return None
-
-    def tools(self) -> list[dict[str, Any]]:
-        return TOOLS
 
     def prompts(self) -> list[dict[str, Any]]:
         return [_PROMPT]
@@ -353,13 +194,7 @@ class SpecSurface:
             "messages": [{"role": "user", "content": {"type": "text", "text": PROMPT_GUIDE}}],
         }
 
-    def resource_templates(self) -> list[dict[str, Any]]:
-        return [RESOURCE_TEMPLATE]
-
     # -- tools ----------------------------------------------------------------------------
-
-    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        return call_tool(self._tools, self._errors, name, arguments)
 
     def _search_args(self, args: dict[str, Any]) -> tuple[str, int, float, list[str]]:
         query = args["query"].strip()
@@ -413,6 +248,14 @@ class SpecSurface:
             return None
         return require_metadata(self._services.metadata).scope_json(raw, collections)
 
+    @tool(
+        "search",
+        "Fast keyword search over the BM25 full-text index. Best for exact words, names and "
+        'phrases. Supports prefix terms, "phrases" and -exclusions.',
+        title="Search (BM25)",
+        schema=_search_schema(0, "Keywords to search for"),
+        annotations=READ_ONLY,
+    )
     def _search(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
         within = self._within(args, collections)
@@ -424,6 +267,15 @@ class SpecSurface:
         )
         return self._payload(results, query)
 
+    @tool(
+        "vsearch",
+        "Semantic search with vector embeddings: finds documents by meaning even without "
+        "shared keywords. Needs `qmd embed` to have run.",
+        title="Vector Search (Semantic)",
+        schema=_search_schema(0.3, "A natural-language question or description"),
+        annotations=READ_ONLY,
+        facts=ToolFacts(runs_model=True),
+    )
     def _vsearch(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
         trace = SearchTrace()
@@ -437,6 +289,16 @@ class SpecSurface:
         results = self._searcher.vector_search(query, request)
         return with_degradations(self._payload(results, query), trace)
 
+    @tool(
+        "query",
+        "Highest-quality search: query expansion, BM25 and vector search in parallel, "
+        "reciprocal-rank fusion and LLM reranking. Falls back to BM25 when no vector index or "
+        "models are available.",
+        title="Hybrid Query (Best Quality)",
+        schema=_query_schema(),
+        annotations=READ_ONLY,
+        facts=ToolFacts(runs_model=hybrid_query_runs_model),
+    )
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
         within = self._within(args, collections)
@@ -474,6 +336,29 @@ class SpecSurface:
         self._guard.check_reference(reference)
         return self._services.retrieval.find(reference, original=shown, qualified=True)
 
+    @tool(
+        "get",
+        "Retrieve one document by path, qmd:// URI or docid (#abc123) from search results. "
+        "`file.md:120` starts at line 120. Suggests similar files when the document is not "
+        "found.",
+        title="Get Document",
+        schema={
+            "type": "object",
+            "properties": {
+                "file": {
+                    "type": "string",
+                    "description": "File path, docid (#abc123) or path with a line suffix "
+                    "(file.md:120)",
+                },
+                "fromLine": {"type": "number", "description": "First line to return (1-indexed)"},
+                "maxLines": {"type": "number", "description": "Maximum number of lines"},
+                "lineNumbers": _LINE_NUMBERS,
+            },
+            "required": ["file"],
+            "additionalProperties": False,
+        },
+        annotations=READ_ONLY,
+    )
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]
         if not reference.strip():
@@ -497,6 +382,32 @@ class SpecSurface:
         )
         return {"content": [embedded_resource(meta, body, fetched.context, with_name=True)]}
 
+    @tool(
+        "multi_get",
+        "Retrieve several documents by glob pattern (journals/2025-05*.md) or a "
+        "comma-separated list of paths or docids. Files larger than maxBytes are skipped with "
+        "a notice; use `get` for those.",
+        title="Multi-Get Documents",
+        schema={
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "Glob pattern or comma-separated list of paths/docids",
+                },
+                "maxLines": {"type": "number", "description": "Maximum lines per file"},
+                "maxBytes": {
+                    "type": "number",
+                    "default": SPEC_MAX_BYTES,
+                    "description": "Skip files larger than this many bytes (default 10240)",
+                },
+                "lineNumbers": _LINE_NUMBERS,
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        },
+        annotations=READ_ONLY,
+    )
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         pattern = args["pattern"]
         if not pattern.strip():
@@ -574,7 +485,14 @@ class SpecSurface:
         }
         return result_payload
 
-    def _status(self) -> dict[str, Any]:
+    @tool(
+        "status",
+        "Show the index status: collections, document counts and embedding health.",
+        title="Index Status",
+        schema={"type": "object", "properties": {}, "additionalProperties": False},
+        annotations=READ_ONLY,
+    )
+    def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
         status = self._services.status.status()
         return extraction_status(status, status_payload(status, status_text_spec(status)))
 

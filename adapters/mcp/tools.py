@@ -1,6 +1,19 @@
-"""The skeleton every surface's `tools/call` shares: validate the arguments against the tool's
-input schema, fill in schema defaults, run the handler, and present failures in the
-surface's own words (an error presenter). A surface is then a tool table plus a presenter."""
+"""A tool is declared once: its `tools/list` entry, its handler and the facts the transports
+read, side by side in one `Tool` value. A surface (`BaseSurface`, adapters/mcp/surface.py)
+declares each tool with `@tool` on its handler; `tools/list` lists them in that order:
+
+    class NotesSurface(BaseSurface):
+        @tool("count_notes", "How many notes the index holds.",
+              schema={"type": "object", "properties": {"collection": {"type": "string"}},
+                      "additionalProperties": False},
+              facts=ToolFacts(runs_model=False, writes=False))
+        def _count(self, args: dict[str, Any]) -> ToolResult:  # arguments checked, defaulted
+            return text_result(str(self._services.status.status().total_documents))
+
+A recorded definition (the compat surface's JSON) becomes the same `Tool` by `@recorded`.
+`run_tool` is the skeleton every `tools/call` shares: validate the arguments against the input
+schema, fill in schema defaults, run the handler, and present failures in the surface's own
+words (an error presenter)."""
 
 from __future__ import annotations
 
@@ -15,7 +28,6 @@ from domain.errors import DocumentNotFoundError, QmdError
 log = logging.getLogger("qmd.mcp")
 
 ToolResult = dict[str, Any]
-ToolHandler = Callable[[dict[str, Any]], ToolResult]
 
 
 # A tool's time budget (`ToolFacts.budget`):
@@ -42,8 +54,8 @@ def hybrid_query_runs_model(arguments: Any) -> bool:
 
 @dataclass(frozen=True)
 class ToolFacts:
-    """What a transport must know of a tool before it runs it, declared by the surface where
-    it registers the tool; transports read these and never a tool's name.
+    """What a transport must know of a tool before it runs it, declared with the tool
+    (`Tool.facts`); transports read these and never a tool's name.
 
     `runs_model`: the call may run a model (True, or a test of the raw arguments), so it goes
     to the bounded model lane. `writes`: it changes stored state, so a cancel that comes
@@ -66,10 +78,10 @@ PLAIN_TOOL = ToolFacts()
 
 @dataclass(frozen=True)
 class SurfaceFacts:
-    """What transports and the CLI must know of a surface, declared beside its tool table:
-    each tool's facts, and `original` (the release of the original QMD it answers as, None
-    for this project's own surfaces: its REST route and models then follow the original's
-    rules)."""
+    """What transports and the CLI must know of a surface, collected from its declared tools
+    and class attributes (`BaseSurface.facts`): each tool's facts, and `original` (the release
+    of the original QMD it answers as, None for this project's own surfaces: its REST route
+    and models then follow the original's rules)."""
 
     tools: Mapping[str, ToolFacts]
     original: str | None = None
@@ -88,17 +100,83 @@ class SurfaceFacts:
 NO_FACTS = SurfaceFacts({})
 
 
+# A handler: the surface it belongs to, and the validated arguments with defaults filled in.
+ToolHandler = Callable[[Any, dict[str, Any]], ToolResult]
+# The hint the read-only tools of this project's own surfaces give (MCP tool annotations).
+READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+
+
 @dataclass(frozen=True)
 class Tool:
-    """One tool: its `tools/list` entry (name, description, inputSchema, …) and its handler,
-    which receives the validated arguments with schema defaults filled in."""
+    """One tool: what `tools/list` shows of it, its handler and its facts."""
 
-    definition: Mapping[str, Any]
+    name: str
+    description: str
+    input_schema: dict[str, Any]
     handler: ToolHandler
+    facts: ToolFacts = PLAIN_TOOL
+    title: str | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
 
-    @property
-    def name(self) -> str:
-        return str(self.definition["name"])
+    def definition(self) -> dict[str, Any]:
+        """The `tools/list` entry, its fields in the order MCP's own servers write them."""
+        entry: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            entry["title"] = self.title
+        entry["description"] = self.description
+        entry["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            entry["outputSchema"] = self.output_schema
+        if self.annotations is not None:
+            entry["annotations"] = self.annotations
+        return entry
+
+    @classmethod
+    def from_definition(
+        cls, definition: Mapping[str, Any], handler: ToolHandler, facts: ToolFacts = PLAIN_TOOL
+    ) -> Tool:
+        """A recorded `tools/list` entry as a Tool; refused unless the Tool lists it back
+        exactly, field order included (a recorded wire contract must not change)."""
+        declared = cls(
+            name=definition["name"],
+            description=definition["description"],
+            input_schema=definition["inputSchema"],
+            handler=handler,
+            facts=facts,
+            title=definition.get("title"),
+            output_schema=definition.get("outputSchema"),
+            annotations=definition.get("annotations"),
+        )
+        listed = declared.definition()
+        if list(listed.items()) != list(definition.items()):
+            raise ValueError(f"recorded tool {declared.name!r} does not list back as recorded")
+        return declared
+
+
+def tool(
+    name: str,
+    description: str,
+    *,
+    schema: dict[str, Any],
+    facts: ToolFacts = PLAIN_TOOL,
+    title: str | None = None,
+    output_schema: dict[str, Any] | None = None,
+    annotations: Mapping[str, Any] | None = None,
+) -> Callable[[ToolHandler], Tool]:
+    """Declare the decorated surface method as tool `name` (see the module docstring)."""
+
+    def declare(handler: ToolHandler) -> Tool:
+        return Tool(name, description, schema, handler, facts, title, output_schema, annotations)
+
+    return declare
+
+
+def recorded(
+    definition: Mapping[str, Any], facts: ToolFacts = PLAIN_TOOL
+) -> Callable[[ToolHandler], Tool]:
+    """Declare the decorated surface method as the recorded tool `definition`."""
+    return lambda handler: Tool.from_definition(definition, handler, facts)
 
 
 class ToolErrorPresenter(Protocol):
@@ -110,28 +188,23 @@ class ToolErrorPresenter(Protocol):
     def crashed(self, tool: str, error: Exception) -> ToolResult: ...
 
 
-def tool_table(tools: list[Tool]) -> dict[str, Tool]:
-    return {tool.name: tool for tool in tools}
-
-
-def call_tool(
-    tools: Mapping[str, Tool], presenter: ToolErrorPresenter, name: str, arguments: Any
+def run_tool(
+    declared: Tool, surface: Any, presenter: ToolErrorPresenter, arguments: Any
 ) -> ToolResult:
-    """Run tool `name` (the session has checked that it exists)."""
-    tool = tools[name]
-    schema = tool.definition["inputSchema"]
+    """Run `declared`, a tool of `surface`, on the raw `arguments` of a `tools/call`."""
+    schema = declared.input_schema
     issues = validate_arguments(schema, arguments)
     if issues:
-        return presenter.invalid_arguments(name, issues)
+        return presenter.invalid_arguments(declared.name, issues)
     try:
-        return tool.handler(with_defaults(schema, arguments))
+        return declared.handler(surface, with_defaults(schema, arguments))
     except DocumentNotFoundError as error:
         return presenter.not_found(error)
     except QmdError as error:
         return presenter.failed(error)
     except Exception as error:  # seed 001: one failing call must not end the server
-        log.exception("tool %s failed", name)
-        return presenter.crashed(name, error)
+        log.exception("tool %s failed", declared.name)
+        return presenter.crashed(declared.name, error)
 
 
 def input_validation_message(tool: str, issues: list[str]) -> str:

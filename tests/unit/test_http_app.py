@@ -17,10 +17,10 @@ from adapters.http.exchange import HttpReply
 from adapters.http.guard import OriginPolicy
 from adapters.http.workers import Worker, WorkerPools
 from adapters.mcp.protocol import Session
-from adapters.mcp.tools import SurfaceFacts, Tool, ToolFacts, call_tool, tool_table
+from adapters.mcp.tools import ToolFacts, tool
 from domain.profiles import SEED_000
 from tests.fakes import InMemoryStore, app_over
-from tests.toy_surface import ToyErrors, ToySurface
+from tests.toy_surface import ToySurface
 
 ACCEPT = [
     (b"content-type", b"application/json"),
@@ -31,32 +31,22 @@ ACCEPT = [
 class GatedSurface(ToySurface):
     """`query` (a model tool) waits for the gate; `get` answers at once."""
 
-    facts = SurfaceFacts({"query": ToolFacts(runs_model=True), "get": ToolFacts()})
-
     def __init__(self, gate: threading.Event, calls: list[str]) -> None:
         super().__init__(app_over(InMemoryStore()).services())
         self.gate, self.calls = gate, calls
-        self._gated = tool_table(
-            [
-                Tool({"name": "query", "inputSchema": {"type": "object"}}, self._query),
-                Tool({"name": "get", "inputSchema": {"type": "object"}}, self._get),
-            ]
-        )
 
+    @tool(
+        "query", "Waits for the gate.", schema={"type": "object"}, facts=ToolFacts(runs_model=True)
+    )
     def _query(self, _args: dict[str, Any]) -> dict[str, Any]:
         self.calls.append("query")
         self.gate.wait(10)
         return {"content": [{"type": "text", "text": "slow"}]}
 
+    @tool("get", "Answers at once.", schema={"type": "object"})
     def _get(self, _args: dict[str, Any]) -> dict[str, Any]:
         self.calls.append("get")
         return {"content": [{"type": "text", "text": "fast"}]}
-
-    def tools(self) -> list[dict[str, Any]]:
-        return [{"name": "query"}, {"name": "get"}]
-
-    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        return call_tool(self._gated, ToyErrors(), name, arguments)
 
 
 @pytest.fixture

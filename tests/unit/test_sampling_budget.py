@@ -17,7 +17,6 @@ import pytest
 from adapters.http.app import HttpSettings, QmdHttpApp
 from adapters.http.guard import OriginPolicy
 from adapters.mcp.budgets import Budgets
-from adapters.mcp.memorize import FACTS as MEMORIZE_FACTS
 from adapters.mcp.memorize import MemorizeSurface
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
@@ -26,23 +25,21 @@ from adapters.mcp.tools import (
     CLIENT_BUDGET,
     OWN_BUDGET,
     OWN_TIMEOUT_GRACE_S,
-    SurfaceFacts,
-    Tool,
     ToolFacts,
-    call_tool,
-    tool_table,
+    tool,
 )
 from adapters.mcp.workers import Worker, WorkerPools
 from domain.profiles import SEED_000
 from domain.usecases.memorize import Memorizer, Thresholds
 from tests.fakes import FixedClock, InMemoryMemoryStore, InMemoryStore, app_over
 from tests.model_fakes import FakeEmbedder
-from tests.toy_surface import ToyErrors, ToySurface
+from tests.toy_surface import ToySurface
 from tests.unit.test_http_app import ACCEPT, _events, _request
 
 PLAIN = ToolFacts()
 OWN = ToolFacts(budget=OWN_BUDGET)
 WAITS = ToolFacts(runs_model=True, waits_on_client=True, budget=CLIENT_BUDGET)
+MEMORIZE_FACTS = MemorizeSurface.facts
 
 
 def test_each_budget_comes_from_the_tool_facts() -> None:
@@ -219,22 +216,14 @@ def test_the_sampling_limit_is_a_service_setting(tmp_path: Any) -> None:
 class WaitingSurface(ToySurface):
     """`fuse` waits on the client (as its facts say) for as long as the test lets it."""
 
-    facts = SurfaceFacts({"fuse": WAITS})
-
     def __init__(self, gate: threading.Event) -> None:
         super().__init__(app_over(InMemoryStore()).services())
         self.gate = gate
-        self._waiting = tool_table([Tool({"name": "fuse", "inputSchema": {}}, self._fuse)])
 
+    @tool("fuse", "Waits on the client.", schema={"type": "object"}, facts=WAITS)
     def _fuse(self, _args: dict[str, Any]) -> dict[str, Any]:
         self.gate.wait(10)
         return {"content": [{"type": "text", "text": "late"}]}
-
-    def tools(self) -> list[dict[str, Any]]:
-        return [{"name": "fuse"}]
-
-    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        return call_tool(self._waiting, ToyErrors(), name, arguments)
 
 
 async def test_a_streamed_http_call_meets_the_sampling_limit_not_the_request_one() -> None:
