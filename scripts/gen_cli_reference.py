@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write the command table of docs/guide/cli.md from the `qmd` argument grammar, so the two cannot drift.
+"""Write the command table of docs/guide/cli.md from the `qmd` argument grammar, so the two
+cannot drift.
 
 python scripts/gen_cli_reference.py          # rewrite the table in docs/guide/cli.md
 python scripts/gen_cli_reference.py --check  # exit 1 if docs/guide/cli.md is out of date
@@ -82,7 +83,9 @@ def main() -> int:
     updated = before + render() + after
     if "--check" in sys.argv[1:]:
         if updated != text:
-            print("docs/guide/cli.md's command table is out of date: run scripts/gen_cli_reference.py")
+            print(
+                "docs/guide/cli.md's command table is out of date: run scripts/gen_cli_reference.py"
+            )
             return 1
         return 0
     REFERENCE.write_text(updated, encoding="utf-8")
