@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Protocol
 
 import pytest
 
@@ -60,3 +61,45 @@ def test_a_record_without_a_status_is_refused(tmp_path: Path) -> None:
     (tmp_path / "0007-bare.md").write_text("# 0007 — Bare\n\n## Decision\nSomething.\n")
     with pytest.raises(SystemExit, match=r"0007-bare\.md: no `Status:` line"):
         adr.render(tmp_path)
+
+
+def test_the_ports_table_is_current() -> None:
+    done = _check("gen_architecture")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+class _Greeter(Protocol):
+    name: str
+
+    def greet(self, whom: str) -> str: ...
+
+
+class _FullGreeter:
+    def __init__(self) -> None:
+        self.name = "full"  # a data member only the constructor shows
+
+    def greet(self, whom: str) -> str:
+        return f"hello {whom}"
+
+
+class _MuteGreeter:
+    name = "mute"
+
+
+def test_a_class_implements_a_port_when_it_has_every_member() -> None:
+    arch = _script("gen_architecture")
+    port = arch.Port("_Greeter", __name__, arch._protocol_members(_Greeter), _Greeter)
+    assert port.members == {"name", "greet"}
+    assert arch._provides(_FullGreeter, port)
+    assert not arch._provides(_MuteGreeter, port)
+    assert not arch._provides(_Greeter, port)  # the port itself is no implementation
+
+
+def test_the_ports_table_names_the_stores_behind_the_document_store() -> None:
+    arch = _script("gen_architecture")
+    by_name = {port.name: port for port in arch.ports()}
+    assert {"DocumentStore", "Embedder", "ConfigRepository"} <= set(by_name)
+    row = next(
+        line for line in arch.render().splitlines() if line.startswith("| `DocumentStore` |")
+    )
+    assert "SqliteIndex" in row and "InMemoryStore" in row
