@@ -121,7 +121,8 @@ def _implementations(port: Port, classes: list[type]) -> list[str]:
 
 
 def render() -> str:
-    adapters = [c for pkg in IMPLEMENTATION_PACKAGES for m in _modules(pkg) for c in _own_classes(m)]
+    modules = [m for package in IMPLEMENTATION_PACKAGES for m in _modules(package)]
+    adapters = [c for m in modules for c in _own_classes(m)]
     fakes = [c for name in FAKE_MODULES for c in _own_classes(importlib.import_module(name))]
     rows = []
     for port in ports():
