@@ -66,6 +66,7 @@ def test_composition_root_finds_the_factory(tmp_path: Path) -> None:
     assert models.identity.fingerprint == "c37385"  # the original's, for its default model
 
 
+@pytest.mark.models  # the llama.cpp adapters are built only where llama_cpp imports
 def test_embed_format_override_follows_the_original_for_minilm(tmp_path: Path) -> None:
     config = write_config(tmp_path, "  embed: /models/all-MiniLM-L6-v2-f16.gguf\n")
     guessed = build_models(config, {}).embedder
@@ -121,6 +122,7 @@ def test_compat_reranker_without_a_ranking_head_scores_like_the_original(tmp_pat
     assert isinstance(compat, LlamaReranker) and not compat._model.loaded
 
 
+@pytest.mark.models  # the llama.cpp adapters are built only where llama_cpp imports
 def test_none_turns_rerank_and_expansion_off(tmp_path: Path) -> None:
     """The container image's switch (deploy/README.md): `none` builds no adapter for that
     role instead of fetching the default model; the embedder is unaffected."""
