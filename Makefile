@@ -11,7 +11,7 @@ BARE := not models and not original and not postgres and not node
 .PHONY: test-fast test lint gen gen-check bare help
 
 help:
-	@echo "make test-fast  unit and contract tests without models, the original, PostgreSQL, Node or slow ones (< 60 s)"
+	@echo "make test-fast  unit and contract tests without models, the original, PostgreSQL, Node or slow ones"
 	@echo "make lint       ruff, ruff format --check, mypy --strict, import-linter"
 	@echo "make gen        regenerate what is generated (requirements, command table, ports table, ADR index)"
 	@echo "make gen-check  fail if anything generated is out of date"
