@@ -20,6 +20,7 @@ import pytest
 
 from adapters.models.references import PREPARED_DIR_NAME
 from domain.model import SubQuery
+from tests import needs
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -124,6 +125,7 @@ MODELS_DIR = REPO_ROOT / PREPARED_DIR_NAME
 
 def prepared_model(file_name: str) -> Path:
     """Path of a model built by scripts/prepare_models.py; fails (never skips) when absent."""
+    needs.require("models", f"the prepared model {file_name}")
     path = MODELS_DIR / file_name
     if not path.is_file():
         pytest.fail(

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import needs
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = REPO / ".tools" / "original"
 INSTALL_HINT = (
@@ -87,6 +89,7 @@ class OriginalQmd:
 
 def original_qmd(home: Path) -> OriginalQmd:
     """Command prefix and environment for the original, with HOME/XDG dirs under `home`."""
+    needs.require("original", "the original QMD 2.8.3")
     qmd = _qmd_executable()
     if qmd is None or not qmd.exists():
         pytest.fail(f"{INSTALL_HINT} (looked for {qmd or DEFAULT_DIR})")

@@ -11,12 +11,19 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from tests import needs
+
 REPO = Path(__file__).resolve().parent.parent
 
 
-@cache
 def server_url() -> str:
     """Start the server (a no-op when it runs) and return its URL: the script's last line."""
+    needs.require("postgres", "the local PostgreSQL")
+    return _started_url()
+
+
+@cache
+def _started_url() -> str:
     done = subprocess.run(
         ["bash", str(REPO / "scripts" / "postgres.sh"), "start"],
         capture_output=True,

@@ -140,6 +140,7 @@ def test_exclusive_is_a_context_manager(memory: MemoryLike) -> None:
     assert memory.get("qa-1") is not None
 
 
+@pytest.mark.postgres
 def test_exclusive_holds_postgresql_advisory_lock(tmp_path: Path) -> None:
     """On PostgreSQL the writers' lock is the index's advisory lock: another process (here a
     second pool) sees it taken while a writer holds it, and free afterwards."""

@@ -203,6 +203,7 @@ def _load(index: SqliteIndex, vectors: list[list[float]]) -> None:
             index.store_chunk_vectors(h, [(0, 0, v)], "m", "f", T0)
 
 
+@pytest.mark.slow  # 20,000 vectors, exact and prefiltered: left out of `make test-fast`
 def test_prefilter_recall_against_exact_search(tmp_path: Path) -> None:
     """REQ-VEC-PREFILTER-001: with the prefilter forced on, the ten nearest documents are
     those of an exact scan at least 95% of the time, and every distance is the exact one."""

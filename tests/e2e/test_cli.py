@@ -432,6 +432,7 @@ def test_vsearch_without_embeddings_says_so_and_finds_nothing(shared: Qmd) -> No
     assert "qmd embed" in done.stderr
 
 
+@pytest.mark.models  # with llama.cpp installed: the default model cannot be fetched here
 def test_embed_is_reported_as_not_available(shared: Qmd) -> None:
     done = shared.run("embed")
     assert done.returncode == 1

@@ -208,6 +208,7 @@ def test_a_70_mib_line_is_refused_and_the_next_request_answered(
         server.kill()
 
 
+@pytest.mark.models
 def test_updates_while_embed_runs_leave_nothing_torn(tmp_path: Path) -> None:
     """`qmd embed` (MiniLM, two documents per batch) while updates edit what it embeds: it
     ends with success or 'Embedding incomplete', never an internal error or a lock error,

@@ -287,6 +287,7 @@ def test_update_killed_at_random_points_leaves_a_consistent_index(
     report(killer.summary("update", rounds, extra))
 
 
+@pytest.mark.models
 def test_embed_killed_at_random_points_leaves_complete_vector_sets(
     workspace: tuple[Path, dict[str, str]],
 ) -> None:
@@ -331,6 +332,7 @@ def test_embed_killed_at_random_points_leaves_complete_vector_sets(
     )
 
 
+@pytest.mark.models
 def test_cleanup_killed_at_random_points_leaves_a_consistent_index(
     workspace: tuple[Path, dict[str, str]],
 ) -> None:

@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
+from tests import needs
 from tests.http_harness import REPO, HttpServer
 from tests.mcp_harness import build_fixture_index
+
+pytestmark = pytest.mark.node
 
 INSPECTOR = Path(
     os.environ.get("QMD_INSPECTOR_BIN")
@@ -47,6 +50,7 @@ TOOL_ARGS: dict[str, dict[str, list[str]]] = {
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, HttpServer]]:
+    needs.require("node", "the MCP Inspector")
     if not INSPECTOR.exists() or not (NODE_BIN / "node").exists():
         pytest.fail(
             f"the MCP Inspector is not installed ({INSPECTOR}); run scripts/install_original.sh "

@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 from adapters.cli.parser import build_parser
+from adapters.models.references import PREPARED_EMBED_FILE
 from tests.e2e.conftest import Qmd
+from tests.model_fakes import prepared_model
 from tests.original import original_qmd
 
 ORIGINAL_HELP = Path(__file__).resolve().parents[1] / "data" / "original-2.8.3-help.txt"
@@ -170,6 +172,7 @@ def test_your_own_config_is_never_gated(fresh: Qmd) -> None:
     assert "is your own config — it is never gated. Nothing to trust." in stdout
 
 
+@pytest.mark.original
 def test_an_approval_by_the_original_is_one_by_us(tmp_path: Path, fresh: Qmd) -> None:
     """Both implementations digest the gated set the same way and share trusted.json."""
     project = _project(fresh.root)
@@ -287,9 +290,9 @@ def test_embed_f_with_c_is_refused_with_the_reason(added: Qmd) -> None:
     assert done.returncode == 1 and "run 'qmd embed -f' without -c" in done.stderr
 
 
+@pytest.mark.models
 def test_embed_c_embeds_only_that_collections_documents(fresh: Qmd) -> None:
-    model = Path(__file__).resolve().parents[2] / ".models" / "all-MiniLM-L6-v2-f16.gguf"
-    assert model.is_file(), "run scripts/prepare_models.py (setup does) for the test models"
+    model = prepared_model(PREPARED_EMBED_FILE)
     one, two = fresh.root / "one", fresh.root / "two"
     one.mkdir()
     two.mkdir()
@@ -308,8 +311,9 @@ def test_embed_c_embeds_only_that_collections_documents(fresh: Qmd) -> None:
     assert missing.returncode == 1 and "Collection not found: nope" in missing.stderr
 
 
+@pytest.mark.models
 def test_status_and_doctor_name_the_models_and_vectors_of_another_model(fresh: Qmd) -> None:
-    model = Path(__file__).resolve().parents[2] / ".models" / "all-MiniLM-L6-v2-f16.gguf"
+    model = prepared_model(PREPARED_EMBED_FILE)
     (fresh.root / "one").mkdir()
     (fresh.root / "one" / "a.md").write_text("# Alpha\n\nfirst\n")
     fresh.ok("collection", "add", str(fresh.root / "one"), "--name", "one")
@@ -401,8 +405,9 @@ def test_query_shows_its_stages_on_a_terminal_and_says_what_it_skipped(added: Qm
     assert rc == 0 and "searching" not in quiet and note in quiet
 
 
+@pytest.mark.models
 def test_embed_sizes_chunks_for_a_512_token_model(fresh: Qmd) -> None:
-    model = Path(__file__).resolve().parents[2] / ".models" / "all-MiniLM-L6-v2-f16.gguf"
+    model = prepared_model(PREPARED_EMBED_FILE)
     (fresh.root / "long").mkdir()
     paragraphs = [
         f"## Part {i}\n\n" + " ".join(f"word{i}x{j}" for j in range(120)) for i in range(20)

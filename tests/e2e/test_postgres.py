@@ -28,6 +28,8 @@ from tests.http_harness import ACCEPT_BOTH, REPO, HttpServer, send
 from tests.mcp_harness import build_fixture_index, fixture_env
 from tests.postgres_server import drop_schema, fresh_schema_url
 
+pytestmark = pytest.mark.postgres
+
 HEADERS = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
 T0 = "2025-01-01T00:00:00.000Z"
 

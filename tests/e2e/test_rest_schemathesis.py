@@ -30,6 +30,10 @@ from schemathesis.checks import (
 from tests.fuzz import driver
 from tests.http_harness import REPO, HttpServer, send
 
+# The plugin that turns `SCHEMA.parametrize()` into tests; pyproject keeps it from autoloading
+# (with it, hypothesis, about a second) into every other pytest run.
+pytest_plugins = ["schemathesis.pytest.plugin"]
+
 SCHEMA = schemathesis.openapi.from_path(REPO / "docs" / "spec" / "rest-openapi.yaml")
 SCHEMA.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 CONFORMANCE = [

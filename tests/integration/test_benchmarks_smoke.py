@@ -122,6 +122,7 @@ def test_bench_suggest_runs_and_prints_its_figures() -> None:
     assert "(6/6 with suggestions)" in done.stdout  # every typo of a relative path is found
 
 
+@pytest.mark.models  # embeds with the MiniLM GGUF
 def test_bench_judged_runs_on_a_slice_and_prints_ndcg() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.bench_judged", "--limit-docs", "40", "--questions", "4"],
@@ -184,6 +185,8 @@ def test_bench_filters_runs(tmp_path: Path) -> None:
         assert f"\n{label} " in done.stdout or done.stdout.startswith(label)
 
 
+@pytest.mark.postgres
+@pytest.mark.models  # bench_scale's vectors come from numpy, the `models` extra's
 def test_bench_scale_runs_on_both_backends(tmp_path: Path) -> None:
     from tests.postgres_server import drop_schema, server_url
 
@@ -227,6 +230,7 @@ def test_bench_scale_runs_on_both_backends(tmp_path: Path) -> None:
     drop_schema("bench_scale_200_2000_embedding_like")  # the schema the script names by size
 
 
+@pytest.mark.models  # numpy, the `models` extra's
 def test_bench_scale_vectors_have_the_local_structure_it_claims() -> None:
     """The embedding-like generator's neighbours are distinguishable (10th neighbour well
     beyond the nearest) where the isotropic worst case's are near-ties, as the README says."""

@@ -11,15 +11,18 @@ length embeds.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import llama_cpp
 import pytest
 
 from adapters.models.llama import LlamaEmbedder
 from adapters.models.references import PREPARED_EMBED_FILE
 from tests.model_fakes import prepared_model
 
-pytestmark = pytest.mark.models
+if TYPE_CHECKING:
+    import llama_cpp
+
+pytestmark = pytest.mark.models  # llama_cpp is imported in the tests: a bare install collects this
 
 
 def _body_with_tokens(vocab: llama_cpp.Llama, embedder: LlamaEmbedder, target: int) -> str:
@@ -35,6 +38,8 @@ def _body_with_tokens(vocab: llama_cpp.Llama, embedder: LlamaEmbedder, target: i
 
 
 def test_texts_that_abort_the_original_are_embedded() -> None:
+    import llama_cpp
+
     model = str(prepared_model(PREPARED_EMBED_FILE))
     vocab = llama_cpp.Llama(model_path=model, vocab_only=True, verbose=False)
     embedder = LlamaEmbedder(model, family="embeddinggemma", batch_size=2)

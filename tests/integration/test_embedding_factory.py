@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import gguf
-import numpy as np
 import pytest
 
 from adapters.bootstrap import build_models
@@ -46,6 +44,7 @@ def test_references_from_yaml_env_and_defaults(tmp_path: Path) -> None:
     assert configured_refs({}, str(tmp_path), {}) == dict(DEFAULT_MODELS)
 
 
+@pytest.mark.models
 def test_models_are_built_lazily_with_the_embedding_identity(tmp_path: Path) -> None:
     config = write_config(tmp_path, "  embed: hf:org/repo/never-downloaded.gguf\n")
     models = models_from_config(
@@ -67,6 +66,7 @@ def test_composition_root_finds_the_factory(tmp_path: Path) -> None:
     assert models.identity.fingerprint == "c37385"  # the original's, for its default model
 
 
+@pytest.mark.models  # the llama.cpp adapters are built only where llama_cpp imports
 def test_embed_format_override_follows_the_original_for_minilm(tmp_path: Path) -> None:
     config = write_config(tmp_path, "  embed: /models/all-MiniLM-L6-v2-f16.gguf\n")
     guessed = build_models(config, {}).embedder
@@ -83,6 +83,9 @@ def test_embed_format_override_follows_the_original_for_minilm(tmp_path: Path) -
 
 
 def _gguf_with(path: Path, tensors: list[str]) -> Path:
+    import gguf  # the `models` extra's, like numpy: a bare install still collects this file
+    import numpy as np
+
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_tokenizer_model("gpt2")  # a metadata array of strings, skipped by the reader
     writer.add_token_list(["<s>", "yes", "no"])
@@ -95,6 +98,7 @@ def _gguf_with(path: Path, tensors: list[str]) -> Path:
     return path
 
 
+@pytest.mark.models
 def test_a_ranking_head_is_a_classifier_tensor(tmp_path: Path) -> None:
     plain = _gguf_with(tmp_path / "lm.gguf", ["token_embd.weight", "output.weight"])
     ranker = _gguf_with(tmp_path / "rank.gguf", ["token_embd.weight", "cls.output.weight"])
@@ -107,6 +111,7 @@ def test_a_ranking_head_is_a_classifier_tensor(tmp_path: Path) -> None:
         gguf_tensor_names(tmp_path / "bad.gguf")
 
 
+@pytest.mark.models
 def test_compat_reranker_without_a_ranking_head_scores_like_the_original(tmp_path: Path) -> None:
     gemma = str(GEMMA)
     config = write_config(tmp_path, f"  rerank: {gemma}\n")
@@ -117,6 +122,7 @@ def test_compat_reranker_without_a_ranking_head_scores_like_the_original(tmp_pat
     assert isinstance(compat, LlamaReranker) and not compat._model.loaded
 
 
+@pytest.mark.models  # the llama.cpp adapters are built only where llama_cpp imports
 def test_none_turns_rerank_and_expansion_off(tmp_path: Path) -> None:
     """The container image's switch (deploy/README.md): `none` builds no adapter for that
     role instead of fetching the default model; the embedder is unaffected."""

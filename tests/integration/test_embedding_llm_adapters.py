@@ -156,6 +156,7 @@ def test_cpu_can_be_forced() -> None:
 # ------------------------------------------------------------------------------ real model
 
 
+@pytest.mark.models  # loads llama_cpp
 @pytest.mark.parametrize(("given", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
 def test_openmp_threads_wait_passively_unless_told_otherwise(given: str | None, seen: str) -> None:
     # Busy-waiting OpenMP threads made a query embedding 90x slower beside another llama.cpp

@@ -65,7 +65,7 @@ def test_an_unknown_surface_is_refused_before_anything_starts(
     assert "--compat and --surface name different surfaces" in capsys.readouterr().err
 
 
-def test_readme_command_table_matches_the_grammar() -> None:
+def test_cli_reference_table_matches_the_grammar() -> None:
     done = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "gen_cli_reference.py"), "--check"],
         capture_output=True,

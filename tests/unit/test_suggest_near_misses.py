@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from domain.errors import DocumentNotFoundError
 from domain.suggest import NameIndex, levenshtein
 from domain.usecases.retrieval import Retrieval
@@ -56,6 +58,7 @@ def _mistyped(path: str, rng: random.Random) -> list[str]:
     return out
 
 
+@pytest.mark.slow  # a large table of near misses, cold and warm: left out of `make test-fast`
 def test_near_misses_get_the_original_answer_one_off_and_warm() -> None:
     rng = random.Random(26)
     for paths in (_numbered(700), _docs_like(300)):

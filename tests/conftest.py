@@ -1,0 +1,26 @@
+"""Suite-wide hooks. Kept light: every pytest run imports this file before anything else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests import needs
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in sorted(needs.markers_for(item)):
+            if item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    needs.enter(item)
+    try:
+        return (yield)
+    finally:
+        needs.leave(item)
