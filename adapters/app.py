@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from adapters.backends import redacted
 from adapters.config.trust import TrustDecision
 from adapters.config.yaml_config import QmdConfig
 from adapters.fs.scope import ScopePolicy
 from adapters.models.bundle import Models
-from adapters.postgres.url import is_postgres_url, redact
 from domain.errors import QmdError
 from domain.ports import (
     ChunkIndex,
@@ -217,7 +217,7 @@ class App:
     @property
     def index_display(self) -> str:
         """Where the index is, for people: the file, or the URL without its password."""
-        return redact(self.db_path) if is_postgres_url(self.db_path) else self.db_path
+        return redacted(self.db_path)
 
     def index_size(self) -> int:
         """Bytes the index takes: the SQLite file, or the PostgreSQL schema's tables."""

@@ -5,6 +5,7 @@ opened (the PostgreSQL driver costs a `qmd` start about 0.2 s)."""
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
@@ -14,23 +15,65 @@ from adapters.backend import Backend, Opener
 
 @dataclass(frozen=True)
 class BackendKind:
-    name: str
+    """One backend as the rest of the program may know it: how its locations look, where its
+    package is, and the words `status` and `doctor` use for it (the CLI reads these, never a
+    backend's name)."""
+
+    name: str  # `App.backend`
     schemes: tuple[str, ...]  # location prefixes; () matches any location (a file path)
     module: str  # has `open_backend(location, env=None, *, staged=False) -> Backend`
+    label: str  # for people: `status`'s "Backend:" line, `doctor`
+    vector_extension: str  # what gives it vector search, and the word for "it works"
+    vector_ready: str
 
     def handles(self, location: str) -> bool:
         return not self.schemes or location.startswith(self.schemes)
 
+    @property
+    def embedded(self) -> bool:
+        """A file beside the user, not a server: the default, which `status` need not name."""
+        return not self.schemes
+
 
 # First match wins; the file backend last.
 KINDS: tuple[BackendKind, ...] = (
-    BackendKind("postgresql", ("postgresql://", "postgres://"), "adapters.postgres.backend"),
-    BackendKind("sqlite", (), "adapters.sqlite.backend"),
+    BackendKind(
+        "postgresql",
+        ("postgresql://", "postgres://"),
+        "adapters.postgres.backend",
+        "PostgreSQL (pgvector)",
+        "pgvector",
+        "installed",
+    ),
+    BackendKind("sqlite", (), "adapters.sqlite.backend", "SQLite", "sqlite-vec", "loaded"),
 )
 
 
 def kind_of(location: str) -> BackendKind:
     return next(kind for kind in KINDS if kind.handles(location))
+
+
+def kind_named(name: str) -> BackendKind:
+    """The kind an opened app reports as `App.backend`."""
+    return next(kind for kind in KINDS if kind.name == name)
+
+
+def server_schemes() -> tuple[str, ...]:
+    """The URL prefixes of every backend that is a server (what `--index-url` accepts)."""
+    return tuple(scheme for kind in KINDS for scheme in kind.schemes)
+
+
+def storage_failure(error: BaseException, where: str) -> str | None:
+    """The user-facing message for a backend failing to write (a full disk: the command was
+    rolled back), or None when `error` is no such failure. Only backends this process has
+    opened are asked: another cannot have raised it, and is not imported for the question."""
+    for kind in KINDS:
+        module = sys.modules.get(kind.module)
+        explain = getattr(module, "storage_failure", None)
+        message = explain(error, where) if callable(explain) else None
+        if message is not None:
+            return str(message)
+    return None
 
 
 def open_backend(
@@ -42,3 +85,11 @@ def open_backend(
     module = importlib.import_module(kind_of(location).module)
     opener = cast(Opener, module.open_backend)
     return opener(location, env, staged=staged)
+
+
+def redacted(location: str) -> str:
+    """`location` as people may see it: a database URL without its password (status lines,
+    lock files, refusals); a file path as it is."""
+    from adapters.postgres.url import redact  # URL parsing only, not the driver
+
+    return redact(location) if "://" in location else location

@@ -112,7 +112,9 @@ def build_app(
     else:
         # No model adapter is built (nor imported); `status` still counts pending
         # embeddings for the configured model by its identity.
-        models = Models(identify=lambda: embedding_identity(config_path, environ, trust, load))
+        models = Models(
+            identify=lambda: embedding_identity(config_path, environ, trust, load, cache=index)
+        )
     return _wire(
         storage,
         config_path,
@@ -327,13 +329,15 @@ def embedding_identity(
     env: Mapping[str, str],
     trust: TrustDecision | None = None,
     load: ConfigLoader = load_config,
+    cache: LlmCache | None = None,
 ) -> EmbeddingIdentity:
     """The configured embedding model's name and fingerprint, with no model adapter built:
-    for the commands that need no model (`status` counts pending embeddings with it)."""
+    for the commands that need no model (`status` counts pending embeddings with it). `cache`:
+    the index, where a remote model's embedding space is remembered."""
     from adapters.models.factory import embedding_identity as identity_of
 
     config_dir = os.path.dirname(os.path.abspath(config_path))
-    return identity_of(_models_of(load(config_path), trust), config_dir, env)
+    return identity_of(_models_of(load(config_path), trust), config_dir, env, cache)
 
 
 def _models_of(config: QmdConfig, trust: TrustDecision | None) -> Mapping[str, str]:

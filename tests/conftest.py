@@ -24,3 +24,12 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         return (yield)
     finally:
         needs.leave(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    needs.tearing_down(True)
+    try:
+        return (yield)
+    finally:
+        needs.tearing_down(False)

@@ -29,6 +29,9 @@ PARAM_MARKERS = {"postgres": "postgres"}
 IMPLIED_MARKERS = {"official_suite": "node"}
 
 _running: list[pytest.Item] = []
+# A shared fixture's clean-up runs in the teardown of whichever test came last, a test that
+# may never have used it; its use was checked when it was set up, so teardowns are not.
+_tearing_down: list[bool] = [False]
 
 
 def markers_for(item: pytest.Item) -> set[str]:
@@ -56,10 +59,14 @@ def leave(item: pytest.Item) -> None:
         _running.pop()
 
 
+def tearing_down(now: bool) -> None:
+    _tearing_down[0] = now
+
+
 def require(marker: str, what: str) -> None:
     """Fail the running test unless it carries `marker`: it is about to use `what`."""
-    if not _running:
-        return  # outside a test (a script importing the helper)
+    if not _running or _tearing_down[0]:
+        return  # outside a test (a script importing the helper), or a fixture's clean-up
     item = _running[-1]
     if item.get_closest_marker(marker) is None:
         pytest.fail(

@@ -88,7 +88,7 @@ def _storage_failure(error: Exception) -> str | None:
             f"qmd: no space left to write {error.filename or 'a file'} ({error.strerror}). "
             "Free some space and run the command again."
         )
-    from adapters.sqlite.driver import storage_failure
+    from adapters.backends import storage_failure
 
     return storage_failure(error, "the index")
 
@@ -117,8 +117,13 @@ def _run(argv: list[str]) -> int:
         os.environ["QMD_FORCE_CPU"] = "1"
     index_url = getattr(args, "index_url", None)
     if index_url:
-        if not index_url.startswith(("postgresql://", "postgres://")):
-            raise UsageError(f"--index-url: expected a postgresql:// URL, got {index_url!r}")
+        from adapters.backends import server_schemes
+
+        schemes = server_schemes()
+        if not index_url.startswith(schemes):
+            raise UsageError(
+                f"--index-url: expected a database URL ({', '.join(schemes)}), got {index_url!r}"
+            )
         # the environment carries it to everything this run starts (a daemon, its workers)
         os.environ["INDEX_PATH"] = index_url
     handler: Handler | None = args.handler

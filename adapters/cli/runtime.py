@@ -44,7 +44,7 @@ def open_app(args: argparse.Namespace, *, with_models: bool = False) -> Iterator
     try:
         yield app
     except Exception as error:
-        from adapters.sqlite.driver import storage_failure
+        from adapters.backends import storage_failure
 
         message = storage_failure(error, app.db_path)
         if message is None:
@@ -62,7 +62,7 @@ def lock_file_path(db_path: str, purpose: str) -> str:
 
 def _this_process() -> str:
     """`pid N: qmd ARGS` for a lock file (URLs without their passwords)."""
-    from adapters.postgres.url import redact
+    from adapters.backends import redacted as redact
 
     words = [redact(word) if "://" in word else word for word in sys.argv[1:]]
     return f"pid {os.getpid()}: " + " ".join(["qmd", *words])

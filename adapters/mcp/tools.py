@@ -3,12 +3,13 @@ read, side by side in one `Tool` value. A surface (`BaseSurface`, adapters/mcp/s
 declares each tool with `@tool` on its handler; `tools/list` lists them in that order:
 
     class NotesSurface(BaseSurface):
-        @tool("count_notes", "How many notes the index holds.",
-              schema={"type": "object", "properties": {"collection": {"type": "string"}},
-                      "additionalProperties": False},
-              facts=ToolFacts(runs_model=False, writes=False))
+        @tool("count_notes", "How many notes the index holds.", title="Count Notes",
+              schema={"type": "object", "properties": {}, "additionalProperties": False},
+              annotations=READ_ONLY)  # facts: PLAIN_TOOL unless given (ToolFacts(...))
         def _count(self, args: dict[str, Any]) -> ToolResult:  # arguments checked, defaulted
-            return text_result(str(self._services.status.status().total_documents))
+            n = sum(c.documents for c in self._services.store.collection_counts())
+            return {"content": [{"type": "text", "text": f"{n} notes"}],
+                    "structuredContent": {"count": n}}
 
 A recorded definition (the compat surface's JSON) becomes the same `Tool` by `@recorded`.
 `run_tool` is the skeleton every `tools/call` shares: validate the arguments against the input

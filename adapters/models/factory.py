@@ -130,16 +130,19 @@ def models_from_config(
 
 
 def embedding_identity(
-    from_yaml: Mapping[str, str], config_dir: str, env: Mapping[str, str] | None = None
+    from_yaml: Mapping[str, str],
+    config_dir: str,
+    env: Mapping[str, str] | None = None,
+    cache: LlmCache | None = None,
 ) -> EmbeddingIdentity:
     """The configured embedding model's name and fingerprint, as `models_from_config` gives
     them, without building (or importing) a local model adapter: what `qmd status` needs to
-    count pending documents. A remote model's fingerprint needs its adapter (its declared or
-    cached embedding space)."""
+    count pending documents. A remote model's fingerprint needs its adapter and the index's
+    cache (its declared or cached embedding space), as the embedding run had them."""
     environ = os.environ if env is None else env
     refs = configured_refs(from_yaml, config_dir, environ)
     if is_remote_ref(refs["embed"]):
-        return models_from_config(from_yaml, config_dir, environ).identity
+        return models_from_config(from_yaml, config_dir, environ, cache=cache).identity
     text = EmbedText(refs["embed"], _embed_format(environ))
     return EmbeddingIdentity(refs["embed"], fingerprint_for(text))
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from adapters.backend import Backend
 from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.driver import dbapi
+from adapters.sqlite.driver import storage_failure as storage_failure
 from adapters.sqlite.dump import SqliteDump, stage
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows

@@ -164,6 +164,7 @@ async def test_memory_loop_over_stdio(tmp_path: Path, mode: str) -> None:
     check_files(tmp_path, ids)
 
 
+@pytest.mark.postgres
 async def test_memory_loop_with_the_index_in_postgresql(tmp_path: Path) -> None:
     """The same loop with the index (and the memory's rows) in PostgreSQL: the rows in the
     database, the files in the memory folder, both still there for a new process."""

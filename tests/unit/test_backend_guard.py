@@ -149,3 +149,60 @@ def test_opening_a_sqlite_index_imports_no_other_backend(tmp_path: Path) -> None
         check=True,
     )
     assert done.stdout.strip() == "[]", done.stdout
+
+
+# the transports and the CLI: they serve whatever backend the registry opened
+FRONT_ENDS = ("adapters/cli", "adapters/http", "adapters/mcp")
+
+
+def _backend_words() -> frozenset[str]:
+    from adapters.backends import KINDS
+
+    return frozenset(word for kind in KINDS for word in (kind.name, kind.label, *kind.schemes))
+
+
+def backend_naming(tree: ast.AST, words: frozenset[str]) -> list[str]:
+    """Where a module imports from a backend package, or compares with (or tests a prefix
+    against) a backend's name or scheme: the CLI and transports would then behave per backend
+    by name. Help texts and messages may mention a backend; only decisions count."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and _in_backend(node.module):
+            found.append(f"{node.lineno}: from {node.module} import …")
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            named = [o.value for o in operands if isinstance(o, ast.Constant) and o.value in words]
+            if named:
+                found.append(f"{node.lineno}: compares with {named[0]!r}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("startswith", "endswith")
+        ):
+            for arg in ast.walk(ast.Tuple(elts=list(node.args), ctx=ast.Load())):
+                if isinstance(arg, ast.Constant) and arg.value in words:
+                    found.append(f"{node.lineno}: {node.func.attr}({arg.value!r})")
+    return found
+
+
+def test_no_transport_or_cli_module_decides_by_a_backend_name() -> None:
+    words = _backend_words()
+    offenders: list[str] = []
+    for front in FRONT_ENDS:
+        for path in sorted((REPO / front).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            offenders += [f"{path.relative_to(REPO)}:{hit}" for hit in backend_naming(tree, words)]
+    assert offenders == []
+
+
+def test_the_naming_check_flags_each_form_it_looks_for() -> None:
+    words = _backend_words()
+    source = (
+        "from adapters.postgres.url import redact\n"
+        "if app.backend == 'postgresql': pass\n"
+        "if 'sqlite' != name: pass\n"
+        "url.startswith(('postgresql://', 'x'))\n"
+        "print('the PostgreSQL (pgvector) index')\n"  # a message: allowed
+    )
+    hits = backend_naming(ast.parse(source), words)
+    assert [hit.split(":")[0] for hit in hits] == ["1", "2", "3", "4"]

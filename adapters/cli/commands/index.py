@@ -21,8 +21,8 @@ def copy(args: argparse.Namespace) -> int:
     import os
 
     from adapters.backends import kind_of, open_backend
+    from adapters.backends import redacted as redact
     from adapters.cli.index_copy import copy_to, describe
-    from adapters.postgres.url import redact
 
     def same(a: str, b: str) -> bool:
         if kind_of(a).schemes or kind_of(b).schemes:  # a database URL

@@ -7,6 +7,7 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from adapters.backends import kind_named
 from adapters.cli import formats as fmt
 from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable
@@ -174,9 +175,6 @@ def _ls_target(app: App, target: str) -> tuple[str, str]:
     return name, rest
 
 
-BACKEND_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL (pgvector)"}
-
-
 def status(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         report = app.status.status()
@@ -190,8 +188,9 @@ def status(args: argparse.Namespace) -> int:
             f"Index: {app.index_display}",
             f"Size:  {fmt.format_bytes(size)}",
         ]
-        if app.backend != "sqlite":
-            lines.append(f"Backend: {BACKEND_NAMES.get(app.backend, app.backend)}")
+        kind = kind_named(app.backend)
+        if not kind.embedded:
+            lines.append(f"Backend: {kind.label}")
         lines += [f"Config: {app.config_path}", "", "Documents"]
         lines.append(f"  Total:    {report.total_documents} files indexed")
         lines.append(f"  Vectors:  {vectors} embedded")

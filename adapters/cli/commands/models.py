@@ -7,6 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from adapters.backends import kind_named
 from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable, chunk_strategy, non_negative_int, positive_int
 from adapters.cli.runtime import (
@@ -179,19 +180,16 @@ def doctor(args: argparse.Namespace) -> int:
     healthy = True
     with open_app(args) as app:
         lines.append(f"  Index:      {app.index_display}")
-        from adapters.cli.commands.indexing import BACKEND_NAMES
-
-        lines.append(f"  Backend:    {BACKEND_NAMES.get(app.backend, app.backend)}")
+        kind = kind_named(app.backend)
+        lines.append(f"  Backend:    {kind.label}")
         config_state = "present" if os.path.exists(app.config_path) else "missing"
         lines.append(f"  Config:     {app.config_path} ({config_state})")
         upkeep = maintenance(app)
         lines.append(f"  Documents:  {upkeep.total_documents()}")
         vec = upkeep.vec_available
         healthy &= vec
-        if app.backend == "postgresql":
-            lines.append(f"  pgvector:   {'installed' if vec else 'not available'}")
-        else:
-            lines.append(f"  sqlite-vec: {'loaded' if vec else 'not available'}")
+        state = kind.vector_ready if vec else "not available"
+        lines.append(f"  {kind.vector_extension + ':':<11} {state}")
         refs = active_model_refs(app)
         checks = environment_overrides(os.environ)
         freshness, next_steps = embedding_freshness(app, app.status.status())
