@@ -100,15 +100,27 @@ class App:
     # index.yml as this run read it at start (None: no file behind the app, a fake's)
     settings: QmdConfig | None
     closers: list[Any] = field(default_factory=list)
-    # "sqlite" or "postgresql": which storage adapter holds the index (status, doctor)
-    backend: str = "sqlite"
-    # (lock name, wait) -> held?: a lock every process writing this index shares (advisory
-    # locks on PostgreSQL); None: the CLI's lock files beside the SQLite file
-    index_lock: Callable[[str, bool], AbstractContextManager[bool]] | None = None
-    # lock name -> who holds it (`pid N on HOST: qmd embed`), for refusals; None: lock files
-    lock_holder: Callable[[str], str | None] | None = None
     # the opened index with its hooks (adapters/backend.py); None: an app of fakes
     storage: Backend | None = None
+
+    # -- what the opened index says of itself (one source: `storage`) -------------------------
+
+    @property
+    def backend(self) -> str:
+        """Which backend holds the index (`BackendKind.name`; an app of fakes: "sqlite")."""
+        return self.storage.name if self.storage is not None else "sqlite"
+
+    @property
+    def index_lock(self) -> Callable[[str, bool], AbstractContextManager[bool]] | None:
+        """(lock name, wait) -> held?: a lock every process writing this index shares
+        (advisory locks on PostgreSQL); None: the CLI's lock files beside the SQLite file."""
+        return self.storage.lock if self.storage is not None else None
+
+    @property
+    def lock_holder(self) -> Callable[[str], str | None] | None:
+        """Lock name -> who holds it (`pid N on HOST: qmd embed`), for refusals; None: lock
+        files."""
+        return self.storage.lock_holder if self.storage is not None else None
 
     @property
     def force_root(self) -> str | None:
@@ -296,8 +308,5 @@ def assemble(
             *([extractor.close] if extractor is not None else []),
             *([storage.close] if storage is not None else []),
         ],
-        backend=storage.name if storage is not None else "sqlite",
-        index_lock=storage.lock if storage is not None else None,
-        lock_holder=storage.lock_holder if storage is not None else None,
         storage=storage,
     )
