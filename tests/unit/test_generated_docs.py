@@ -63,9 +63,20 @@ def test_a_record_without_a_status_is_refused(tmp_path: Path) -> None:
         adr.render(tmp_path)
 
 
-def test_the_ports_table_is_current() -> None:
-    done = _check("gen_architecture")
-    assert done.returncode == 0, done.stdout + done.stderr
+@pytest.fixture(scope="module")
+def ports_table() -> tuple[ModuleType, str]:
+    """The generator and its table, rendered once: rendering imports and inspects every
+    adapter, the cost of both tests below (in process, not `--check` in a subprocess)."""
+    arch = _script("gen_architecture")
+    return arch, arch.render()
+
+
+def test_the_ports_table_is_current(ports_table: tuple[ModuleType, str]) -> None:
+    arch, rendered = ports_table
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    assert arch.START in text and arch.END in text, "ARCHITECTURE.md lost its table markers"
+    current = arch.START + text.split(arch.START, 1)[1].split(arch.END, 1)[0] + arch.END
+    assert current == rendered, "ARCHITECTURE.md is out of date: run `make gen`"
 
 
 class _Greeter(Protocol):
@@ -95,11 +106,11 @@ def test_a_class_implements_a_port_when_it_has_every_member() -> None:
     assert not arch._provides(_Greeter, port)  # the port itself is no implementation
 
 
-def test_the_ports_table_names_the_stores_behind_the_document_store() -> None:
-    arch = _script("gen_architecture")
+def test_the_ports_table_names_the_stores_behind_the_document_store(
+    ports_table: tuple[ModuleType, str],
+) -> None:
+    arch, rendered = ports_table
     by_name = {port.name: port for port in arch.ports()}
     assert {"DocumentStore", "Embedder", "ConfigRepository"} <= set(by_name)
-    row = next(
-        line for line in arch.render().splitlines() if line.startswith("| `DocumentStore` |")
-    )
+    row = next(line for line in rendered.splitlines() if line.startswith("| `DocumentStore` |"))
     assert "SqliteIndex" in row and "InMemoryStore" in row

@@ -10,6 +10,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from adapters.bootstrap import Models
 from adapters.mcp.ldims import LdimsSurface
 from domain.errors import UNAVAILABLE, QmdError
@@ -148,6 +150,7 @@ def _semantic_services(reranker: FakeReranker | None = None) -> Services:
     return app_over(store, Models(embedder=embedder, reranker=reranker)).services()
 
 
+@pytest.mark.slow  # waits on real time by design: left out of `make test-fast`
 def test_a_slow_search_is_answered_search_timeout_at_the_limit_exactly() -> None:
     """REQ-LDIMS-ERR-003: at the configured time, not when the search ends."""
     reranker = SlowReranker(delay=2.0)

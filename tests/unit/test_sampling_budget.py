@@ -179,6 +179,7 @@ def test_no_progress_token_no_progress(client: Any) -> None:
     assert reply["id"] == 20 and reply["result"]["structuredContent"]["merged"]
 
 
+@pytest.mark.slow  # waits on real time by design: left out of `make test-fast`
 def test_a_client_that_never_answers_meets_the_sampling_limit(client: Any) -> None:
     """The sampling limit bounds the whole call: the wait ends a little before it (a tenth of
     what is left, at most 1 s), so the tool answers in time that nothing was merged and why."""

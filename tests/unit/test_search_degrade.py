@@ -73,6 +73,7 @@ def _app(reranker: FakeReranker) -> tuple[App, InMemoryStore]:
     return app_over(store, models), store
 
 
+@pytest.mark.slow  # waits on real time by design: left out of `make test-fast`
 def test_query_over_stdio_answers_fused_results_before_the_time_limit(
     release: threading.Event,
 ) -> None:
@@ -151,6 +152,7 @@ def test_the_original_profile_is_not_cut_short(release: threading.Event) -> None
     assert trace.degradations == [] and trace.steps["reranking"].ran
 
 
+@pytest.mark.slow  # waits on real time by design: left out of `make test-fast`
 async def test_query_over_http_answers_fused_results_before_the_time_limit(
     release: threading.Event,
 ) -> None:

@@ -11,6 +11,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from adapters.stderr_log import NonBlockingStderrHandler
 from tests.mcp_harness import REPO
 
@@ -63,6 +65,7 @@ print("done")
 """
 
 
+@pytest.mark.slow  # waits on real time by design: left out of `make test-fast`
 def test_logging_from_a_signal_handler_that_interrupts_logging_does_not_deadlock() -> None:
     """SIGTERM logs `Shutting down`; the signal may land while the main thread is inside
     the handler. A lock that is not reentrant deadlocked there (the server then ignored

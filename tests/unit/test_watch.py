@@ -6,6 +6,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from adapters.fs.watch import IndexWatcher, affected, wants
 from domain.model import Collection
 
@@ -32,6 +34,7 @@ def test_affected_names_each_collection_once(tmp_path: Path) -> None:
     assert affected(collections, [str(tmp_path / "elsewhere.md")]) == []
 
 
+@pytest.mark.slow  # waits on real time by design: left out of `make test-fast`
 def test_a_failed_reindex_is_logged_and_the_next_change_is_indexed(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
