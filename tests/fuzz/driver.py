@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tests.fuzz import frames as gen
 from tests.fuzz import oracle
@@ -115,6 +115,14 @@ def client_refusal(line: bytes) -> bytes | None:
         return None
     error = {"code": -32601, "message": "Method not found: the fuzzing client does not sample"}
     return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode()
+
+
+class Wire(Protocol):
+    """What a batch is sent over: a server's stdin, and its stdout's lines (None at its end)."""
+
+    lines: queue.Queue[bytes | None]
+
+    def write(self, data: bytes) -> bool: ...
 
 
 class Server:
@@ -220,7 +228,7 @@ def run(
 
 
 def _send_batch(
-    server: Server,
+    server: Wire,
     lines: list[bytes],
     compat: bool,
     report: Report,
@@ -235,34 +243,36 @@ def _send_batch(
     writer = threading.Thread(target=server.write, args=(payload + b"\n",), daemon=True)
     sent_at = time.monotonic()
     writer.start()
-    due = [(index, e) for index, e in enumerate(expectations) if e.reply]
+    pairing = Pairing(
+        [(index, e) for index, e in enumerate(expectations) if e.reply], not compat, tool_codes
+    )
     report.frames += len(lines)
     last = sent_at
     synced = False
     while True:
-        if synced and not due:
+        if synced and not pairing.outstanding:
             writer.join()
             return True
         try:
             raw = server.lines.get(timeout=hang_seconds)
         except queue.Empty:
             if synced:  # the sync came back, yet some requests were never answered
-                report.violations += len(due)
-                for index, _ in due:
+                report.violations += pairing.outstanding
+                for index in pairing.unanswered:
                     report.note(f"no reply to: {lines[index][:300]!r}")
                 writer.join()
                 return True
             report.hangs += 1
-            report.note(f"no reply within {hang_seconds} s; pending frames: {[i for i, _ in due]}")
-            _show_batch(report, lines, due[0][0] if due else 0)
+            report.note(f"no reply within {hang_seconds} s; pending frames: {pairing.unanswered}")
+            _show_batch(report, lines, pairing.oldest)
             return False
         now = time.monotonic()
         if now - last > report.max_frame_seconds:
             report.max_frame_seconds = now - last
-            report.slowest = lines[due[0][0]][:300] if due else b""
+            report.slowest = lines[pairing.oldest][:300] if pairing.outstanding else b""
         last = now
         if raw is None:
-            _show_batch(report, lines, due[0][0] if due else 0)
+            _show_batch(report, lines, pairing.oldest)
             return False
         refusal = client_refusal(raw)
         if refusal is not None:  # the server asks the client something: not a reply
@@ -274,52 +284,115 @@ def _send_batch(
         except ValueError:
             report.non_strict += 1
             report.note(f"non-strict reply: {raw[:300]!r}")
-            if due:
-                due.pop(0)
+            pairing.spend()
             continue
         if isinstance(reply, dict) and reply.get("id") == sync_id:
             # Requests run concurrently (docs/decisions/0033): the sync, answered at once,
             # may overtake replies still being computed; those are still due.
             synced = True
             continue
-        if oracle.internal_error(reply):
-            report.internal_errors += 1
-            culprit = lines[due[0][0]][:300] if due else b""
-            report.note(f"internal error: {json.dumps(reply)[:200]} for {culprit!r}")
-        if not due:
+        if not pairing.outstanding:
             report.violations += 1
             report.note(f"unexpected reply {json.dumps(reply)[:200]}")
             continue
-        index, expectation = due.pop(_answered(due, reply, not compat, tool_codes))
-        problems = oracle.violations(
-            expectation, reply, answers_malformed=not compat, tool_codes=tool_codes
-        )
+        index, problems = pairing.take(reply)
+        if oracle.internal_error(reply):
+            report.internal_errors += 1
+            report.note(f"internal error: {json.dumps(reply)[:200]} for {lines[index][:300]!r}")
         if problems:
             report.violations += 1
             report.note(f"{problems} for {lines[index][:300]!r} -> {json.dumps(reply)[:300]}")
 
 
-def _answered(
-    due: list[tuple[int, oracle.Expectation]],
-    reply: Any,
-    answers_malformed: bool = True,
-    tool_codes: bool | None = None,
-) -> int:
-    """Which due frame a reply answers: replies may come out of order (JSON-RPC matches them
-    by id), so a due frame with the reply's id; a reply with a null id answers a frame that
-    may get one (replies to unreadable frames are written in order). When several due frames
-    share the id (a batch may repeat one), the first the reply satisfies, else the first."""
-    reply_id = reply.get("id") if isinstance(reply, dict) else None
-    matching = [
-        position
-        for position, (_, expectation) in enumerate(due)
-        if (reply_id is None and (expectation.id is None or expectation.id_may_be_null))
-        or (reply_id is not None and oracle.same_id(expectation.id, reply_id))
-    ]
-    for position in matching:
-        if not oracle.violations(due[position][1], reply, answers_malformed, tool_codes):
-            return position
-    return matching[0] if matching else 0  # else judged against the oldest, to show it
+class Pairing:
+    """Which reply of a batch answers which of its frames. A client matches replies by id
+    alone, and a batch may send one id twice (`0` and `-0`, `3` and `3.0`) while requests run
+    concurrently (docs/decisions/0033): two replies with one id may come in either order, and
+    that order says nothing of which frame each answers. So a reply is wrong only when no
+    pairing of the batch's replies with its frames makes every one of them right: each reply
+    augments a maximum matching of replies to the frames they satisfy (Kuhn's algorithm), and
+    a reply that matches nothing is a violation, judged against the frame it most likely
+    answers. Pairing greedily instead gave a fast -32600 to a slow request with the same id,
+    and then judged that request's late result against the invalid frame."""
+
+    def __init__(
+        self,
+        due: list[tuple[int, oracle.Expectation]],
+        answers_malformed: bool = True,
+        tool_codes: bool | None = None,
+    ) -> None:
+        """`due`: (frame index, expectation) of each frame owed exactly one reply."""
+        self._due = dict(due)
+        self._answers_malformed = answers_malformed
+        self._tool_codes = tool_codes
+        self._fits: list[list[int]] = []  # per reply taken: the frames it would answer rightly
+        self._holder: dict[int, int] = {}  # frame index -> the reply paired with it
+        self._judged: set[int] = set()  # frames a wrong reply was judged against
+        self._spent = 0  # replies that count as an answer but pair with no frame
+
+    @property
+    def outstanding(self) -> int:
+        """How many replies are still owed."""
+        return len(self._due) - len(self._holder) - self._spent
+
+    @property
+    def unanswered(self) -> list[int]:
+        """The frames no reply has been paired with or judged against, oldest first."""
+        return [i for i in self._due if i not in self._holder and i not in self._judged]
+
+    @property
+    def oldest(self) -> int:
+        """The oldest frame without a reply paired with it (0 when there is none)."""
+        return next((i for i in self._due if i not in self._holder), 0)
+
+    def spend(self) -> None:
+        """A reply that answers some frame but can be paired with none (it is not JSON)."""
+        self._spent += 1
+
+    def _carries_id(self, index: int, reply: Any) -> bool:
+        expectation = self._due[index]
+        reply_id = _reply_id(reply)
+        if reply_id is None:  # replies to unreadable frames; those are written in order
+            return expectation.id is None or expectation.id_may_be_null
+        return oracle.same_id(expectation.id, reply_id)
+
+    def _problems(self, index: int, reply: Any) -> list[str]:
+        return oracle.violations(self._due[index], reply, self._answers_malformed, self._tool_codes)
+
+    def take(self, reply: Any) -> tuple[int, list[str]]:
+        """Pair one reply: the frame it answers and no problems, or, when no pairing makes it
+        right, the frame it is judged against (one with its id, else the oldest) and what is
+        wrong."""
+        carriers = [i for i in self._due if self._carries_id(i, reply)]
+        number = len(self._fits)
+        self._fits.append([i for i in carriers if not self._problems(i, reply)])
+        if self._augment(number, set()):
+            return next(i for i, holder in self._holder.items() if holder == number), []
+        self._spent += 1
+        free = [i for i in carriers if i not in self._holder]
+        index = (free or carriers or [self.oldest])[0]
+        self._judged.add(index)
+        if index not in self._due:
+            return index, [f"unexpected reply with id {_reply_id(reply)!r}"]
+        problems = self._problems(index, reply)
+        if not problems:  # every frame it would satisfy already has its own reply
+            problems = [f"one reply more with id {_reply_id(reply)!r} than frames sent with it"]
+        return index, problems
+
+    def _augment(self, number: int, seen: set[int]) -> bool:
+        for index in self._fits[number]:
+            if index in seen:
+                continue
+            seen.add(index)
+            holder = self._holder.get(index)
+            if holder is None or self._augment(holder, seen):
+                self._holder[index] = number
+                return True
+        return False
+
+
+def _reply_id(reply: Any) -> Any:
+    return reply.get("id") if isinstance(reply, dict) else None
 
 
 def _show_batch(report: Report, lines: list[bytes], index: int) -> None:

@@ -6,6 +6,8 @@ The long run is `scripts/fuzz_wire.py --frames 100000` (docs/reliability.md has 
 
 from __future__ import annotations
 
+import json
+import queue
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,3 +133,83 @@ def test_every_frame_the_fuzzer_ever_crashed_a_server_with_is_answered_by_the_or
     finally:
         server.stop()
     assert report.clean, report.examples
+
+
+# Two frames of one hypothesis batch that once failed it: a request with id 0, and an invalid
+# (`"jsonrpc":"1.0"`) frame whose id `-0` is the same JSON number, so both replies carry id 0.
+SHARED_ID_BATCH = [
+    b'{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"status","arguments":{}}}',
+    b'{"jsonrpc":"1.0","id":-0,"method":"ping"}',
+]
+STATUS_RESULT = b'{"jsonrpc":"2.0","id":0,"result":{"content":[]}}'
+INVALID_REQUEST = b'{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"Invalid Request"}}'
+
+
+class ScriptedPeer:
+    """A server stand-in that writes given reply lines, in the given order, to each batch,
+    then the batch's sync reply: the order a concurrent server may pick, made certain."""
+
+    def __init__(self, replies: list[bytes]) -> None:
+        self.replies = replies
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+
+    def write(self, data: bytes) -> bool:
+        sync_id = json.loads(data.splitlines()[-1])["id"]
+        for reply in self.replies:
+            self.lines.put(reply + b"\n")
+        sync = {"jsonrpc": "2.0", "id": sync_id, "result": {"tools": []}}
+        self.lines.put(json.dumps(sync).encode() + b"\n")
+        return True
+
+
+def _judged(replies: list[bytes], lines: list[bytes] = SHARED_ID_BATCH) -> driver.Report:
+    report = driver.Report("scripted")
+    assert driver._send_batch(ScriptedPeer(replies), lines, False, report, 10.0)
+    return report
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [[STATUS_RESULT, INVALID_REQUEST], [INVALID_REQUEST, STATUS_RESULT]],
+    ids=["request-first", "invalid-frame-first"],
+)
+def test_replies_sharing_an_id_are_paired_so_that_each_is_right(replies: list[bytes]) -> None:
+    """Regression: the invalid frame's -32600, answered at once, used to be paired with the
+    request still running (which may get any error), and the request's late result was then
+    judged against the invalid frame: a violation by the harness, not the server."""
+    report = _judged(replies)
+    assert (report.replies, report.violations) == (3, 0), report.examples  # and the sync
+
+
+@pytest.mark.parametrize("late", [0, 1], ids=["first", "second"])
+def test_serving_the_invalid_frame_is_still_a_violation_in_either_order(late: int) -> None:
+    """No pairing makes two results right when one frame is owed -32600."""
+    served = b'{"jsonrpc":"2.0","id":0,"result":{}}'
+    report = _judged([STATUS_RESULT, served][:: 1 - 2 * late])
+    assert report.violations == 1, report.examples
+    assert "expected error -32600" in report.examples[0]
+
+
+def test_a_reply_more_than_the_frames_with_its_id_is_a_violation() -> None:
+    report = _judged([INVALID_REQUEST, STATUS_RESULT, INVALID_REQUEST])
+    assert report.violations == 1 and "unexpected reply" in report.examples[0], report.examples
+
+
+def test_a_reply_with_an_id_no_frame_carries_is_a_violation() -> None:
+    report = _judged([INVALID_REQUEST, STATUS_RESULT.replace(b'"id":0', b'"id":7')])
+    assert report.violations == 1 and "reply id 7 != 0" in report.examples[0], report.examples
+
+
+def test_the_shared_id_batch_meets_the_oracle_on_a_real_server(env: dict[str, str]) -> None:
+    """The server's half: both surfaces answer the pair rightly, whichever reply comes first
+    (the default surface answers the invalid frame -32600 with its id; compat drops it)."""
+    for compat in (False, True):
+        report = driver.Report("shared-id")
+        server = driver.Server(env, ["--compat", "2.8.3"] if compat else [])
+        try:
+            driver._tools(server)
+            for _ in range(10):
+                assert driver._send_batch(server, SHARED_ID_BATCH, compat, report, 10.0)
+        finally:
+            server.stop()
+        assert report.clean and report.replies == (20 if compat else 30), report.examples
