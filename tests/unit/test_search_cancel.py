@@ -7,6 +7,7 @@ injected through the composition root; the worker pools and transports are the r
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -242,10 +243,11 @@ async def test_a_timed_out_ldims_search_stops_after_its_model_call(
 
 
 async def test_a_request_past_the_transports_limit_stops_too(
-    kind: str, embedder: GatedEmbedder
+    kind: str, embedder: GatedEmbedder, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The same rule where the transport answers the timeout (-32001, the spec surface's
-    `vsearch`): once the model call ends, the search given up queries nothing more."""
+    `vsearch`): once the model call ends, the search given up queries nothing more, and its
+    stop is no failure to log with a stack."""
     store = SlowStore()
     transport = _open(kind, _app(store, embedder), "spec", store)
     try:
@@ -258,6 +260,7 @@ async def test_a_request_past_the_transports_limit_stops_too(
         assert embedder.returned.wait(5)
         time.sleep(0.3)
         assert store.queries == [], store.queries
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
         found = await _call(transport, "vsearch", {"query": "refresh tokens"})
         assert "result" in found and not found["result"].get("isError"), found
     finally:
