@@ -248,16 +248,25 @@ class OverBudgetError(Exception):
     """A stage did not finish within the time it was given (`TimeBudget.run_within`)."""
 
 
+class WorkCancelledError(Exception):
+    """The request the work serves was given up (its time limit passed, its client went
+    away): nobody will read its answer, so the work stops at its next `TimeBudget.check`
+    (REQ-SEARCH-CANCEL-LDIMSCANCEL-001)."""
+
+
 class TimeBudget(Protocol):
     """The time left to the request being served (its transport's time limit), so that a
     search can skip a slow optional stage instead of running past it (REQ-SEARCH-DEGRADE-001).
 
     `seconds_left`: None when the work has no time limit. `run_within`: the stage's result,
-    or OverBudgetError once `seconds` have passed without one (the stage itself may go on in
-    the background and its result is dropped); a stage's own error is raised as it is."""
+    or OverBudgetError once `seconds` have passed without one (the stage is told so: it stops
+    at its next check; a model call in progress ends first and its result is dropped); a
+    stage's own error is raised as it is. `check`: WorkCancelledError once the request has
+    been given up, else nothing; long work calls it between its steps."""
 
     def seconds_left(self) -> float | None: ...
     def run_within(self, seconds: float, stage: Callable[[], T]) -> T: ...
+    def check(self) -> None: ...
 
 
 class QueryExpander(Protocol):

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
+from adapters.fs.deadline import LeftBehindError, answer_within
 from adapters.mcp.surface import BaseSurface
 from adapters.mcp.tools import OWN_BUDGET, READ_ONLY, ToolFacts, tool
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError
@@ -303,37 +304,28 @@ class LdimsSurface(BaseSurface):
     def search_documents(self, args: dict[str, Any]) -> dict[str, Any]:
         """The search runs on a thread of its own so that the answer comes at the configured
         time exactly, SEARCH_TIMEOUT if the search has not finished (REQ-LDIMS-ERR-003). A
-        search left behind finishes on its own (its answer is dropped); the next search on
-        this surface's index connection waits for it, within its own deadline."""
+        search left behind is given up then (adapters/fs/deadline.py): its running SQL
+        statement is aborted and it stops at its next check, a model call in progress ending
+        first (REQ-SEARCH-CANCEL-LDIMSCANCEL-001). The next search on this surface's index
+        connection waits for it to stop, within its own deadline."""
         if self._remote is not None:  # REQ-LDIMS-DEPLOY-002
             return self._remote.search(args, self.hard_limit, self._clock)
         deadline = time.monotonic() + self.timeout_s
         behind = self._unfinished
         if behind is not None and not behind.wait(max(0.0, deadline - time.monotonic())):
             return failure_result(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
-        finished = threading.Event()
-        outcome: list[dict[str, Any] | BaseException] = []
-
-        def run() -> None:
-            try:
-                outcome.append(self._run_search(args))
-            except BaseException as error:  # handed to the caller's thread below
-                outcome.append(error)
-            finally:
-                finished.set()
-
-        threading.Thread(target=run, name="ldims-search", daemon=True).start()
-        if not finished.wait(max(0.0, deadline - time.monotonic())):
-            self._unfinished = finished
-            return failure_result(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
         self._unfinished = None
+        try:
+            answer = answer_within(
+                max(0.0, deadline - time.monotonic()), lambda: self._run_search(args)
+            )
+        except LeftBehindError as late:
+            self._unfinished = late.ended
+            return failure_result(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
+        except LdimsError as error:
+            answer = failure_result(error.code, error.details)
         if time.monotonic() > deadline:  # it ended, but after the limit: late is a timeout
             return failure_result(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s})
-        answer = outcome[0]
-        if isinstance(answer, LdimsError):
-            return failure_result(answer.code, answer.details)
-        if isinstance(answer, BaseException):
-            raise answer
         return answer
 
     def _filters(self, raw: Mapping[str, Any]) -> FilterNode | None:

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from adapters.mcp.validation import validate_arguments, with_defaults
 from domain.errors import DocumentNotFoundError, QmdError
+from domain.ports import WorkCancelledError
 
 log = logging.getLogger("qmd.mcp")
 
@@ -203,6 +204,9 @@ def run_tool(
         return presenter.not_found(error)
     except QmdError as error:
         return presenter.failed(error)
+    except WorkCancelledError as error:  # given up: nobody reads this answer, no stack to log
+        log.info("tool %s stopped: its request was given up", declared.name)
+        return presenter.crashed(declared.name, error)
     except Exception as error:  # seed 001: one failing call must not end the server
         log.exception("tool %s failed", declared.name)
         return presenter.crashed(declared.name, error)

@@ -51,14 +51,17 @@ class CancelledJobError(Exception):
 
 class Job:
     """One request's work; cancelling it before it starts skips it, while it runs it
-    interrupts the worker's current SQL statement (a model call runs to its end) and ends its
-    waits on the client (`on_cancel`). A tool that writes claims the right to write with
+    interrupts the worker's current SQL statement, stops a search at its next check between
+    stages (a model call runs to its end; adapters/fs/deadline.py) and ends its waits on the
+    client (`on_cancel`). A tool that writes claims the right to write with
     `commit` just before it does: from then on a cancel is refused, so a cancelled write is
     never written and a committed one is never reported as cancelled."""
 
     def __init__(self) -> None:
         self.cancelled = False
         self.committed = False
+        # set with `cancelled`: what the work's own checks see (RequestTimeBudget.check)
+        self.given_up = threading.Event()
         # set by the transport: when its time limit ends the job (time.monotonic; None: no
         # limit), and how often a wait on the client reports progress (adapters/mcp/budgets.py)
         self.deadline: float | None = None
@@ -83,6 +86,7 @@ class Job:
             if self.committed:
                 return False
             self.cancelled = True
+            self.given_up.set()
             if self._worker is not None:
                 self._worker.interrupt()
             callbacks, self._on_cancel = self._on_cancel, []
@@ -148,7 +152,8 @@ class WorkerPools:
         job.started(worker)
         worker.session.job = job  # the tool's writes and client waits answer to the job
         try:
-            with request_deadline(job.deadline):  # a search's optional stages keep to it
+            # a search's optional stages keep to the deadline; a cancelled job stops its work
+            with request_deadline(job.deadline, job.given_up, worker.interrupt):
                 return work(worker)
         finally:
             worker.session.job = None

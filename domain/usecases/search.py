@@ -358,6 +358,13 @@ class Searcher:
     def _degrade(self) -> bool:
         return self.profile.on_model_failure is ModelFailure.SKIP_STAGE
 
+    def _check(self) -> None:
+        """Stop here if the request was given up (WorkCancelledError): called before each
+        index query and model call, so a search nobody waits for no longer holds its worker,
+        its connection or the model lane (REQ-SEARCH-CANCEL-LDIMSCANCEL-001)."""
+        if self._budget is not None:
+            self._budget.check()
+
     def _in_time(self, stage: Callable[[], T], request: SearchRequest, name: str) -> T | None:
         """Run an optional model stage. Under a profile that skips failed stages, a request
         with a time limit gives the stage what is left of it (less a reserve for the rest):
@@ -406,6 +413,7 @@ class Searcher:
     ) -> list[Candidate]:
         if not query.is_searchable:
             return []
+        self._check()
         hits = self._lexical.search_lex(query, limit, collection)
         return [Candidate(h.document, normalize_bm25(h.bm25), partial=partial) for h in hits]
 
@@ -458,6 +466,7 @@ class Searcher:
     def _vec_leg(
         self, vector: Sequence[float], limit: int, collection: str | None
     ) -> list[Candidate]:
+        self._check()
         hits = self._vectors.search_vectors(vector, limit, collection)
         return [Candidate(h.document, 1.0 - h.distance, h.chunk_pos, "vec") for h in hits]
 
@@ -483,6 +492,7 @@ class Searcher:
         snippet: _Snippet,
         chunk: tuple[int, int] | None = None,
     ) -> SearchResult:
+        self._check()  # each result reads its contexts from the store
         body = candidate.document.body
         start: int | None = candidate.chunk_pos
         length: int | None = None
@@ -533,6 +543,7 @@ class Searcher:
         if request.expand and expander is None:
             _degrade_note(request, "expansion", "no query-expansion model is available")
         if request.expand and expander is not None:
+            self._check()
             with traced(request.trace, EXPANDING):
                 expanded = (
                     _optional_stage(
@@ -541,6 +552,7 @@ class Searcher:
                     or []
                 )
             texts += [s.query for s in expanded if s.type in ("vec", "hyde")]
+        self._check()
         with traced(request.trace, EMBEDDING):
             vectors = embedder.embed_queries(texts)
         with traced(request.trace, SEARCHING):
@@ -585,6 +597,7 @@ class Searcher:
         if semantic and not self._vectors.has_vector_index():
             _degrade_note(request, "vectors", "no vector index (run 'qmd embed')")
         if semantic and self._vectors.has_vector_index():
+            self._check()
             with traced(request.trace, EMBEDDING):
                 vectors = self._require_embedder().embed_queries([s.query for s in semantic])
             for sub, vector in zip(semantic, vectors, strict=True):
@@ -643,6 +656,7 @@ class Searcher:
         if expander is None and not strong and request.expand:
             _degrade_note(request, "expansion", "no query-expansion model is available")
         if expander is not None and not strong and request.expand:
+            self._check()
             with traced(request.trace, EXPANDING), stepped(trace, "query_expansion"):
                 expanded = (
                     _optional_stage(
@@ -669,6 +683,7 @@ class Searcher:
             semantic: list[tuple[ListQueryType, str]] = [("original", query)]
             semantic += [(s.type, s.query) for s in expansions if s.type in ("vec", "hyde")]
             texts = [text for _type, text in semantic]
+            self._check()
             # None: the model could not be had and the profile degrades to BM25 only
             with traced(request.trace, EMBEDDING), stepped(trace, "query_embedding"):
                 vectors = _optional_stage(
@@ -719,6 +734,7 @@ class Searcher:
         if request.rerank and reranker is not None and candidates:
             rerank_query = f"{intent}\n\n{primary}" if intent else primary
             texts = [c.document.body[pos : pos + length] for c, (pos, length) in candidates]
+            self._check()
             with traced(request.trace, RERANKING), stepped(trace, "reranking"):
                 rerank_scores = self._in_time(
                     lambda: reranker.rerank(rerank_query, texts), request, "rerank"

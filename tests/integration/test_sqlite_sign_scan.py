@@ -205,3 +205,40 @@ def test_another_connections_write_is_seen(tmp_path: Path) -> None:
     finally:
         server.close()
         writer.close()
+
+
+def test_writes_that_leave_the_vectors_alone_keep_the_bits_in_memory(tmp_path: Path) -> None:
+    """Only a change to the vectors reads the bits again: documents, configuration and
+    document deactivation written here or by another connection (a `qmd update` of an
+    unchanged folder, a memory or config write beside a server) keep the copy in memory,
+    the same object; a vector write, here or from another connection, replaces it and the
+    next search finds the new vector."""
+    path = tmp_path / "index.sqlite"
+    server = _fast(path)
+    writer = _fast(path)
+    try:
+        _decoys(server)
+        _add(server, "spare.md", [[-1.0] * 8])
+        assert _paths(server, QUERY, 1)[0][0].startswith("decoy")
+        held = _held(server)
+        digest = hashlib.sha256(b"plain").hexdigest()
+        server.upsert_document("c", "plain.md", "plain", digest, "plain text", T0, T0)
+        server.set_config_value("some-key", "a value")
+        writer.upsert_document("c", "other.md", "other", digest, "plain text", T0, T0)
+        writer.set_config_value("some-key", "another value")
+        writer.deactivate_documents("c", ["plain.md"])
+        assert server.cleanup()["orphaned_vectors"] == 0
+        assert _paths(server, QUERY, 1)[0][0].startswith("decoy")
+        assert _held(server) is held
+        _add(server, "mine.md", [QUERY])  # a vector write on the server's own connection
+        assert _paths(server, QUERY, 1) == [("mine.md", pytest.approx(0.0, abs=1e-6))]
+        assert _held(server) is not held
+        held = _held(server)
+        server.deactivate_documents("c", ["mine.md"])
+        _add(writer, "theirs.md", [QUERY])  # and on another connection
+        assert _paths(server, QUERY, 1) == [("theirs.md", pytest.approx(0.0, abs=1e-6))]
+        assert _held(server) is not held
+        assert _held(server).count == 103
+    finally:
+        server.close()
+        writer.close()

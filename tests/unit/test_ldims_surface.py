@@ -122,19 +122,32 @@ def test_backend_failures_are_backend_api_errors() -> None:
     assert "secret" not in result["content"][0]["text"]
 
 
-class SlowReranker(FakeReranker):
-    """A reranker that takes `delay` seconds: a search that outlives the time limit."""
+class SlowEmbedder(FakeEmbedder):
+    """Query embedding takes `delay` seconds (a model call nothing can stop): a search that
+    outlives the time limit."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.delay = delay
+        self.delay = 0.0
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        time.sleep(self.delay)
+        return super().embed_queries(texts)
+
+
+class CountingReranker(FakeReranker):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
 
     def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
-        time.sleep(self.delay)
+        self.calls += 1
         return super().rerank(query, documents)
 
 
-def _semantic_services(reranker: FakeReranker | None = None) -> Services:
+def _semantic_services(
+    reranker: FakeReranker | None = None, embedder: FakeEmbedder | None = None
+) -> Services:
     store = InMemoryStore()
     for path, body in {
         "tokens.md": "# Tokens\n\nRefresh tokens rotate on every use.",
@@ -145,16 +158,18 @@ def _semantic_services(reranker: FakeReranker | None = None) -> Services:
     from domain.model import Collection
 
     store.put_collection(Collection(name="c", path="/c"))
-    embedder = FakeEmbedder()
+    embedder = embedder or FakeEmbedder()
     EmbedIndex(store, store, embedder, FixedClock()).run()
     return app_over(store, Models(embedder=embedder, reranker=reranker)).services()
 
 
 @pytest.mark.slow  # waits on real time by design: left out of `make test-fast`
 def test_a_slow_search_is_answered_search_timeout_at_the_limit_exactly() -> None:
-    """REQ-LDIMS-ERR-003: at the configured time, not when the search ends."""
-    reranker = SlowReranker(delay=2.0)
-    surface = LdimsSurface(_semantic_services(reranker), timeout_s=0.5)
+    """REQ-LDIMS-ERR-003: at the configured time, not when the search ends; the search left
+    behind stops once its model call ends (REQ-SEARCH-CANCEL-LDIMSCANCEL-001)."""
+    embedder, reranker = SlowEmbedder(), CountingReranker()
+    surface = LdimsSurface(_semantic_services(reranker, embedder), timeout_s=0.5)
+    embedder.delay = 1.5
     began = time.monotonic()
     result = surface.call_tool("searchDocuments", {"query": "refresh tokens"})
     took = time.monotonic() - began
@@ -165,15 +180,16 @@ def test_a_slow_search_is_answered_search_timeout_at_the_limit_exactly() -> None
         "errorDetails": {"timeoutSeconds": 0.5},
     }
     assert 0.5 <= took < 1.0, took
-    # the search left behind still holds the connection: the next one waits for it, within
-    # its own limit, and then runs
-    reranker.delay = 0.0
+    # the search left behind still holds the connection until its model call ends: the next
+    # one waits for it, within its own limit, and then runs
+    embedder.delay = 0.0
     began = time.monotonic()
     late = surface.call_tool("searchDocuments", {"query": "refresh tokens"})
     assert _text(late)["errorCode"] == "SEARCH_TIMEOUT" and time.monotonic() - began < 1.0
-    time.sleep(1.2)
+    time.sleep(0.8)  # its model call has ended
     found = _text(surface.call_tool("searchDocuments", {"query": "refresh tokens"}))
     assert [r["documentId"] for r in found["results"]][:1] == ["c/tokens.md"]
+    assert reranker.calls == 1  # only the search answered reranked: the other one stopped
 
 
 def test_semantic_scores_mean_relevance_and_nothing_relevant_is_no_results() -> None:

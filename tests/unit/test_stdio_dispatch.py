@@ -10,7 +10,7 @@ import os
 import queue
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -55,18 +55,26 @@ def _app(embedder: FakeEmbedder) -> App:
 class Pipes:
     """A stdio server on a thread, spoken to through two pipes."""
 
-    def __init__(self, app: App, timeout_s: float | None = None) -> None:
+    def __init__(
+        self,
+        app: App,
+        timeout_s: float | None = None,
+        surface: str = "spec",
+        context: SurfaceContext = CONTEXT,
+        interrupt: Callable[[], None] = lambda: None,
+    ) -> None:
+        """`interrupt`: what aborts a worker's running statement (a fake store's, or none)."""
         self.app = app
         read_in, self._write_in = os.pipe()
         self._read_out, write_out = os.pipe()
         services = app.services()
 
         def worker() -> Worker:  # the fakes are shared: they are read-only here
-            session = Session(create_surface("spec", services, CONTEXT))
-            return Worker(session, services, lambda: None, lambda: None)
+            session = Session(create_surface(surface, services, context))
+            return Worker(session, services, interrupt, lambda: None)
 
         self.pools = WorkerPools(worker, threads=4, model_threads=1)
-        session = Session(create_surface("spec", services, CONTEXT))
+        session = Session(create_surface(surface, services, context))
         self.stdin = os.fdopen(read_in, "rb", buffering=0)
         self.stdout = os.fdopen(write_out, "wb", buffering=0)
         self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
