@@ -210,7 +210,8 @@ def _wire(
         lexical=lexical,
         vectors=vectors,
         cache=index,
-        config=YamlConfigRepository(config_path),
+        # every edit of index.yml re-mirrors it into the (unscoped) index it belongs to
+        config=YamlConfigRepository(config_path, mirror=index, home=home),
         source=FileSystemSource(),
         clock=SystemClock(),
         models=models,

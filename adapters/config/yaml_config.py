@@ -256,10 +256,16 @@ def load_config(path: str | os.PathLike[str]) -> QmdConfig:
 
 
 def save_config(path: str | os.PathLike[str], config: QmdConfig) -> None:
-    target = Path(path)
+    """Write `index.yml` alone: for a file no open index mirrors yet (`qmd init`, the first own
+    config of a PostgreSQL index), which the next open syncs. With an index open, use
+    `write_config`, which keeps the index's `config_hash` in step."""
+    _write_text(Path(path), dump_config(config))
+
+
+def _write_text(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(dump_config(config), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, target)
 
 
@@ -457,20 +463,51 @@ def sync_config_to_store(
     return True
 
 
+def write_config(
+    path: str | os.PathLike[str],
+    config: QmdConfig,
+    mirror: ConfigMirror | None,
+    home: str | None = None,
+) -> None:
+    """Write `index.yml` and bring its index's mirror in step (REQ-CFG-SYNC-002), as the
+    original re-syncs after each of its CLI's edits: afterwards the stored `config_hash` is the
+    hash of the file as the next command will read it, so that command does not sync again,
+    and a hand edit back to an older file is never mistaken for one already mirrored. Every
+    writer of a config whose index is open goes through here (`YamlConfigRepository.save`).
+    The stored hash is cleared first: if anything below fails, the next command re-syncs."""
+    if mirror is None:
+        save_config(path, config)
+        return
+    mirror.set_config_value("config_hash", None)
+    text = dump_config(config)
+    _write_text(Path(path), text)
+    written = parse_config(text, os.fspath(path))  # hashed as the next reader will see it
+    sync_config_to_store(written, mirror, force=True, config_path=path, home=home)
+
+
 # ---------------------------------------------------------------------------------- port
 
 
 class YamlConfigRepository:
-    """`ConfigRepository` over one `index.yml` (read-modify-write per call)."""
+    """`ConfigRepository` over one `index.yml` (read-modify-write per call). With `mirror`
+    (the index the file belongs to), every save also brings the index's mirror and its
+    `config_hash` in step (`write_config`)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        mirror: ConfigMirror | None = None,
+        home: str | None = None,
+    ) -> None:
         self.path = Path(path)
+        self._mirror = mirror
+        self._home = home
 
     def load(self) -> QmdConfig:
         return load_config(self.path)
 
     def save(self, config: QmdConfig) -> None:
-        save_config(self.path, config)
+        write_config(self.path, config, self._mirror, self._home)
 
     def load_collections(self) -> list[Collection]:
         return list(self.load().collections.values())

@@ -249,3 +249,39 @@ def test_a_mirror_of_an_older_folder_rule_is_synced_again(store: StoreLike) -> N
     assert sync_config_to_store(config, store, config_path="/p/.qmd/index.yml") is True
     assert store.get_collection("docs") == Collection(name="docs", path="/p/docs")
     assert sync_config_to_store(config, store, config_path="/p/.qmd/index.yml") is False
+
+
+def test_every_save_through_the_repository_leaves_the_mirror_in_step(
+    store: StoreLike, tmp_path: Path
+) -> None:
+    """`YamlConfigRepository` with its index: after each save the stored `config_hash` is the
+    hash of the file as the next command reads it, so that command skips the sync
+    (REQ-CFG-SYNC-002)."""
+    path = tmp_path / "config" / "index.yml"
+    repo = YamlConfigRepository(path, mirror=store, home="/h")
+
+    def in_step() -> None:
+        on_disk = load_config(path)
+        assert store.get_config_value("config_hash") == config_hash(on_disk)
+        assert sync_config_to_store(on_disk, store, config_path=path, home="/h") is False
+
+    repo.save_collection(Collection(name="notes", path="/srv/notes"))
+    in_step()
+    repo.save_collection(FULL)
+    in_step()
+    repo.rename_collection("notes", "journal")
+    in_step()
+    repo.save_global_context("Everything «here»")
+    in_step()
+    repo.delete_collection("journal")
+    in_step()
+    assert [c.name for c in store.list_collections()] == ["docs"]
+    assert store.get_global_context() == "Everything «here»"
+
+    # a write that fails leaves no hash behind: the next command syncs from the file
+    edited = load_config(path).with_collection(Collection(name="notes", path="/srv/notes"))
+    path.unlink()
+    path.mkdir()  # a folder of that name: the new file cannot take its place
+    with pytest.raises(OSError):
+        repo.save(edited)
+    assert store.get_config_value("config_hash") is None
