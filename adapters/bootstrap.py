@@ -17,10 +17,11 @@ from adapters.app import ProjmemAdapters as ProjmemAdapters
 from adapters.app import assemble as assemble
 from adapters.backend import Backend, StoreIndex
 from adapters.backends import open_backend
-from adapters.config.trust import TrustDecision, decide, is_local_config_path, untrusted_view
+from adapters.config.trust import TrustDecision, decide, untrusted_view
 from adapters.config.yaml_config import (
     QmdConfig,
     YamlConfigRepository,
+    is_local_config_path,
     load_config,
     resolve_paths,
     sync_config_to_store,
@@ -96,7 +97,7 @@ def build_app(
         sync_config_to_store(
             config,
             index,
-            config_dir=os.path.dirname(config_path),
+            config_path=config_path,
             home=environ.get("HOME"),
         )
     if with_models:
@@ -209,7 +210,8 @@ def _wire(
         lexical=lexical,
         vectors=vectors,
         cache=index,
-        config=YamlConfigRepository(config_path),
+        # every edit of index.yml re-mirrors it into the (unscoped) index it belongs to
+        config=YamlConfigRepository(config_path, mirror=index, home=home),
         source=FileSystemSource(),
         clock=SystemClock(),
         models=models,

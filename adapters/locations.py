@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from adapters.config.trust import is_local_config_path
 from adapters.config.yaml_config import (
     QmdConfig,
     cache_dir,
     first_own_config,
+    is_local_config_path,
     load_config,
     own_config_path,
     resolve_paths,

@@ -24,7 +24,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from adapters.config.yaml_config import QmdConfig, config_dir
+from adapters.config.yaml_config import (
+    QmdConfig,
+    collection_folder,
+    config_dir,
+    is_local_config_path,
+    project_root,
+)
 
 TRUST_FILE = "trusted.json"
 OPT_IN_VARIABLES = ("QMD_TRUST_LOCAL_CONFIG", "QMD_TRUST_UPDATE_HOOKS")
@@ -55,38 +61,16 @@ class TrustDecision:
     allowed: bool = True
 
 
-def is_local_config_path(config_path: str) -> bool:
-    """A project-local config lives in a folder named `.qmd` (the global one in `qmd`)."""
-    return os.path.basename(os.path.dirname(os.path.abspath(config_path))) == ".qmd"
-
-
-def project_root(config_path: str) -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(config_path)))
-
-
-def _expand_user(raw: str, home: str | None) -> str:
-    base = home or os.path.expanduser("~")
-    if raw == "~":
-        return base
-    if raw.startswith("~/"):
-        return os.path.join(base, raw[2:])
-    return raw
-
-
-def resolve_collection_path(raw: str, config_path: str, home: str | None = None) -> str:
-    """`~` expanded, then a relative path taken against the project root."""
-    expanded = _expand_user(raw.strip(), home)
-    if not expanded:
-        return project_root(config_path)
-    if os.path.isabs(expanded):
-        return os.path.normpath(expanded)
-    return os.path.normpath(os.path.join(project_root(config_path), expanded))
-
-
 def is_inside_project(config_path: str, raw: str, home: str | None = None) -> bool:
-    """True when `raw` stays inside the project after `~`, relative and symlink resolution."""
+    """True when `raw` stays inside the project after `~`, relative and symlink resolution,
+    resolved as the index mirror resolves it (`collection_folder`, REQ-CFG-SYNC-001). An empty
+    path names no folder, so nothing is indexed from it and there is nothing to approve (the
+    original reads it as the project itself: inside too)."""
+    folder = collection_folder(raw, config_path, home)
+    if not folder:
+        return True
     root = os.path.realpath(project_root(config_path))
-    target = os.path.realpath(resolve_collection_path(raw, config_path, home))
+    target = os.path.realpath(folder)
     relative = os.path.relpath(target, root)
     return relative == "." or not (relative == ".." or relative.startswith(".." + os.sep))
 
@@ -115,7 +99,7 @@ def gated_digest(gated: GatedItems, config_path: str, home: str | None = None) -
     canonical = {
         "hooks": sorted([list(h) for h in gated.hooks], key=lambda pair: pair[0]),
         "paths": sorted(
-            [[name, resolve_collection_path(raw, config_path, home)] for name, raw in gated.paths],
+            [[name, collection_folder(raw, config_path, home)] for name, raw in gated.paths],
             key=lambda pair: pair[0],
         ),
         "models": sorted([list(m) for m in gated.models], key=lambda pair: pair[0]),

@@ -256,10 +256,16 @@ def load_config(path: str | os.PathLike[str]) -> QmdConfig:
 
 
 def save_config(path: str | os.PathLike[str], config: QmdConfig) -> None:
-    target = Path(path)
+    """Write `index.yml` alone: for a file no open index mirrors yet (`qmd init`, the first own
+    config of a PostgreSQL index), which the next open syncs. With an index open, use
+    `write_config`, which keeps the index's `config_hash` in step."""
+    _write_text(Path(path), dump_config(config))
+
+
+def _write_text(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(dump_config(config), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, target)
 
 
@@ -372,12 +378,34 @@ def config_hash(config: QmdConfig) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def collection_root(path: str, config_dir: str | None, home: str | None = None) -> str:
-    """A collection folder as an absolute, normalised path: `~` expanded (from `home`, else the
-    process's), a relative path taken against the folder of `index.yml`, never against the
-    current directory (a server started elsewhere must see the same folder). Without a config
-    folder a relative path stays relative, and `""` stays empty: callers treat both as unknown.
-    """
+def is_local_config_path(config_path: str) -> bool:
+    """A project-local config lives in a folder named `.qmd` (the global one in `qmd`)."""
+    return os.path.basename(os.path.dirname(os.path.abspath(config_path))) == ".qmd"
+
+
+def project_root(config_path: str) -> str:
+    """The project a project-local `.qmd/index.yml` belongs to: the folder holding `.qmd`."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(config_path)))
+
+
+def relative_base(config_path: str) -> str:
+    """The folder a relative collection path of this config is taken against
+    (REQ-CFG-SYNC-001): the project for a project-local `.qmd/index.yml` (as the original's
+    trust gate reads it, so a checked-in `path: docs` is the project's `docs`), else the folder
+    of the file itself."""
+    if is_local_config_path(config_path):
+        return project_root(config_path)
+    return os.path.dirname(os.path.abspath(config_path))
+
+
+def collection_folder(path: str, config_path: str | None, home: str | None = None) -> str:
+    """A collection `path` as written in `config_path` turned into its absolute, normalised
+    folder: the one rule the index mirror, the trust gate and `--force-root` all use
+    (REQ-CFG-SYNC-001). `~` is expanded (from `home`, else the process's); a relative path is
+    taken against `relative_base`, never against the current directory (a command or server
+    started elsewhere must see the same folder). Without a config a relative path stays
+    relative, and an empty path stays empty: callers treat both as unknown (fail closed)."""
+    path = path.strip()
     if not path:
         return ""
     if path == "~" or path.startswith("~/"):
@@ -385,33 +413,47 @@ def collection_root(path: str, config_dir: str | None, home: str | None = None) 
         path = base + path[1:]
     if os.path.isabs(path):
         return os.path.normpath(path)
-    if config_dir is None:
+    if config_path is None:
         return path
-    return os.path.normpath(os.path.join(config_dir, path))
+    return os.path.normpath(os.path.join(relative_base(config_path), path))
+
+
+def _mirror_has_folders(
+    config: QmdConfig, store: ConfigMirror, config_path: str | None, home: str | None
+) -> bool:
+    """Every collection of `config` is held by the index under the folder the config resolves
+    it to. False for a store synced before (a relative or `~` folder, or one resolved by an
+    older rule), so it is re-synced even when the file did not change."""
+    held = {c.name: c.path for c in store.list_collections()}
+    return all(
+        held.get(name) == collection_folder(c.path, config_path, home)
+        for name, c in config.collections.items()
+    )
 
 
 def sync_config_to_store(
     config: QmdConfig,
     store: ConfigMirror,
     force: bool = False,
-    config_dir: str | None = None,
+    config_path: str | os.PathLike[str] | None = None,
     home: str | None = None,
 ) -> bool:
     """Mirror the YAML into store_collections/store_config; False when skipped (unchanged).
 
-    Collection folders are stored absolute (`collection_root`), so the scanner, path lookups and
-    `--force-root` all read one canonical folder. A store still holding a relative or `~` path
-    from before is re-synced even when the YAML did not change.
+    Collection folders are stored absolute (`collection_folder`), so the scanner, path lookups,
+    the trust gate's withheld set and `--force-root` all read one canonical folder.
     """
+    where = None if config_path is None else os.fspath(config_path)
     digest = config_hash(config)
-    settled = (
-        all(os.path.isabs(c.path) for c in store.list_collections() if c.path) or config_dir is None
-    )
-    if not force and settled and store.get_config_value("config_hash") == digest:
+    if (
+        not force
+        and store.get_config_value("config_hash") == digest
+        and _mirror_has_folders(config, store, where, home)
+    ):
         return False
     for collection in config.collections.values():
         store.put_collection(
-            replace(collection, path=collection_root(collection.path, config_dir, home))
+            replace(collection, path=collection_folder(collection.path, where, home))
         )
     for existing in store.list_collections():
         if existing.name not in config.collections:
@@ -421,20 +463,51 @@ def sync_config_to_store(
     return True
 
 
+def write_config(
+    path: str | os.PathLike[str],
+    config: QmdConfig,
+    mirror: ConfigMirror | None,
+    home: str | None = None,
+) -> None:
+    """Write `index.yml` and bring its index's mirror in step (REQ-CFG-SYNC-002), as the
+    original re-syncs after each of its CLI's edits: afterwards the stored `config_hash` is the
+    hash of the file as the next command will read it, so that command does not sync again,
+    and a hand edit back to an older file is never mistaken for one already mirrored. Every
+    writer of a config whose index is open goes through here (`YamlConfigRepository.save`).
+    The stored hash is cleared first: if anything below fails, the next command re-syncs."""
+    if mirror is None:
+        save_config(path, config)
+        return
+    mirror.set_config_value("config_hash", None)
+    text = dump_config(config)
+    _write_text(Path(path), text)
+    written = parse_config(text, os.fspath(path))  # hashed as the next reader will see it
+    sync_config_to_store(written, mirror, force=True, config_path=path, home=home)
+
+
 # ---------------------------------------------------------------------------------- port
 
 
 class YamlConfigRepository:
-    """`ConfigRepository` over one `index.yml` (read-modify-write per call)."""
+    """`ConfigRepository` over one `index.yml` (read-modify-write per call). With `mirror`
+    (the index the file belongs to), every save also brings the index's mirror and its
+    `config_hash` in step (`write_config`)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        mirror: ConfigMirror | None = None,
+        home: str | None = None,
+    ) -> None:
         self.path = Path(path)
+        self._mirror = mirror
+        self._home = home
 
     def load(self) -> QmdConfig:
         return load_config(self.path)
 
     def save(self, config: QmdConfig) -> None:
-        save_config(self.path, config)
+        write_config(self.path, config, self._mirror, self._home)
 
     def load_collections(self) -> list[Collection]:
         return list(self.load().collections.values())

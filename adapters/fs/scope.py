@@ -9,11 +9,12 @@ on every call because the index and its configuration may change while a server 
 
 Seed 001 INV-1 asks for a fail-closed boundary. It is enforced by decorating the storage ports
 the use cases read: a collection exists for the server only when its folder, canonicalised
-(`~` expanded and relative paths taken against `index.yml`'s folder when the config was
-mirrored, symlinks resolved now), lies inside DIR. Everything else — documents, docids,
-`qmd://` URIs, suffix matches, glob listings, search hits, status rows, chunk rows and counts,
-extraction states, memory records, session transcripts — comes only from inside, so an outside
-thing is indistinguishable from one that does not exist. An empty allow-list allows nothing.
+(`~` expanded and relative paths resolved when the config was mirrored, by the rule the trust
+gate uses too: `collection_folder`, REQ-CFG-SYNC-001; symlinks resolved now), lies inside
+DIR. Everything else — documents, docids, `qmd://` URIs, suffix matches, glob listings, search
+hits, status rows, chunk rows and counts, extraction states, memory records, session
+transcripts — comes only from inside, so an outside thing is indistinguishable from one that
+does not exist. An empty allow-list allows nothing.
 
 The scanner never follows links and skips files whose real path leaves their collection
 (`FileSystemSource`), so a document of an allowed collection was inside DIR when it was indexed.

@@ -138,10 +138,12 @@ class CollectionManager:
         self.get(old)
         if not new or "/" in new:
             raise QmdError(INVALID_ARGUMENT, f"Invalid collection name: {new!r}")
-        if self._store.get_collection(new) is not None:
+        if self.name_taken(new):
             raise QmdError(CONFLICT, f"Collection '{new}' already exists.")
-        self._config.rename_collection(old, new)
+        # the index first: writing the config may mirror it into the index (which then
+        # must already hold the documents under the new name)
         self._store.rename_collection(old, new)
+        self._config.rename_collection(old, new)
         if self.stamps is not None:
             self.stamps.rename_file_stamps(old, new)
 

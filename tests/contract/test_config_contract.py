@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from adapters.config.trust import gated_items, is_inside_project
 from adapters.config.yaml_config import (
     QmdConfig,
     YamlConfigRepository,
+    collection_folder,
     config_hash,
     dump_config,
     load_config,
@@ -201,11 +203,85 @@ def test_sync_stores_collection_folders_absolute(store: StoreLike) -> None:
         "  abs:\n    path: /srv/x/\n"
         "  empty:\n    path: ''\n"
     )
-    assert sync_config_to_store(config, store, config_dir="/cfg/qmd", home="/h") is True
+    assert sync_config_to_store(config, store, config_path="/cfg/qmd/index.yml", home="/h") is True
     paths = {c.name: c.path for c in store.list_collections()}
     assert paths == {"rel": "/cfg/qmd/notes2", "home": "/h/docs", "abs": "/srv/x", "empty": ""}
     # A store that still holds a relative folder (written before) is re-synced.
     store.put_collection(Collection(name="rel", path="notes2"))
-    assert sync_config_to_store(config, store, config_dir="/cfg/qmd", home="/h") is True
+    assert sync_config_to_store(config, store, config_path="/cfg/qmd/index.yml", home="/h") is True
     assert store.get_collection("rel") == Collection(name="rel", path="/cfg/qmd/notes2")
-    assert sync_config_to_store(config, store, config_dir="/cfg/qmd", home="/h") is False
+    assert sync_config_to_store(config, store, config_path="/cfg/qmd/index.yml", home="/h") is False
+
+
+def test_one_folder_for_a_relative_path_in_the_mirror_and_the_trust_gate(
+    store: StoreLike, tmp_path: Path
+) -> None:
+    """A project-local `.qmd/index.yml`'s relative paths are taken against the project (the
+    folder holding `.qmd`), by the mirror exactly as by the trust gate (REQ-CFG-SYNC-001);
+    before, the mirror took them against `.qmd` itself."""
+    project = tmp_path / "p"
+    (project / ".qmd").mkdir(parents=True)
+    local = str(project / ".qmd" / "index.yml")
+    raw = {"docs": "docs", "dotted": "./docs/../docs", "up": "..", "out": "../outside"}
+    config = QmdConfig(collections={n: Collection(name=n, path=p) for n, p in raw.items()})
+    assert sync_config_to_store(config, store, config_path=local, home="/h") is True
+    stored = {c.name: c.path for c in store.list_collections()}
+    assert stored == {
+        "docs": str(project / "docs"),
+        "dotted": str(project / "docs"),
+        "up": str(tmp_path),
+        "out": str(tmp_path / "outside"),
+    }
+    gated = gated_items(config, local, {}, "/h")
+    assert [name for name, _ in gated.paths] == ["up", "out"]
+    for name, path in raw.items():
+        assert collection_folder(path, local, "/h") == stored[name]
+        inside = stored[name] == str(project) or stored[name].startswith(f"{project}/")
+        assert is_inside_project(local, path, "/h") is inside, name
+    # your own config (not in a `.qmd` folder): its own folder is the base
+    assert collection_folder("notes", "/cfg/qmd/index.yml") == "/cfg/qmd/notes"
+
+
+def test_a_mirror_of_an_older_folder_rule_is_synced_again(store: StoreLike) -> None:
+    config = QmdConfig(collections={"docs": Collection(name="docs", path="docs")})
+    store.put_collection(Collection(name="docs", path="/p/.qmd/docs"))  # the rule before
+    store.set_config_value("config_hash", config_hash(config))
+    assert sync_config_to_store(config, store, config_path="/p/.qmd/index.yml") is True
+    assert store.get_collection("docs") == Collection(name="docs", path="/p/docs")
+    assert sync_config_to_store(config, store, config_path="/p/.qmd/index.yml") is False
+
+
+def test_every_save_through_the_repository_leaves_the_mirror_in_step(
+    store: StoreLike, tmp_path: Path
+) -> None:
+    """`YamlConfigRepository` with its index: after each save the stored `config_hash` is the
+    hash of the file as the next command reads it, so that command skips the sync
+    (REQ-CFG-SYNC-002)."""
+    path = tmp_path / "config" / "index.yml"
+    repo = YamlConfigRepository(path, mirror=store, home="/h")
+
+    def in_step() -> None:
+        on_disk = load_config(path)
+        assert store.get_config_value("config_hash") == config_hash(on_disk)
+        assert sync_config_to_store(on_disk, store, config_path=path, home="/h") is False
+
+    repo.save_collection(Collection(name="notes", path="/srv/notes"))
+    in_step()
+    repo.save_collection(FULL)
+    in_step()
+    repo.rename_collection("notes", "journal")
+    in_step()
+    repo.save_global_context("Everything «here»")
+    in_step()
+    repo.delete_collection("journal")
+    in_step()
+    assert [c.name for c in store.list_collections()] == ["docs"]
+    assert store.get_global_context() == "Everything «here»"
+
+    # a write that fails leaves no hash behind: the next command syncs from the file
+    edited = load_config(path).with_collection(Collection(name="notes", path="/srv/notes"))
+    path.unlink()
+    path.mkdir()  # a folder of that name: the new file cannot take its place
+    with pytest.raises(OSError):
+        repo.save(edited)
+    assert store.get_config_value("config_hash") is None
