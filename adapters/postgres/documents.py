@@ -21,6 +21,7 @@ from adapters.store_rows import META_COLUMNS as _META_COLUMNS
 from adapters.store_rows import META_FROM as _META_FROM
 from adapters.store_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
 from adapters.store_rows import meta_from_row as _meta
+from adapters.store_vectors import EMBEDDED_BY_MODEL, VECTOR_COUNT
 from domain.errors import CONFLICT, NOT_FOUND, QmdError
 from domain.model import Collection, DocumentMeta
 from domain.ports import CollectionCount, UpsertOutcome
@@ -266,23 +267,13 @@ class PgDocuments(PgConnections):
         return int(self._scalar("SELECT COUNT(*) FROM documents WHERE active = 1") or 0)
 
     def vector_count(self) -> int:
-        return int(
-            self._scalar(
-                "SELECT COUNT(*) FROM content_vectors cv WHERE EXISTS ("
-                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
-            )
-            or 0
-        )
+        return int(self._scalar(VECTOR_COUNT) or 0)
 
     def orphaned_vector_count(self) -> int:
         return int(self._scalar(_ORPHAN_VECTOR_COUNT) or 0)
 
     def embedded_by_model(self) -> dict[str, int]:
-        rows = self._query(
-            "SELECT v.model, COUNT(DISTINCT v.hash) FROM content_vectors v"
-            " WHERE v.hash IN (SELECT hash FROM documents WHERE active = 1)"
-            " GROUP BY v.model ORDER BY v.model"
-        )
+        rows = self._query(EMBEDDED_BY_MODEL)
         return {str(model): int(count) for model, count in rows}
 
     def preview_cleanup(self) -> dict[str, int]:

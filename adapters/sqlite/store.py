@@ -19,7 +19,6 @@ from adapters.sqlite import vector_bits
 from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
 from adapters.sqlite.fts import render_fts_query
 from adapters.sqlite.schema import (
-    DIMENSION_MISMATCH,
     ensure_schema,
     ensure_vec_table,
     vec_table_dimensions,
@@ -37,7 +36,17 @@ from adapters.store_rows import META_FROM as _META_FROM
 from adapters.store_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
 from adapters.store_rows import meta_from_row as _meta
 from adapters.store_rows import now_iso as _now_iso
-from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
+from adapters.store_vectors import (
+    CONTENT_VECTOR_COLUMNS,
+    EMBEDDED_BY_MODEL,
+    PENDING_COUNT,
+    VECTOR_COUNT,
+    check_query,
+    chunk_dimensions,
+    content_vector_rows,
+    pending_hashes_sql,
+)
+from domain.errors import CONFLICT, NOT_FOUND, UNAVAILABLE, QmdError
 from domain.lexquery import LexQuery, space_cjk
 from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
 from domain.ports import CollectionCount, UpsertOutcome
@@ -365,24 +374,14 @@ class SqliteIndex:
 
     def vector_count(self) -> int:
         """Stored chunk vectors of active documents (orphans of removed ones not counted)."""
-        return int(
-            self._conn.scalar(
-                "SELECT COUNT(*) FROM content_vectors cv WHERE EXISTS ("
-                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
-            )
-            or 0
-        )
+        return int(self._conn.scalar(VECTOR_COUNT) or 0)
 
     def orphaned_vector_count(self) -> int:
         """Chunk vectors no active document uses any more (`qmd cleanup` removes them)."""
         return int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0)
 
     def embedded_by_model(self) -> dict[str, int]:
-        rows = self._conn.query(
-            "SELECT v.model, COUNT(DISTINCT v.hash) FROM content_vectors v"
-            " WHERE v.hash IN (SELECT hash FROM documents WHERE active = 1)"
-            " GROUP BY v.model ORDER BY v.model"
-        )
+        rows = self._conn.query(EMBEDDED_BY_MODEL)
         return {str(model): int(count) for model, count in rows}
 
     def preview_cleanup(self) -> dict[str, int]:
@@ -531,29 +530,12 @@ class SqliteIndex:
 
     def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
         """Active hashes lacking a complete vector set for (model, fingerprint), by MIN(path)."""
-        rows = self._conn.query(
-            "SELECT d.hash FROM documents d LEFT JOIN ("
-            " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
-            " FROM content_vectors WHERE model = ? AND embed_fingerprint = ?"
-            " GROUP BY hash, model, embed_fingerprint) v ON d.hash = v.hash"
-            " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)"
-            " GROUP BY d.hash ORDER BY MIN(d.path), d.hash",
-            (model, fingerprint),
-        )
+        rows = self._conn.query(pending_hashes_sql(), (model, fingerprint))
         return [str(r[0]) for r in rows]
 
     def pending_count(self, model: str, fingerprint: str) -> int:
         """How many hashes `pending_hashes` would list, without listing them (for status)."""
-        return int(
-            self._conn.scalar(
-                "SELECT COUNT(DISTINCT d.hash) FROM documents d LEFT JOIN ("
-                " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
-                " FROM content_vectors WHERE model = ? AND embed_fingerprint = ?"
-                " GROUP BY hash) v ON d.hash = v.hash"
-                " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)",
-                (model, fingerprint),
-            )
-        )
+        return int(self._conn.scalar(PENDING_COUNT, (model, fingerprint)))
 
     def store_chunk_vectors(
         self,
@@ -566,12 +548,7 @@ class SqliteIndex:
         """Replace every vector of `content_hash` with `chunks` = (seq, pos, embedding)."""
         if not chunks:
             return
-        dims = len(chunks[0][2])
-        for _, _, vector in chunks:
-            if len(vector) != dims:
-                raise QmdError(
-                    INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
-                )
+        dims = chunk_dimensions(chunks)
         with self._conn.transaction():
             ensure_vec_table(self._conn, dims)
             in_step = self._bits_in_step()
@@ -585,18 +562,15 @@ class SqliteIndex:
                 "DELETE FROM vectors_vec WHERE hash_seq = ?", [(k,) for k in sorted(keys)]
             )
             self._conn.execute("DELETE FROM content_vectors WHERE hash = ?", (content_hash,))
-            total = len(chunks)
-            added: list[tuple[str, bytes]] = []
-            for seq, pos, vector in chunks:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO content_vectors (hash, seq, pos, model, "
-                    "embed_fingerprint, total_chunks, embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (content_hash, int(seq), int(pos), model, fingerprint, total, embedded_at),
-                )
-                added.append((f"{content_hash}_{int(seq)}", _pack(vector)))
-                self._conn.execute(
-                    "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", added[-1]
-                )
+            self._conn.executemany(
+                f"INSERT OR REPLACE INTO content_vectors ({CONTENT_VECTOR_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                content_vector_rows(content_hash, chunks, model, fingerprint, embedded_at),
+            )
+            added = [(f"{content_hash}_{int(seq)}", _pack(vector)) for seq, _, vector in chunks]
+            self._conn.executemany(
+                "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", added
+            )
             if in_step is None:
                 # first write here, or vectors written by another program: quantize them all
                 vector_bits.rebuild(self._conn, dims)
@@ -648,11 +622,7 @@ class SqliteIndex:
             return []
         if within is not None and not within:
             return []
-        dims = self.vector_dimensions()
-        if dims is not None and dims != len(vector):
-            raise QmdError(
-                INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
-            )
+        check_query(self.vector_dimensions(), vector)
         blob = _pack(vector)
         wanted = max(limit * 3, limit)
         if within is not None:
