@@ -3,14 +3,16 @@ DocumentStore and IndexMaintenance ports), as `adapters.sqlite.store` on SQLite.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from adapters.postgres.connection import PgConnections
+from adapters.postgres.connection import PgConnections, pyformat
 from adapters.postgres.fts import fts_params, fts_row_sql
+from adapters.store_documents import DocumentDialect, DocumentWrites, Writing
 from adapters.store_rows import (
     COLLECTION_COLUMNS,
     collection_from_row,
@@ -24,7 +26,7 @@ from adapters.store_rows import meta_from_row as _meta
 from adapters.store_vectors import EMBEDDED_BY_MODEL, VECTOR_COUNT
 from domain.errors import CONFLICT, NOT_FOUND, QmdError
 from domain.model import Collection, DocumentMeta
-from domain.ports import CollectionCount, UpsertOutcome
+from domain.ports import CollectionCount
 
 # SQLite's LIKE folds ASCII letters only; PostgreSQL's lower() would fold every script.
 _ASCII_LOWER = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
@@ -34,8 +36,29 @@ def _ascii_lower(text: str) -> str:
     return "".join(ch.lower() if ch.isascii() else ch for ch in text)
 
 
-class PgDocuments(PgConnections):
+class Qmark:
+    """A connection running the stores' shared `?` statements (adapters/store_*.py)."""
+
+    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        self._conn = conn
+
+    def execute(
+        self, statement: str, params: Sequence[Any] = ()
+    ) -> psycopg.Cursor[tuple[Any, ...]]:
+        return self._conn.execute(pyformat(statement), params)
+
+
+class PgDocuments(DocumentWrites, PgConnections):
     """DocumentStore and IndexMaintenance over the pool."""
+
+    # no trigger keeps documents_fts: a deactivated document's row is deleted here
+    _DOCUMENTS = DocumentDialect(
+        insert_content="INSERT INTO content (hash, doc, created_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (hash) DO NOTHING",
+        returning_id=True,
+        unindex="DELETE FROM documents_fts WHERE id = "
+        "(SELECT id FROM documents WHERE collection = ? AND path = ?)",
+    )
 
     _collection = staticmethod(collection_from_row)
     _COLLECTION_COLUMNS = COLLECTION_COLUMNS
@@ -131,75 +154,10 @@ class PgDocuments(PgConnections):
         )
         return {str(r[2]): _meta(r) for r in rows}
 
-    def upsert_document(
-        self,
-        collection: str,
-        path: str,
-        title: str,
-        content_hash: str,
-        body: str,
-        created_at: str,
-        modified_at: str,
-    ) -> UpsertOutcome:
+    @contextmanager
+    def _writing(self) -> Iterator[Writing]:
         with self.transaction(), self._conn() as conn:
-            existing = conn.execute(
-                "SELECT id, hash, title FROM documents "
-                "WHERE collection = %s AND path = %s AND active = 1",
-                (collection, path),
-            ).fetchone()
-            if existing is not None:
-                doc_id, old_hash, old_title = int(existing[0]), existing[1], existing[2]
-                if old_hash == content_hash:
-                    if old_title == title:
-                        return UpsertOutcome("unchanged")
-                    conn.execute(
-                        "UPDATE documents SET title = %s, modified_at = %s WHERE id = %s",
-                        (title, modified_at, doc_id),
-                    )
-                else:
-                    self._insert_content(conn, content_hash, body, modified_at)
-                    conn.execute(
-                        "UPDATE documents SET title = %s, hash = %s, modified_at = %s "
-                        "WHERE id = %s",
-                        (title, content_hash, modified_at, doc_id),
-                    )
-                self._write_fts(conn, doc_id)
-                return UpsertOutcome("updated")
-            self._insert_content(conn, content_hash, body, modified_at)
-            row = conn.execute(
-                "INSERT INTO documents (collection, path, title, hash, created_at, modified_at, "
-                "active) VALUES (%s, %s, %s, %s, %s, %s, 1) ON CONFLICT (collection, path) "
-                "DO UPDATE SET title = excluded.title, hash = excluded.hash, "
-                "modified_at = excluded.modified_at, active = 1 RETURNING id",
-                (collection, path, title, content_hash, created_at, modified_at),
-            ).fetchone()
-            assert row is not None
-            self._write_fts(conn, int(row[0]))
-            return UpsertOutcome("indexed")
-
-    @staticmethod
-    def _insert_content(
-        conn: psycopg.Connection[tuple[Any, ...]], content_hash: str, body: str, created_at: str
-    ) -> None:
-        conn.execute(
-            "INSERT INTO content (hash, doc, created_at) VALUES (%s, %s, %s) "
-            "ON CONFLICT (hash) DO NOTHING",
-            (content_hash, body, created_at),
-        )
-
-    def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
-        changed = 0
-        with self.transaction(), self._conn() as conn:
-            for path in paths:
-                row = conn.execute(
-                    "UPDATE documents SET active = 0 "
-                    "WHERE collection = %s AND path = %s AND active = 1 RETURNING id",
-                    (collection, path),
-                ).fetchone()
-                if row is not None:
-                    changed += 1
-                    conn.execute("DELETE FROM documents_fts WHERE id = %s", (int(row[0]),))
-        return changed
+            yield Qmark(conn), lambda doc_id: self._write_fts(conn, doc_id)
 
     def delete_orphan_content(self) -> int:
         return self._execute(

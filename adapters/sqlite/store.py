@@ -24,6 +24,7 @@ from adapters.sqlite.schema import (
     vec_table_dimensions,
     vec_table_sql,
 )
+from adapters.store_documents import DocumentDialect, DocumentWrites, Writing
 from adapters.store_rows import (
     COLLECTION_COLUMNS,
     LLM_CACHE_KEEP,
@@ -49,7 +50,7 @@ from adapters.store_vectors import (
 from domain.errors import CONFLICT, NOT_FOUND, UNAVAILABLE, QmdError
 from domain.lexquery import LexQuery, space_cjk
 from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
-from domain.ports import CollectionCount, UpsertOutcome
+from domain.ports import CollectionCount
 
 if TYPE_CHECKING:  # metadata types only: the filter code loads with the first metadata call
     from domain.filters import MetaValue, Probe
@@ -72,8 +73,15 @@ def _pack(vector: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(vector)}f", *(float(x) for x in vector))
 
 
-class SqliteIndex:
+class SqliteIndex(DocumentWrites):
     """One open index file. Every public method is a complete unit of work."""
+
+    # the documents_au trigger drops a deactivated document's full-text row
+    _DOCUMENTS = DocumentDialect(
+        insert_content="INSERT OR IGNORE INTO content (hash, doc, created_at) VALUES (?, ?, ?)",
+        returning_id=False,
+        unindex=None,
+    )
 
     def __init__(
         self, conn: Connection, prefilter_min_vectors: int = PREFILTER_MIN_VECTORS
@@ -237,72 +245,10 @@ class SqliteIndex:
         )
         return {str(r[2]): _meta(r) for r in rows}
 
-    def upsert_document(
-        self,
-        collection: str,
-        path: str,
-        title: str,
-        content_hash: str,
-        body: str,
-        created_at: str,
-        modified_at: str,
-    ) -> UpsertOutcome:
+    @contextmanager
+    def _writing(self) -> Iterator[Writing]:
         with self._conn.transaction():
-            existing = self._conn.raw.execute(
-                "SELECT id, hash, title FROM documents "
-                "WHERE collection = ? AND path = ? AND active = 1",
-                (collection, path),
-            ).fetchone()
-            if existing is not None:
-                doc_id, old_hash, old_title = int(existing[0]), existing[1], existing[2]
-                if old_hash == content_hash:
-                    if old_title == title:
-                        return UpsertOutcome("unchanged")
-                    self._conn.execute(
-                        "UPDATE documents SET title = ?, modified_at = ? WHERE id = ?",
-                        (title, modified_at, doc_id),
-                    )
-                else:
-                    self._insert_content(content_hash, body, modified_at)
-                    self._conn.execute(
-                        "UPDATE documents SET title = ?, hash = ?, modified_at = ? WHERE id = ?",
-                        (title, content_hash, modified_at, doc_id),
-                    )
-                self._write_fts(doc_id)
-                return UpsertOutcome("updated")
-            self._insert_content(content_hash, body, modified_at)
-            self._conn.execute(
-                "INSERT INTO documents (collection, path, title, hash, created_at, modified_at, "
-                "active) VALUES (?, ?, ?, ?, ?, ?, 1) ON CONFLICT(collection, path) DO UPDATE SET "
-                "title = excluded.title, hash = excluded.hash, "
-                "modified_at = excluded.modified_at, active = 1",
-                (collection, path, title, content_hash, created_at, modified_at),
-            )
-            doc_id = int(
-                self._conn.scalar(
-                    "SELECT id FROM documents WHERE collection = ? AND path = ?",
-                    (collection, path),
-                )
-            )
-            self._write_fts(doc_id)
-            return UpsertOutcome("indexed")
-
-    def _insert_content(self, content_hash: str, body: str, created_at: str) -> None:
-        self._conn.execute(
-            "INSERT OR IGNORE INTO content (hash, doc, created_at) VALUES (?, ?, ?)",
-            (content_hash, body, created_at),
-        )
-
-    def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
-        changed = 0
-        with self._conn.transaction():
-            for path in paths:
-                changed += self._conn.execute(
-                    "UPDATE documents SET active = 0 "
-                    "WHERE collection = ? AND path = ? AND active = 1",
-                    (collection, path),
-                ).rowcount
-        return changed
+            yield self._conn, self._write_fts
 
     def delete_orphan_content(self) -> int:
         cursor = self._conn.execute(
