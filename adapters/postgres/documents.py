@@ -12,20 +12,16 @@ from psycopg import sql
 
 from adapters.postgres.connection import PgConnections, pyformat
 from adapters.postgres.fts import fts_params, fts_row_sql
+from adapters.store_catalog import Catalog
 from adapters.store_documents import DocumentDialect, DocumentWrites, Writing
-from adapters.store_rows import (
-    COLLECTION_COLUMNS,
-    collection_from_row,
-    collection_params,
-    escape_like,
-)
 from adapters.store_rows import META_COLUMNS as _META_COLUMNS
 from adapters.store_rows import META_FROM as _META_FROM
 from adapters.store_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
+from adapters.store_rows import escape_like
 from adapters.store_rows import meta_from_row as _meta
 from adapters.store_vectors import EMBEDDED_BY_MODEL, VECTOR_COUNT
-from domain.errors import CONFLICT, NOT_FOUND, QmdError
-from domain.model import Collection, DocumentMeta
+from domain.errors import CONFLICT, QmdError
+from domain.model import DocumentMeta
 from domain.ports import CollectionCount
 
 # SQLite's LIKE folds ASCII letters only; PostgreSQL's lower() would fold every script.
@@ -48,7 +44,7 @@ class Qmark:
         return self._conn.execute(pyformat(statement), params)
 
 
-class PgDocuments(DocumentWrites, PgConnections):
+class PgDocuments(Catalog, DocumentWrites, PgConnections):
     """DocumentStore and IndexMaintenance over the pool."""
 
     # no trigger keeps documents_fts: a deactivated document's row is deleted here
@@ -60,8 +56,13 @@ class PgDocuments(DocumentWrites, PgConnections):
         "(SELECT id FROM documents WHERE collection = ? AND path = ?)",
     )
 
-    _collection = staticmethod(collection_from_row)
-    _COLLECTION_COLUMNS = COLLECTION_COLUMNS
+    _INSERTION_ORDER = "ord"
+
+    def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._query(pyformat(statement), params)
+
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        self._execute(pyformat(statement), params)
 
     def _write_fts(self, conn: psycopg.Connection[tuple[Any, ...]], doc_id: int) -> None:
         row = conn.execute(
@@ -74,27 +75,6 @@ class PgDocuments(DocumentWrites, PgConnections):
             return
         conn.execute(fts_row_sql(), fts_params(doc_id, *row))
 
-    def list_collections(self) -> list[Collection]:
-        rows = self._query(f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections ORDER BY ord")
-        return [self._collection(r) for r in rows]
-
-    def get_collection(self, name: str) -> Collection | None:
-        rows = self._query(
-            f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections WHERE name = %s", (name,)
-        )
-        return self._collection(rows[0]) if rows else None
-
-    def put_collection(self, collection: Collection) -> None:
-        self._execute(
-            "INSERT INTO store_collections (name, path, pattern, ignore_patterns, "
-            "include_by_default, update_command, context) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (name) DO UPDATE SET path = excluded.path, pattern = excluded.pattern, "
-            "ignore_patterns = excluded.ignore_patterns, "
-            "include_by_default = excluded.include_by_default, "
-            "update_command = excluded.update_command, context = excluded.context",
-            collection_params(collection),
-        )
-
     def delete_collection(self, name: str) -> int:
         with self.transaction(), self._conn() as conn:
             deleted = conn.execute("DELETE FROM documents WHERE collection = %s", (name,)).rowcount
@@ -104,9 +84,6 @@ class PgDocuments(DocumentWrites, PgConnections):
             )
             conn.execute("DELETE FROM store_collections WHERE name = %s", (name,))
         return int(deleted)
-
-    def forget_collection(self, name: str) -> None:
-        self._execute("DELETE FROM store_collections WHERE name = %s", (name,))
 
     def rename_collection(self, old: str, new: str) -> None:
         with self.transaction(), self._conn() as conn:
@@ -124,27 +101,6 @@ class PgDocuments(DocumentWrites, PgConnections):
             ).fetchall()
             for (doc_id,) in ids:
                 self._write_fts(conn, int(doc_id))
-
-    def get_global_context(self) -> str | None:
-        value = self._scalar("SELECT value FROM store_config WHERE key = 'global_context'")
-        return str(value) if value else None
-
-    def set_global_context(self, text: str | None) -> None:
-        self.set_config_value("global_context", text)
-
-    def get_config_value(self, key: str) -> str | None:
-        value = self._scalar("SELECT value FROM store_config WHERE key = %s", (key,))
-        return None if value is None else str(value)
-
-    def set_config_value(self, key: str, value: str | None) -> None:
-        if value is None:
-            self._execute("DELETE FROM store_config WHERE key = %s", (key,))
-            return
-        self._execute(
-            "INSERT INTO store_config (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
 
     def active_documents(self, collection: str) -> dict[str, DocumentMeta]:
         rows = self._query(
@@ -164,55 +120,20 @@ class PgDocuments(DocumentWrites, PgConnections):
             "DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)"
         )
 
-    def _one(self, where: str, params: Sequence[Any]) -> DocumentMeta | None:
-        rows = self._query(
-            f"SELECT {_META_COLUMNS} {_META_FROM} WHERE {where} AND d.active = 1 "
-            "ORDER BY d.id LIMIT 1",
-            tuple(params),
-        )
-        return _meta(rows[0]) if rows else None
-
     def document_by_docid(self, prefix: str) -> DocumentMeta | None:
         if not prefix:
             return None
         return self._one(
-            f"{_ASCII_LOWER.format('d.hash')} LIKE %s ESCAPE '#'",
+            f"{_ASCII_LOWER.format('d.hash')} LIKE ? ESCAPE '#'",
             (escape_like(_ascii_lower(prefix)) + "%",),
         )
-
-    def document_by_path(self, collection: str, path: str) -> DocumentMeta | None:
-        return self._one("d.collection = %s AND d.path = %s", (collection, path))
 
     def document_by_suffix(self, suffix: str) -> DocumentMeta | None:
         """`qmd://c/p` ending with `suffix`, ASCII-case-insensitively (SQLite's LIKE)."""
         return self._one(
-            _ASCII_LOWER.format("'qmd://' || d.collection || '/' || d.path")
-            + " LIKE %s ESCAPE '#'",
+            _ASCII_LOWER.format("'qmd://' || d.collection || '/' || d.path") + " LIKE ? ESCAPE '#'",
             ("%" + escape_like(_ascii_lower(suffix)),),
         )
-
-    def documents(self, collection: str | None = None) -> list[DocumentMeta]:
-        if collection is None:
-            rows = self._query(
-                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 ORDER BY d.id"
-            )
-        else:
-            rows = self._query(
-                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 AND d.collection = %s "
-                "ORDER BY d.id",
-                (collection,),
-            )
-        return [_meta(r) for r in rows]
-
-    def document_paths(self) -> list[tuple[str, str]]:
-        rows = self._query("SELECT collection, path FROM documents WHERE active = 1 ORDER BY id")
-        return [(str(collection), str(path)) for collection, path in rows]
-
-    def body(self, content_hash: str) -> str:
-        value = self._scalar("SELECT doc FROM content WHERE hash = %s", (content_hash,))
-        if value is None:
-            raise QmdError(NOT_FOUND, f"Content not found: {content_hash}")
-        return str(value)
 
     def collection_counts(self) -> list[CollectionCount]:
         rows = self._query(
@@ -221,34 +142,12 @@ class PgDocuments(DocumentWrites, PgConnections):
         )
         return [CollectionCount(str(r[0]), int(r[1]), str(r[2] or "")) for r in rows]
 
-    def total_documents(self) -> int:
-        return int(self._scalar("SELECT COUNT(*) FROM documents WHERE active = 1") or 0)
-
     def vector_count(self) -> int:
         return int(self._scalar(VECTOR_COUNT) or 0)
-
-    def orphaned_vector_count(self) -> int:
-        return int(self._scalar(_ORPHAN_VECTOR_COUNT) or 0)
 
     def embedded_by_model(self) -> dict[str, int]:
         rows = self._query(EMBEDDED_BY_MODEL)
         return {str(model): int(count) for model, count in rows}
-
-    def preview_cleanup(self) -> dict[str, int]:
-        return {
-            "cache_entries": int(self._scalar("SELECT COUNT(*) FROM llm_cache") or 0),
-            "orphaned_vectors": int(self._scalar(_ORPHAN_VECTOR_COUNT) or 0),
-            "inactive_documents": int(
-                self._scalar("SELECT COUNT(*) FROM documents WHERE active = 0") or 0
-            ),
-            "orphaned_content": int(
-                self._scalar(
-                    "SELECT COUNT(*) FROM content WHERE hash NOT IN "
-                    "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
-                )
-                or 0
-            ),
-        }
 
     def cleanup(self) -> dict[str, int]:
         with self.transaction(), self._conn() as conn:

@@ -24,12 +24,10 @@ from adapters.sqlite.schema import (
     vec_table_dimensions,
     vec_table_sql,
 )
+from adapters.store_catalog import Catalog
 from adapters.store_documents import DocumentDialect, DocumentWrites, Writing
 from adapters.store_rows import (
-    COLLECTION_COLUMNS,
     LLM_CACHE_KEEP,
-    collection_from_row,
-    collection_params,
     escape_like,
 )
 from adapters.store_rows import META_COLUMNS as _META_COLUMNS
@@ -47,9 +45,9 @@ from adapters.store_vectors import (
     content_vector_rows,
     pending_hashes_sql,
 )
-from domain.errors import CONFLICT, NOT_FOUND, UNAVAILABLE, QmdError
+from domain.errors import CONFLICT, UNAVAILABLE, QmdError
 from domain.lexquery import LexQuery, space_cjk
-from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
+from domain.model import Document, DocumentMeta, LexHit, VectorHit
 from domain.ports import CollectionCount
 
 if TYPE_CHECKING:  # metadata types only: the filter code loads with the first metadata call
@@ -73,7 +71,7 @@ def _pack(vector: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(vector)}f", *(float(x) for x in vector))
 
 
-class SqliteIndex(DocumentWrites):
+class SqliteIndex(Catalog, DocumentWrites):
     """One open index file. Every public method is a complete unit of work."""
 
     # the documents_au trigger drops a deactivated document's full-text row
@@ -128,6 +126,12 @@ class SqliteIndex(DocumentWrites):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.query(statement, params)
+
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        self._conn.execute(statement, params)
+
     def _write_fts(self, doc_id: int) -> None:
         """Replace the FTS row of one document with its CJK-normalised columns (active only)."""
         row = self._conn.raw.execute(
@@ -145,32 +149,6 @@ class SqliteIndex(DocumentWrites):
         )
 
     # ------------------------------------------------------------------ collections
-
-    _collection = staticmethod(collection_from_row)
-    _COLLECTION_COLUMNS = COLLECTION_COLUMNS
-
-    def list_collections(self) -> list[Collection]:
-        rows = self._conn.query(
-            f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections ORDER BY rowid"
-        )
-        return [self._collection(r) for r in rows]
-
-    def get_collection(self, name: str) -> Collection | None:
-        rows = self._conn.query(
-            f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections WHERE name = ?", (name,)
-        )
-        return self._collection(rows[0]) if rows else None
-
-    def put_collection(self, collection: Collection) -> None:
-        self._conn.execute(
-            "INSERT INTO store_collections (name, path, pattern, ignore_patterns, "
-            "include_by_default, update_command, context) VALUES (?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(name) DO UPDATE SET path = excluded.path, pattern = excluded.pattern, "
-            "ignore_patterns = excluded.ignore_patterns, "
-            "include_by_default = excluded.include_by_default, "
-            "update_command = excluded.update_command, context = excluded.context",
-            collection_params(collection),
-        )
 
     def delete_collection(self, name: str) -> int:
         """Hard-delete the collection's document rows, unpinned content and its config row.
@@ -191,10 +169,6 @@ class SqliteIndex(DocumentWrites):
             _metadata.delete_orphaned_metadata(self._conn)
         return int(deleted)
 
-    def forget_collection(self, name: str) -> None:
-        """Drop only the store_collections row (YAML sync); documents stay."""
-        self._conn.execute("DELETE FROM store_collections WHERE name = ?", (name,))
-
     def rename_collection(self, old: str, new: str) -> None:
         with self._conn.transaction():
             if old != new and self._conn.scalar(
@@ -209,30 +183,6 @@ class SqliteIndex(DocumentWrites):
                 "SELECT id FROM documents WHERE collection = ? AND active = 1", (new,)
             ):
                 self._write_fts(int(doc_id))
-
-    def get_global_context(self) -> str | None:
-        value = self._conn.scalar("SELECT value FROM store_config WHERE key = 'global_context'")
-        return str(value) if value else None
-
-    def set_global_context(self, text: str | None) -> None:
-        if text is None:
-            self._conn.execute("DELETE FROM store_config WHERE key = 'global_context'")
-        else:
-            self.set_config_value("global_context", text)
-
-    def get_config_value(self, key: str) -> str | None:
-        value = self._conn.scalar("SELECT value FROM store_config WHERE key = ?", (key,))
-        return None if value is None else str(value)
-
-    def set_config_value(self, key: str, value: str | None) -> None:
-        if value is None:
-            self._conn.execute("DELETE FROM store_config WHERE key = ?", (key,))
-            return
-        self._conn.execute(
-            "INSERT INTO store_config (key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
 
     # ------------------------------------------------------------------ indexing
 
@@ -258,21 +208,10 @@ class SqliteIndex(DocumentWrites):
 
     # ------------------------------------------------------------------ lookups
 
-    def _one(self, where: str, params: Sequence[Any]) -> DocumentMeta | None:
-        row = self._conn.raw.execute(
-            f"SELECT {_META_COLUMNS} {_META_FROM} WHERE {where} AND d.active = 1 "
-            "ORDER BY d.id LIMIT 1",
-            tuple(params),
-        ).fetchone()
-        return None if row is None else _meta(row)
-
     def document_by_docid(self, prefix: str) -> DocumentMeta | None:
         if not prefix:
             return None
         return self._one("d.hash LIKE ? ESCAPE '#'", (escape_like(prefix) + "%",))
-
-    def document_by_path(self, collection: str, path: str) -> DocumentMeta | None:
-        return self._one("d.collection = ? AND d.path = ?", (collection, path))
 
     def document_by_suffix(self, suffix: str) -> DocumentMeta | None:
         """Unanchored, ASCII-case-insensitive `qmd://c/p LIKE '%suffix'` (the original's quirk)."""
@@ -280,31 +219,6 @@ class SqliteIndex(DocumentWrites):
             "'qmd://' || d.collection || '/' || d.path LIKE ? ESCAPE '#'",
             ("%" + escape_like(suffix),),
         )
-
-    def documents(self, collection: str | None = None) -> list[DocumentMeta]:
-        if collection is None:
-            rows = self._conn.query(
-                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 ORDER BY d.id"
-            )
-        else:
-            rows = self._conn.query(
-                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 AND d.collection = ? "
-                "ORDER BY d.id",
-                (collection,),
-            )
-        return [_meta(r) for r in rows]
-
-    def document_paths(self) -> list[tuple[str, str]]:
-        rows = self._conn.query(
-            "SELECT collection, path FROM documents WHERE active = 1 ORDER BY id"
-        )
-        return [(str(collection), str(path)) for collection, path in rows]
-
-    def body(self, content_hash: str) -> str:
-        value = self._conn.scalar("SELECT doc FROM content WHERE hash = ?", (content_hash,))
-        if value is None:
-            raise QmdError(NOT_FOUND, f"Content not found: {content_hash}")
-        return str(value)
 
     # ------------------------------------------------------------------ status and upkeep
 
@@ -315,37 +229,13 @@ class SqliteIndex(DocumentWrites):
         )
         return [CollectionCount(str(r[0]), int(r[1]), str(r[2] or "")) for r in rows]
 
-    def total_documents(self) -> int:
-        return int(self._conn.scalar("SELECT COUNT(*) FROM documents WHERE active = 1") or 0)
-
     def vector_count(self) -> int:
         """Stored chunk vectors of active documents (orphans of removed ones not counted)."""
         return int(self._conn.scalar(VECTOR_COUNT) or 0)
 
-    def orphaned_vector_count(self) -> int:
-        """Chunk vectors no active document uses any more (`qmd cleanup` removes them)."""
-        return int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0)
-
     def embedded_by_model(self) -> dict[str, int]:
         rows = self._conn.query(EMBEDDED_BY_MODEL)
         return {str(model): int(count) for model, count in rows}
-
-    def preview_cleanup(self) -> dict[str, int]:
-        """What `cleanup` would remove (for `qmd cleanup --dry-run`), same keys."""
-        return {
-            "cache_entries": int(self._conn.scalar("SELECT COUNT(*) FROM llm_cache") or 0),
-            "orphaned_vectors": int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0),
-            "inactive_documents": int(
-                self._conn.scalar("SELECT COUNT(*) FROM documents WHERE active = 0") or 0
-            ),
-            "orphaned_content": int(
-                self._conn.scalar(
-                    "SELECT COUNT(*) FROM content WHERE hash NOT IN "
-                    "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
-                )
-                or 0
-            ),
-        }
 
     def cleanup(self) -> dict[str, int]:
         """`qmd cleanup`: llm_cache, orphaned vectors, inactive rows, orphan content, optimize,
