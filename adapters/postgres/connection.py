@@ -26,6 +26,12 @@ class PostgresError(QmdError):
     pass
 
 
+def pyformat(statement: str) -> str:
+    """A statement the stores share (adapters/store_*.py), written with SQLite's `?`
+    placeholders, in psycopg's `%s` style (a literal `%` doubled so it stays one)."""
+    return statement.replace("%", "%%").replace("?", "%s")
+
+
 def _holder_label(lock: str) -> str:
     """`pid N on HOST: qmd LOCK` (PostgreSQL keeps 63 bytes of an application_name)."""
     return f"pid {os.getpid()} on {socket.gethostname()}: qmd {lock}"[:63]

@@ -3,27 +3,26 @@ DocumentStore and IndexMaintenance ports), as `adapters.sqlite.store` on SQLite.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from adapters.postgres.connection import PgConnections
+from adapters.postgres.connection import PgConnections, pyformat
 from adapters.postgres.fts import fts_params, fts_row_sql
-from adapters.store_rows import (
-    COLLECTION_COLUMNS,
-    collection_from_row,
-    collection_params,
-    escape_like,
-)
+from adapters.store_catalog import Catalog
+from adapters.store_documents import DocumentDialect, DocumentWrites, Writing
 from adapters.store_rows import META_COLUMNS as _META_COLUMNS
 from adapters.store_rows import META_FROM as _META_FROM
 from adapters.store_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
+from adapters.store_rows import escape_like
 from adapters.store_rows import meta_from_row as _meta
-from domain.errors import CONFLICT, NOT_FOUND, QmdError
-from domain.model import Collection, DocumentMeta
-from domain.ports import CollectionCount, UpsertOutcome
+from adapters.store_vectors import EMBEDDED_BY_MODEL, VECTOR_COUNT
+from domain.errors import CONFLICT, QmdError
+from domain.model import DocumentMeta
+from domain.ports import CollectionCount
 
 # SQLite's LIKE folds ASCII letters only; PostgreSQL's lower() would fold every script.
 _ASCII_LOWER = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
@@ -33,11 +32,37 @@ def _ascii_lower(text: str) -> str:
     return "".join(ch.lower() if ch.isascii() else ch for ch in text)
 
 
-class PgDocuments(PgConnections):
+class Qmark:
+    """A connection running the stores' shared `?` statements (adapters/store_*.py)."""
+
+    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        self._conn = conn
+
+    def execute(
+        self, statement: str, params: Sequence[Any] = ()
+    ) -> psycopg.Cursor[tuple[Any, ...]]:
+        return self._conn.execute(pyformat(statement), params)
+
+
+class PgDocuments(Catalog, DocumentWrites, PgConnections):
     """DocumentStore and IndexMaintenance over the pool."""
 
-    _collection = staticmethod(collection_from_row)
-    _COLLECTION_COLUMNS = COLLECTION_COLUMNS
+    # no trigger keeps documents_fts: a deactivated document's row is deleted here
+    _DOCUMENTS = DocumentDialect(
+        insert_content="INSERT INTO content (hash, doc, created_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (hash) DO NOTHING",
+        returning_id=True,
+        unindex="DELETE FROM documents_fts WHERE id = "
+        "(SELECT id FROM documents WHERE collection = ? AND path = ?)",
+    )
+
+    _INSERTION_ORDER = "ord"
+
+    def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._query(pyformat(statement), params)
+
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        self._execute(pyformat(statement), params)
 
     def _write_fts(self, conn: psycopg.Connection[tuple[Any, ...]], doc_id: int) -> None:
         row = conn.execute(
@@ -50,27 +75,6 @@ class PgDocuments(PgConnections):
             return
         conn.execute(fts_row_sql(), fts_params(doc_id, *row))
 
-    def list_collections(self) -> list[Collection]:
-        rows = self._query(f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections ORDER BY ord")
-        return [self._collection(r) for r in rows]
-
-    def get_collection(self, name: str) -> Collection | None:
-        rows = self._query(
-            f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections WHERE name = %s", (name,)
-        )
-        return self._collection(rows[0]) if rows else None
-
-    def put_collection(self, collection: Collection) -> None:
-        self._execute(
-            "INSERT INTO store_collections (name, path, pattern, ignore_patterns, "
-            "include_by_default, update_command, context) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (name) DO UPDATE SET path = excluded.path, pattern = excluded.pattern, "
-            "ignore_patterns = excluded.ignore_patterns, "
-            "include_by_default = excluded.include_by_default, "
-            "update_command = excluded.update_command, context = excluded.context",
-            collection_params(collection),
-        )
-
     def delete_collection(self, name: str) -> int:
         with self.transaction(), self._conn() as conn:
             deleted = conn.execute("DELETE FROM documents WHERE collection = %s", (name,)).rowcount
@@ -80,9 +84,6 @@ class PgDocuments(PgConnections):
             )
             conn.execute("DELETE FROM store_collections WHERE name = %s", (name,))
         return int(deleted)
-
-    def forget_collection(self, name: str) -> None:
-        self._execute("DELETE FROM store_collections WHERE name = %s", (name,))
 
     def rename_collection(self, old: str, new: str) -> None:
         with self.transaction(), self._conn() as conn:
@@ -101,27 +102,6 @@ class PgDocuments(PgConnections):
             for (doc_id,) in ids:
                 self._write_fts(conn, int(doc_id))
 
-    def get_global_context(self) -> str | None:
-        value = self._scalar("SELECT value FROM store_config WHERE key = 'global_context'")
-        return str(value) if value else None
-
-    def set_global_context(self, text: str | None) -> None:
-        self.set_config_value("global_context", text)
-
-    def get_config_value(self, key: str) -> str | None:
-        value = self._scalar("SELECT value FROM store_config WHERE key = %s", (key,))
-        return None if value is None else str(value)
-
-    def set_config_value(self, key: str, value: str | None) -> None:
-        if value is None:
-            self._execute("DELETE FROM store_config WHERE key = %s", (key,))
-            return
-        self._execute(
-            "INSERT INTO store_config (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
-
     def active_documents(self, collection: str) -> dict[str, DocumentMeta]:
         rows = self._query(
             f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.collection = %s AND d.active = 1 "
@@ -130,130 +110,30 @@ class PgDocuments(PgConnections):
         )
         return {str(r[2]): _meta(r) for r in rows}
 
-    def upsert_document(
-        self,
-        collection: str,
-        path: str,
-        title: str,
-        content_hash: str,
-        body: str,
-        created_at: str,
-        modified_at: str,
-    ) -> UpsertOutcome:
+    @contextmanager
+    def _writing(self) -> Iterator[Writing]:
         with self.transaction(), self._conn() as conn:
-            existing = conn.execute(
-                "SELECT id, hash, title FROM documents "
-                "WHERE collection = %s AND path = %s AND active = 1",
-                (collection, path),
-            ).fetchone()
-            if existing is not None:
-                doc_id, old_hash, old_title = int(existing[0]), existing[1], existing[2]
-                if old_hash == content_hash:
-                    if old_title == title:
-                        return UpsertOutcome("unchanged")
-                    conn.execute(
-                        "UPDATE documents SET title = %s, modified_at = %s WHERE id = %s",
-                        (title, modified_at, doc_id),
-                    )
-                else:
-                    self._insert_content(conn, content_hash, body, modified_at)
-                    conn.execute(
-                        "UPDATE documents SET title = %s, hash = %s, modified_at = %s "
-                        "WHERE id = %s",
-                        (title, content_hash, modified_at, doc_id),
-                    )
-                self._write_fts(conn, doc_id)
-                return UpsertOutcome("updated")
-            self._insert_content(conn, content_hash, body, modified_at)
-            row = conn.execute(
-                "INSERT INTO documents (collection, path, title, hash, created_at, modified_at, "
-                "active) VALUES (%s, %s, %s, %s, %s, %s, 1) ON CONFLICT (collection, path) "
-                "DO UPDATE SET title = excluded.title, hash = excluded.hash, "
-                "modified_at = excluded.modified_at, active = 1 RETURNING id",
-                (collection, path, title, content_hash, created_at, modified_at),
-            ).fetchone()
-            assert row is not None
-            self._write_fts(conn, int(row[0]))
-            return UpsertOutcome("indexed")
-
-    @staticmethod
-    def _insert_content(
-        conn: psycopg.Connection[tuple[Any, ...]], content_hash: str, body: str, created_at: str
-    ) -> None:
-        conn.execute(
-            "INSERT INTO content (hash, doc, created_at) VALUES (%s, %s, %s) "
-            "ON CONFLICT (hash) DO NOTHING",
-            (content_hash, body, created_at),
-        )
-
-    def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
-        changed = 0
-        with self.transaction(), self._conn() as conn:
-            for path in paths:
-                row = conn.execute(
-                    "UPDATE documents SET active = 0 "
-                    "WHERE collection = %s AND path = %s AND active = 1 RETURNING id",
-                    (collection, path),
-                ).fetchone()
-                if row is not None:
-                    changed += 1
-                    conn.execute("DELETE FROM documents_fts WHERE id = %s", (int(row[0]),))
-        return changed
+            yield Qmark(conn), lambda doc_id: self._write_fts(conn, doc_id)
 
     def delete_orphan_content(self) -> int:
         return self._execute(
             "DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)"
         )
 
-    def _one(self, where: str, params: Sequence[Any]) -> DocumentMeta | None:
-        rows = self._query(
-            f"SELECT {_META_COLUMNS} {_META_FROM} WHERE {where} AND d.active = 1 "
-            "ORDER BY d.id LIMIT 1",
-            tuple(params),
-        )
-        return _meta(rows[0]) if rows else None
-
     def document_by_docid(self, prefix: str) -> DocumentMeta | None:
         if not prefix:
             return None
         return self._one(
-            f"{_ASCII_LOWER.format('d.hash')} LIKE %s ESCAPE '#'",
+            f"{_ASCII_LOWER.format('d.hash')} LIKE ? ESCAPE '#'",
             (escape_like(_ascii_lower(prefix)) + "%",),
         )
-
-    def document_by_path(self, collection: str, path: str) -> DocumentMeta | None:
-        return self._one("d.collection = %s AND d.path = %s", (collection, path))
 
     def document_by_suffix(self, suffix: str) -> DocumentMeta | None:
         """`qmd://c/p` ending with `suffix`, ASCII-case-insensitively (SQLite's LIKE)."""
         return self._one(
-            _ASCII_LOWER.format("'qmd://' || d.collection || '/' || d.path")
-            + " LIKE %s ESCAPE '#'",
+            _ASCII_LOWER.format("'qmd://' || d.collection || '/' || d.path") + " LIKE ? ESCAPE '#'",
             ("%" + escape_like(_ascii_lower(suffix)),),
         )
-
-    def documents(self, collection: str | None = None) -> list[DocumentMeta]:
-        if collection is None:
-            rows = self._query(
-                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 ORDER BY d.id"
-            )
-        else:
-            rows = self._query(
-                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 AND d.collection = %s "
-                "ORDER BY d.id",
-                (collection,),
-            )
-        return [_meta(r) for r in rows]
-
-    def document_paths(self) -> list[tuple[str, str]]:
-        rows = self._query("SELECT collection, path FROM documents WHERE active = 1 ORDER BY id")
-        return [(str(collection), str(path)) for collection, path in rows]
-
-    def body(self, content_hash: str) -> str:
-        value = self._scalar("SELECT doc FROM content WHERE hash = %s", (content_hash,))
-        if value is None:
-            raise QmdError(NOT_FOUND, f"Content not found: {content_hash}")
-        return str(value)
 
     def collection_counts(self) -> list[CollectionCount]:
         rows = self._query(
@@ -262,44 +142,12 @@ class PgDocuments(PgConnections):
         )
         return [CollectionCount(str(r[0]), int(r[1]), str(r[2] or "")) for r in rows]
 
-    def total_documents(self) -> int:
-        return int(self._scalar("SELECT COUNT(*) FROM documents WHERE active = 1") or 0)
-
     def vector_count(self) -> int:
-        return int(
-            self._scalar(
-                "SELECT COUNT(*) FROM content_vectors cv WHERE EXISTS ("
-                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
-            )
-            or 0
-        )
-
-    def orphaned_vector_count(self) -> int:
-        return int(self._scalar(_ORPHAN_VECTOR_COUNT) or 0)
+        return int(self._scalar(VECTOR_COUNT) or 0)
 
     def embedded_by_model(self) -> dict[str, int]:
-        rows = self._query(
-            "SELECT v.model, COUNT(DISTINCT v.hash) FROM content_vectors v"
-            " WHERE v.hash IN (SELECT hash FROM documents WHERE active = 1)"
-            " GROUP BY v.model ORDER BY v.model"
-        )
+        rows = self._query(EMBEDDED_BY_MODEL)
         return {str(model): int(count) for model, count in rows}
-
-    def preview_cleanup(self) -> dict[str, int]:
-        return {
-            "cache_entries": int(self._scalar("SELECT COUNT(*) FROM llm_cache") or 0),
-            "orphaned_vectors": int(self._scalar(_ORPHAN_VECTOR_COUNT) or 0),
-            "inactive_documents": int(
-                self._scalar("SELECT COUNT(*) FROM documents WHERE active = 0") or 0
-            ),
-            "orphaned_content": int(
-                self._scalar(
-                    "SELECT COUNT(*) FROM content WHERE hash NOT IN "
-                    "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
-                )
-                or 0
-            ),
-        }
 
     def cleanup(self) -> dict[str, int]:
         with self.transaction(), self._conn() as conn:

@@ -17,8 +17,7 @@ from adapters.postgres.connection import drop_schema
 from adapters.postgres.fts import fts_params, fts_row_sql
 from adapters.postgres.schema import VECTORS_HNSW_DDL
 from adapters.postgres.store import PostgresIndex
-
-BATCH = 2000
+from adapters.store_dump import BATCH, TableReads
 
 
 def _counting(rows: Iterator[Any], tick: Callable[[int], None]) -> Iterator[Any]:
@@ -32,11 +31,12 @@ def _counting(rows: Iterator[Any], tick: Callable[[int], None]) -> Iterator[Any]
     tick(done)
 
 
-class PostgresDump:
+class PostgresDump(TableReads):
     """`IndexDump` of one open PostgreSQL index (staged: `created` says whether opening it
     made its schema, dropped again on close without `publish`)."""
 
     own_config_keys: tuple[str, ...] = ()
+    _INSERTION_ORDER = "ord"
 
     def __init__(self, index: PostgresIndex, staged: bool = False, created: bool = False) -> None:
         self._index = index
@@ -44,37 +44,17 @@ class PostgresDump:
         self._created = created
         self._published = False
 
-    def has_table(self, name: str) -> bool:
-        statement = (
-            f"SELECT COUNT(*) FROM (SELECT to_regclass('{name}') AS t) r WHERE t IS NOT NULL"
-        )
-        return bool(next(iter(self.select(statement)))[0])
-
     def select(self, statement: str) -> Iterator[tuple[Any, ...]]:
         with self._index.connection() as conn, conn.cursor(name="qmd_copy") as cur:
             cur.itersize = BATCH
             cur.execute(statement)
             yield from cur
 
-    def read_table(self, table: Table, skip_keys: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        if table.on_demand and not self.has_table(table.name):
-            return iter(())
-        columns = ", ".join(name for name, _ in table.columns)
-        where = f" WHERE {table.where}" if table.where else ""
-        order = "ord" if table.order == "insertion" else table.order
-        rows = self.select(f"SELECT {columns} FROM {table.name}{where} ORDER BY {order}")
-        if table.name == "store_config":
-            return (row for row in rows if row[0] not in skip_keys)
-        return rows
+    def _count_tables(self, name: str) -> str:
+        return f"SELECT COUNT(*) FROM (SELECT to_regclass('{name}') AS t) r WHERE t IS NOT NULL"
 
-    def high_water(self, table: Table) -> int:
-        if not self.has_table(table.name):
-            return 0
-        largest = int(next(self.select(f"SELECT COALESCE(MAX(id), 0) FROM {table.name}"))[0])
-        statement = (
-            f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {table.name}_id_seq"
-        )
-        return max(largest, int(next(self.select(statement))[0] or 0))
+    def _sequence_value(self, table: str) -> str:
+        return f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {table}_id_seq"
 
     def has_vectors(self) -> bool:
         return self._index.has_vector_index()

@@ -7,17 +7,23 @@ from typing import Any
 
 import psycopg
 
-from adapters.postgres.connection import PgConnections
+from adapters.postgres.connection import PgConnections, pyformat
 from adapters.postgres.schema import VECTORS_HNSW_DDL, vectors_ddl
 from adapters.store_rows import META_COLUMNS as _META_COLUMNS
 from adapters.store_rows import meta_from_row as _meta
-from domain.errors import INVALID_ARGUMENT, QmdError
+from adapters.store_vectors import (
+    CONTENT_VECTOR_COLUMNS,
+    PENDING_COUNT,
+    check_query,
+    chunk_dimensions,
+    content_vector_rows,
+    mismatch,
+    pending_hashes_sql,
+)
 from domain.model import Document, VectorHit
 
-DIMENSION_MISMATCH = (
-    "Embedding dimension mismatch: existing vectors are {existing}d but the current model "
-    "produces {current}d. Run 'qmd embed -f' to re-embed with the new model."
-)
+_PENDING_HASHES = pyformat(pending_hashes_sql(' COLLATE "C"'))
+_PENDING_COUNT = pyformat(PENDING_COUNT)
 
 
 def vector_literal(vector: Sequence[float]) -> str:
@@ -28,37 +34,16 @@ class PgVectors(PgConnections):
     """VectorIndex over the pool."""
 
     def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
-        rows = self._query(
-            "SELECT d.hash FROM documents d LEFT JOIN ("
-            " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
-            " FROM content_vectors WHERE model = %s AND embed_fingerprint = %s"
-            " GROUP BY hash) v ON d.hash = v.hash"
-            " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)"
-            ' GROUP BY d.hash ORDER BY MIN(d.path COLLATE "C"), d.hash',
-            (model, fingerprint),
-        )
-        return [str(r[0]) for r in rows]
+        return [str(r[0]) for r in self._query(_PENDING_HASHES, (model, fingerprint))]
 
     def pending_count(self, model: str, fingerprint: str) -> int:
-        return int(
-            self._scalar(
-                "SELECT COUNT(DISTINCT d.hash) FROM documents d LEFT JOIN ("
-                " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
-                " FROM content_vectors WHERE model = %s AND embed_fingerprint = %s"
-                " GROUP BY hash) v ON d.hash = v.hash"
-                " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)",
-                (model, fingerprint),
-            )
-            or 0
-        )
+        return int(self._scalar(_PENDING_COUNT, (model, fingerprint)) or 0)
 
     def ensure_vector_table(self, conn: psycopg.Connection[tuple[Any, ...]], dims: int) -> None:
         if self.has_vector_index():
             existing = self.vector_dimensions()
             if existing is not None and existing != dims:
-                raise QmdError(
-                    INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=existing, current=dims)
-                )
+                raise mismatch(existing, dims)
             return
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('qmd-vectors:' || current_schema()))")
         if conn.execute("SELECT to_regclass('vectors_vec')").fetchone() not in (None, (None,)):
@@ -76,28 +61,19 @@ class PgVectors(PgConnections):
     ) -> None:
         if not chunks:
             return
-        dims = len(chunks[0][2])
-        for _, _, vector in chunks:
-            if len(vector) != dims:
-                raise QmdError(
-                    INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
-                )
+        dims = chunk_dimensions(chunks)
         with self.transaction(), self._conn() as conn:
             self.ensure_vector_table(conn, dims)
             conn.execute("DELETE FROM vectors_vec WHERE hash = %s", (content_hash,))
             conn.execute("DELETE FROM content_vectors WHERE hash = %s", (content_hash,))
-            total = len(chunks)
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO content_vectors (hash, seq, pos, model, embed_fingerprint, "
-                    "total_chunks, embedded_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                    f"INSERT INTO content_vectors ({CONTENT_VECTOR_COLUMNS}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s) "
                     "ON CONFLICT (hash, seq) DO UPDATE SET pos = excluded.pos, "
                     "model = excluded.model, embed_fingerprint = excluded.embed_fingerprint, "
                     "total_chunks = excluded.total_chunks, embedded_at = excluded.embedded_at",
-                    [
-                        (content_hash, int(seq), int(pos), model, fingerprint, total, embedded_at)
-                        for seq, pos, _ in chunks
-                    ],
+                    content_vector_rows(content_hash, chunks, model, fingerprint, embedded_at),
                 )
                 cur.executemany(
                     "INSERT INTO vectors_vec (hash, seq, embedding) VALUES (%s, %s, %s::vector) "
@@ -125,11 +101,7 @@ class PgVectors(PgConnections):
         crowded one (the SQLite adapter's exact-scan fallback, done by the index)."""
         if limit <= 0 or not self.has_vector_index():
             return []
-        dims = self.vector_dimensions()
-        if dims is not None and dims != len(vector):
-            raise QmdError(
-                INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
-            )
+        check_query(self.vector_dimensions(), vector)
         literal = vector_literal(vector)
         wanted = max(limit * 3, limit)
         member = ""

@@ -20,9 +20,9 @@ from adapters.sqlite.memory import SCHEMA as MEMORY_SCHEMA
 from adapters.sqlite.metadata import METADATA_DDL
 from adapters.sqlite.schema import ensure_vec_table, vec_table_sql
 from adapters.sqlite.store import SqliteIndex
+from adapters.store_dump import BATCH, TableReads
 from domain.errors import CONFLICT, QmdError
 
-BATCH = 2000
 _PROJMEM_DDL = (CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL)  # SqliteChunkIndex makes all three
 # the scripts that make each on-demand table (`Table.on_demand`) as its adapter does
 ON_DEMAND_DDL: dict[str, tuple[str, ...]] = {
@@ -81,7 +81,7 @@ def stage(location: str) -> tuple[str, str]:
     return path, temporary
 
 
-class SqliteDump:
+class SqliteDump(TableReads):
     """`IndexDump` of one open SQLite index (staged: a temporary file for `target`)."""
 
     own_config_keys: tuple[str, ...] = OWN_CONFIG_KEYS
@@ -91,30 +91,14 @@ class SqliteDump:
         self._target = target
         self._published = False
 
-    def has_table(self, name: str) -> bool:
-        statement = f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '{name}'"
-        return bool(next(iter(self.select(statement)))[0])
-
     def select(self, statement: str) -> Iterator[tuple[Any, ...]]:
         yield from self._index.connection.raw.execute(statement)
 
-    def read_table(self, table: Table, skip_keys: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        if table.on_demand and not self.has_table(table.name):
-            return iter(())
-        columns = ", ".join(name for name, _ in table.columns)
-        where = f" WHERE {table.where}" if table.where else ""
-        order = "rowid" if table.order == "insertion" else table.order
-        rows = self.select(f"SELECT {columns} FROM {table.name}{where} ORDER BY {order}")
-        if table.name == "store_config":
-            return (row for row in rows if row[0] not in skip_keys)
-        return rows
+    def _count_tables(self, name: str) -> str:
+        return f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '{name}'"
 
-    def high_water(self, table: Table) -> int:
-        if not self.has_table(table.name):
-            return 0
-        largest = int(next(self.select(f"SELECT COALESCE(MAX(id), 0) FROM {table.name}"))[0])
-        statement = f"SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = '{table.name}'"
-        return max(largest, int(next(self.select(statement))[0] or 0))
+    def _sequence_value(self, table: str) -> str:
+        return f"SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = '{table}'"
 
     def has_vectors(self) -> bool:
         return vec_table_sql(self._index.connection) is not None

@@ -14,18 +14,19 @@ what the original writes (REQ-EXTRACT-007).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+from typing import Any
 
 from adapters.sqlite.driver import Connection
-from domain.extraction import (
-    CACHE_COLUMNS,
-    STATE_COLUMNS,
-    CachedExtraction,
-    ExtractionState,
-    cached_from_row,
-    state_from_row,
+from adapters.store_extraction import (
+    CACHE_ROW,
+    DELETE_STATES,
+    STATE_ROW,
+    LedgerReads,
+    cache_params,
+    state_params,
 )
+from domain.extraction import CachedExtraction, ExtractionState
 
 CACHE_DDL = """
     CREATE TABLE IF NOT EXISTS extraction_cache (
@@ -57,7 +58,7 @@ STATE_DDL = """
   """
 
 
-class SqliteExtractionLedger:
+class SqliteExtractionLedger(LedgerReads):
     """`ExtractionLedger` over an open index connection (shared with `SqliteIndex`)."""
 
     def __init__(self, conn: Connection) -> None:
@@ -80,81 +81,20 @@ class SqliteExtractionLedger:
             self._conn.execute(CACHE_DDL)
             self._conn.execute(STATE_DDL)
 
-    def cached_extraction(self, source_hash: str) -> CachedExtraction | None:
-        if not self._exists():
-            return None
-        rows = self._conn.query(
-            f"SELECT {CACHE_COLUMNS} FROM extraction_cache WHERE source_hash = ?",
-            (source_hash,),
-        )
-        if not rows:
-            return None
-        return cached_from_row(rows[0])
+    def _ledger_rows(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.query(statement, params) if self._exists() else []
 
     def remember_extraction(self, outcome: CachedExtraction) -> None:
         self._create()
         with self._conn.transaction():
-            self._conn.execute(
-                "INSERT OR REPLACE INTO extraction_cache (source_hash, status, text_hash, "
-                "title, metadata, pages, empty_pages, reason, detail) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    outcome.source_hash,
-                    outcome.status,
-                    outcome.text_hash,
-                    outcome.title,
-                    json.dumps(dict(outcome.metadata), ensure_ascii=False, sort_keys=True),
-                    outcome.pages,
-                    json.dumps(list(outcome.empty_pages)),
-                    outcome.reason,
-                    outcome.detail,
-                ),
-            )
+            self._conn.execute(f"INSERT OR REPLACE INTO {CACHE_ROW}", cache_params(outcome))
 
     def record_states(self, collection: str, states: Sequence[ExtractionState]) -> None:
         if not states and not self._exists():
             return  # a markdown-only collection: no extra tables
         self._create()
         with self._conn.transaction():
-            self._conn.execute("DELETE FROM extraction_state WHERE collection = ?", (collection,))
+            self._conn.execute(DELETE_STATES, (collection,))
             self._conn.executemany(
-                f"INSERT OR REPLACE INTO extraction_state ({STATE_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        s.collection,
-                        s.path,
-                        s.status,
-                        s.reason,
-                        s.detail,
-                        s.source_hash,
-                        s.pages,
-                        json.dumps(list(s.empty_pages)),
-                        s.extracted_at,
-                    )
-                    for s in states
-                ],
+                f"INSERT OR REPLACE INTO {STATE_ROW}", [state_params(s) for s in states]
             )
-
-    def extraction_states(self, collection: str | None = None) -> list[ExtractionState]:
-        if not self._exists():
-            return []
-        if collection is None:
-            rows = self._conn.query(
-                f"SELECT {STATE_COLUMNS} FROM extraction_state ORDER BY collection, path"
-            )
-        else:
-            rows = self._conn.query(
-                f"SELECT {STATE_COLUMNS} FROM extraction_state WHERE collection = ? ORDER BY path",
-                (collection,),
-            )
-        return [state_from_row(r) for r in rows]
-
-    def extraction_state(self, collection: str, path: str) -> ExtractionState | None:
-        if not self._exists():
-            return None
-        rows = self._conn.query(
-            f"SELECT {STATE_COLUMNS} FROM extraction_state WHERE collection = ? AND path = ?",
-            (collection, path),
-        )
-        return state_from_row(rows[0]) if rows else None

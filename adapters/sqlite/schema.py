@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable
 
 from adapters.sqlite.driver import Connection, DatabaseError
-from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
+from adapters.store_vectors import mismatch
+from domain.errors import UNAVAILABLE, QmdError
 
 STORE_SCHEMA_VERSION = 1
 FTS_CJK_NORMALIZED_VERSION = "1"
@@ -137,11 +138,6 @@ TRIGGER_AU = """
 VECTORS_VEC_DDL = (
     "CREATE VIRTUAL TABLE vectors_vec USING vec0(hash_seq TEXT PRIMARY KEY, "
     "embedding float[{dims}] distance_metric=cosine)"
-)
-
-DIMENSION_MISMATCH = (
-    "Embedding dimension mismatch: existing vectors are {existing}d but the current model "
-    "produces {current}d. Run 'qmd embed -f' to re-embed with the new model."
 )
 
 
@@ -343,9 +339,6 @@ def ensure_vec_table(conn: Connection, dimensions: int) -> None:
         if existing == dimensions and "hash_seq" in sql and "distance_metric=cosine" in sql:
             return
         if existing is not None and existing != dimensions:
-            raise QmdError(
-                INVALID_ARGUMENT,
-                DIMENSION_MISMATCH.format(existing=existing, current=dimensions),
-            )
+            raise mismatch(existing, dimensions)
         conn.execute("DROP TABLE IF EXISTS vectors_vec")
     conn.execute(VECTORS_VEC_DDL.format(dims=int(dimensions)))

@@ -19,17 +19,15 @@ from adapters.sqlite import vector_bits
 from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
 from adapters.sqlite.fts import render_fts_query
 from adapters.sqlite.schema import (
-    DIMENSION_MISMATCH,
     ensure_schema,
     ensure_vec_table,
     vec_table_dimensions,
     vec_table_sql,
 )
+from adapters.store_catalog import Catalog
+from adapters.store_documents import DocumentDialect, DocumentWrites, Writing
 from adapters.store_rows import (
-    COLLECTION_COLUMNS,
     LLM_CACHE_KEEP,
-    collection_from_row,
-    collection_params,
     escape_like,
 )
 from adapters.store_rows import META_COLUMNS as _META_COLUMNS
@@ -37,10 +35,20 @@ from adapters.store_rows import META_FROM as _META_FROM
 from adapters.store_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
 from adapters.store_rows import meta_from_row as _meta
 from adapters.store_rows import now_iso as _now_iso
-from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, QmdError
+from adapters.store_vectors import (
+    CONTENT_VECTOR_COLUMNS,
+    EMBEDDED_BY_MODEL,
+    PENDING_COUNT,
+    VECTOR_COUNT,
+    check_query,
+    chunk_dimensions,
+    content_vector_rows,
+    pending_hashes_sql,
+)
+from domain.errors import CONFLICT, UNAVAILABLE, QmdError
 from domain.lexquery import LexQuery, space_cjk
-from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
-from domain.ports import CollectionCount, UpsertOutcome
+from domain.model import Document, DocumentMeta, LexHit, VectorHit
+from domain.ports import CollectionCount
 
 if TYPE_CHECKING:  # metadata types only: the filter code loads with the first metadata call
     from domain.filters import MetaValue, Probe
@@ -63,8 +71,15 @@ def _pack(vector: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(vector)}f", *(float(x) for x in vector))
 
 
-class SqliteIndex:
+class SqliteIndex(Catalog, DocumentWrites):
     """One open index file. Every public method is a complete unit of work."""
+
+    # the documents_au trigger drops a deactivated document's full-text row
+    _DOCUMENTS = DocumentDialect(
+        insert_content="INSERT OR IGNORE INTO content (hash, doc, created_at) VALUES (?, ?, ?)",
+        returning_id=False,
+        unindex=None,
+    )
 
     def __init__(
         self, conn: Connection, prefilter_min_vectors: int = PREFILTER_MIN_VECTORS
@@ -111,6 +126,12 @@ class SqliteIndex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.query(statement, params)
+
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        self._conn.execute(statement, params)
+
     def _write_fts(self, doc_id: int) -> None:
         """Replace the FTS row of one document with its CJK-normalised columns (active only)."""
         row = self._conn.raw.execute(
@@ -128,32 +149,6 @@ class SqliteIndex:
         )
 
     # ------------------------------------------------------------------ collections
-
-    _collection = staticmethod(collection_from_row)
-    _COLLECTION_COLUMNS = COLLECTION_COLUMNS
-
-    def list_collections(self) -> list[Collection]:
-        rows = self._conn.query(
-            f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections ORDER BY rowid"
-        )
-        return [self._collection(r) for r in rows]
-
-    def get_collection(self, name: str) -> Collection | None:
-        rows = self._conn.query(
-            f"SELECT {self._COLLECTION_COLUMNS} FROM store_collections WHERE name = ?", (name,)
-        )
-        return self._collection(rows[0]) if rows else None
-
-    def put_collection(self, collection: Collection) -> None:
-        self._conn.execute(
-            "INSERT INTO store_collections (name, path, pattern, ignore_patterns, "
-            "include_by_default, update_command, context) VALUES (?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(name) DO UPDATE SET path = excluded.path, pattern = excluded.pattern, "
-            "ignore_patterns = excluded.ignore_patterns, "
-            "include_by_default = excluded.include_by_default, "
-            "update_command = excluded.update_command, context = excluded.context",
-            collection_params(collection),
-        )
 
     def delete_collection(self, name: str) -> int:
         """Hard-delete the collection's document rows, unpinned content and its config row.
@@ -174,10 +169,6 @@ class SqliteIndex:
             _metadata.delete_orphaned_metadata(self._conn)
         return int(deleted)
 
-    def forget_collection(self, name: str) -> None:
-        """Drop only the store_collections row (YAML sync); documents stay."""
-        self._conn.execute("DELETE FROM store_collections WHERE name = ?", (name,))
-
     def rename_collection(self, old: str, new: str) -> None:
         with self._conn.transaction():
             if old != new and self._conn.scalar(
@@ -193,30 +184,6 @@ class SqliteIndex:
             ):
                 self._write_fts(int(doc_id))
 
-    def get_global_context(self) -> str | None:
-        value = self._conn.scalar("SELECT value FROM store_config WHERE key = 'global_context'")
-        return str(value) if value else None
-
-    def set_global_context(self, text: str | None) -> None:
-        if text is None:
-            self._conn.execute("DELETE FROM store_config WHERE key = 'global_context'")
-        else:
-            self.set_config_value("global_context", text)
-
-    def get_config_value(self, key: str) -> str | None:
-        value = self._conn.scalar("SELECT value FROM store_config WHERE key = ?", (key,))
-        return None if value is None else str(value)
-
-    def set_config_value(self, key: str, value: str | None) -> None:
-        if value is None:
-            self._conn.execute("DELETE FROM store_config WHERE key = ?", (key,))
-            return
-        self._conn.execute(
-            "INSERT INTO store_config (key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
-
     # ------------------------------------------------------------------ indexing
 
     def active_documents(self, collection: str) -> dict[str, DocumentMeta]:
@@ -228,72 +195,10 @@ class SqliteIndex:
         )
         return {str(r[2]): _meta(r) for r in rows}
 
-    def upsert_document(
-        self,
-        collection: str,
-        path: str,
-        title: str,
-        content_hash: str,
-        body: str,
-        created_at: str,
-        modified_at: str,
-    ) -> UpsertOutcome:
+    @contextmanager
+    def _writing(self) -> Iterator[Writing]:
         with self._conn.transaction():
-            existing = self._conn.raw.execute(
-                "SELECT id, hash, title FROM documents "
-                "WHERE collection = ? AND path = ? AND active = 1",
-                (collection, path),
-            ).fetchone()
-            if existing is not None:
-                doc_id, old_hash, old_title = int(existing[0]), existing[1], existing[2]
-                if old_hash == content_hash:
-                    if old_title == title:
-                        return UpsertOutcome("unchanged")
-                    self._conn.execute(
-                        "UPDATE documents SET title = ?, modified_at = ? WHERE id = ?",
-                        (title, modified_at, doc_id),
-                    )
-                else:
-                    self._insert_content(content_hash, body, modified_at)
-                    self._conn.execute(
-                        "UPDATE documents SET title = ?, hash = ?, modified_at = ? WHERE id = ?",
-                        (title, content_hash, modified_at, doc_id),
-                    )
-                self._write_fts(doc_id)
-                return UpsertOutcome("updated")
-            self._insert_content(content_hash, body, modified_at)
-            self._conn.execute(
-                "INSERT INTO documents (collection, path, title, hash, created_at, modified_at, "
-                "active) VALUES (?, ?, ?, ?, ?, ?, 1) ON CONFLICT(collection, path) DO UPDATE SET "
-                "title = excluded.title, hash = excluded.hash, "
-                "modified_at = excluded.modified_at, active = 1",
-                (collection, path, title, content_hash, created_at, modified_at),
-            )
-            doc_id = int(
-                self._conn.scalar(
-                    "SELECT id FROM documents WHERE collection = ? AND path = ?",
-                    (collection, path),
-                )
-            )
-            self._write_fts(doc_id)
-            return UpsertOutcome("indexed")
-
-    def _insert_content(self, content_hash: str, body: str, created_at: str) -> None:
-        self._conn.execute(
-            "INSERT OR IGNORE INTO content (hash, doc, created_at) VALUES (?, ?, ?)",
-            (content_hash, body, created_at),
-        )
-
-    def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
-        changed = 0
-        with self._conn.transaction():
-            for path in paths:
-                changed += self._conn.execute(
-                    "UPDATE documents SET active = 0 "
-                    "WHERE collection = ? AND path = ? AND active = 1",
-                    (collection, path),
-                ).rowcount
-        return changed
+            yield self._conn, self._write_fts
 
     def delete_orphan_content(self) -> int:
         cursor = self._conn.execute(
@@ -303,21 +208,10 @@ class SqliteIndex:
 
     # ------------------------------------------------------------------ lookups
 
-    def _one(self, where: str, params: Sequence[Any]) -> DocumentMeta | None:
-        row = self._conn.raw.execute(
-            f"SELECT {_META_COLUMNS} {_META_FROM} WHERE {where} AND d.active = 1 "
-            "ORDER BY d.id LIMIT 1",
-            tuple(params),
-        ).fetchone()
-        return None if row is None else _meta(row)
-
     def document_by_docid(self, prefix: str) -> DocumentMeta | None:
         if not prefix:
             return None
         return self._one("d.hash LIKE ? ESCAPE '#'", (escape_like(prefix) + "%",))
-
-    def document_by_path(self, collection: str, path: str) -> DocumentMeta | None:
-        return self._one("d.collection = ? AND d.path = ?", (collection, path))
 
     def document_by_suffix(self, suffix: str) -> DocumentMeta | None:
         """Unanchored, ASCII-case-insensitive `qmd://c/p LIKE '%suffix'` (the original's quirk)."""
@@ -325,31 +219,6 @@ class SqliteIndex:
             "'qmd://' || d.collection || '/' || d.path LIKE ? ESCAPE '#'",
             ("%" + escape_like(suffix),),
         )
-
-    def documents(self, collection: str | None = None) -> list[DocumentMeta]:
-        if collection is None:
-            rows = self._conn.query(
-                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 ORDER BY d.id"
-            )
-        else:
-            rows = self._conn.query(
-                f"SELECT {_META_COLUMNS} {_META_FROM} WHERE d.active = 1 AND d.collection = ? "
-                "ORDER BY d.id",
-                (collection,),
-            )
-        return [_meta(r) for r in rows]
-
-    def document_paths(self) -> list[tuple[str, str]]:
-        rows = self._conn.query(
-            "SELECT collection, path FROM documents WHERE active = 1 ORDER BY id"
-        )
-        return [(str(collection), str(path)) for collection, path in rows]
-
-    def body(self, content_hash: str) -> str:
-        value = self._conn.scalar("SELECT doc FROM content WHERE hash = ?", (content_hash,))
-        if value is None:
-            raise QmdError(NOT_FOUND, f"Content not found: {content_hash}")
-        return str(value)
 
     # ------------------------------------------------------------------ status and upkeep
 
@@ -360,47 +229,13 @@ class SqliteIndex:
         )
         return [CollectionCount(str(r[0]), int(r[1]), str(r[2] or "")) for r in rows]
 
-    def total_documents(self) -> int:
-        return int(self._conn.scalar("SELECT COUNT(*) FROM documents WHERE active = 1") or 0)
-
     def vector_count(self) -> int:
         """Stored chunk vectors of active documents (orphans of removed ones not counted)."""
-        return int(
-            self._conn.scalar(
-                "SELECT COUNT(*) FROM content_vectors cv WHERE EXISTS ("
-                "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
-            )
-            or 0
-        )
-
-    def orphaned_vector_count(self) -> int:
-        """Chunk vectors no active document uses any more (`qmd cleanup` removes them)."""
-        return int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0)
+        return int(self._conn.scalar(VECTOR_COUNT) or 0)
 
     def embedded_by_model(self) -> dict[str, int]:
-        rows = self._conn.query(
-            "SELECT v.model, COUNT(DISTINCT v.hash) FROM content_vectors v"
-            " WHERE v.hash IN (SELECT hash FROM documents WHERE active = 1)"
-            " GROUP BY v.model ORDER BY v.model"
-        )
+        rows = self._conn.query(EMBEDDED_BY_MODEL)
         return {str(model): int(count) for model, count in rows}
-
-    def preview_cleanup(self) -> dict[str, int]:
-        """What `cleanup` would remove (for `qmd cleanup --dry-run`), same keys."""
-        return {
-            "cache_entries": int(self._conn.scalar("SELECT COUNT(*) FROM llm_cache") or 0),
-            "orphaned_vectors": int(self._conn.scalar(_ORPHAN_VECTOR_COUNT) or 0),
-            "inactive_documents": int(
-                self._conn.scalar("SELECT COUNT(*) FROM documents WHERE active = 0") or 0
-            ),
-            "orphaned_content": int(
-                self._conn.scalar(
-                    "SELECT COUNT(*) FROM content WHERE hash NOT IN "
-                    "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
-                )
-                or 0
-            ),
-        }
 
     def cleanup(self) -> dict[str, int]:
         """`qmd cleanup`: llm_cache, orphaned vectors, inactive rows, orphan content, optimize,
@@ -531,29 +366,12 @@ class SqliteIndex:
 
     def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
         """Active hashes lacking a complete vector set for (model, fingerprint), by MIN(path)."""
-        rows = self._conn.query(
-            "SELECT d.hash FROM documents d LEFT JOIN ("
-            " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
-            " FROM content_vectors WHERE model = ? AND embed_fingerprint = ?"
-            " GROUP BY hash, model, embed_fingerprint) v ON d.hash = v.hash"
-            " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)"
-            " GROUP BY d.hash ORDER BY MIN(d.path), d.hash",
-            (model, fingerprint),
-        )
+        rows = self._conn.query(pending_hashes_sql(), (model, fingerprint))
         return [str(r[0]) for r in rows]
 
     def pending_count(self, model: str, fingerprint: str) -> int:
         """How many hashes `pending_hashes` would list, without listing them (for status)."""
-        return int(
-            self._conn.scalar(
-                "SELECT COUNT(DISTINCT d.hash) FROM documents d LEFT JOIN ("
-                " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
-                " FROM content_vectors WHERE model = ? AND embed_fingerprint = ?"
-                " GROUP BY hash) v ON d.hash = v.hash"
-                " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)",
-                (model, fingerprint),
-            )
-        )
+        return int(self._conn.scalar(PENDING_COUNT, (model, fingerprint)))
 
     def store_chunk_vectors(
         self,
@@ -566,12 +384,7 @@ class SqliteIndex:
         """Replace every vector of `content_hash` with `chunks` = (seq, pos, embedding)."""
         if not chunks:
             return
-        dims = len(chunks[0][2])
-        for _, _, vector in chunks:
-            if len(vector) != dims:
-                raise QmdError(
-                    INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
-                )
+        dims = chunk_dimensions(chunks)
         with self._conn.transaction():
             ensure_vec_table(self._conn, dims)
             in_step = self._bits_in_step()
@@ -585,18 +398,15 @@ class SqliteIndex:
                 "DELETE FROM vectors_vec WHERE hash_seq = ?", [(k,) for k in sorted(keys)]
             )
             self._conn.execute("DELETE FROM content_vectors WHERE hash = ?", (content_hash,))
-            total = len(chunks)
-            added: list[tuple[str, bytes]] = []
-            for seq, pos, vector in chunks:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO content_vectors (hash, seq, pos, model, "
-                    "embed_fingerprint, total_chunks, embedded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (content_hash, int(seq), int(pos), model, fingerprint, total, embedded_at),
-                )
-                added.append((f"{content_hash}_{int(seq)}", _pack(vector)))
-                self._conn.execute(
-                    "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", added[-1]
-                )
+            self._conn.executemany(
+                f"INSERT OR REPLACE INTO content_vectors ({CONTENT_VECTOR_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                content_vector_rows(content_hash, chunks, model, fingerprint, embedded_at),
+            )
+            added = [(f"{content_hash}_{int(seq)}", _pack(vector)) for seq, _, vector in chunks]
+            self._conn.executemany(
+                "INSERT INTO vectors_vec (hash_seq, embedding) VALUES (?, ?)", added
+            )
             if in_step is None:
                 # first write here, or vectors written by another program: quantize them all
                 vector_bits.rebuild(self._conn, dims)
@@ -648,11 +458,7 @@ class SqliteIndex:
             return []
         if within is not None and not within:
             return []
-        dims = self.vector_dimensions()
-        if dims is not None and dims != len(vector):
-            raise QmdError(
-                INVALID_ARGUMENT, DIMENSION_MISMATCH.format(existing=dims, current=len(vector))
-            )
+        check_query(self.vector_dimensions(), vector)
         blob = _pack(vector)
         wanted = max(limit * 3, limit)
         if within is not None:
