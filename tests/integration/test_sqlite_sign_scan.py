@@ -268,20 +268,25 @@ def _one_copy(*indexes: SqliteIndex) -> sign_scan.SignMatrix:
 
 def test_connections_to_one_file_share_one_copy_read_once(tmp_path: Path) -> None:
     """A server's worker threads each open their own connection: the bits are read once
-    and held once for all of them (REQ-VEC-SIGNSHARE-001)."""
+    and held once for all of them (REQ-VEC-SIGNSHARE-001), whatever name the file was
+    opened by (here a symbolic link to it)."""
     path = tmp_path / "index.sqlite"
     first, second = _fast(path), _fast(path)
+    (tmp_path / "link.sqlite").symlink_to(path)
+    third = _fast(tmp_path / "link.sqlite")
     try:
         _decoys(first)
         before = sign_scan.loads()
         assert _paths(first, QUERY, 1)[0][0].startswith("decoy")
         assert _paths(second, QUERY, 1)[0][0].startswith("decoy")
         assert _paths(second, QUERY, 1)[0][0].startswith("decoy")
+        assert _paths(third, QUERY, 1)[0][0].startswith("decoy")
         assert sign_scan.loads() - before == 1
-        assert _one_copy(first, second).count == 100
+        assert _one_copy(first, second, third).count == 100
     finally:
         first.close()
         second.close()
+        third.close()
 
 
 _WRITE_ELSEWHERE = """
