@@ -92,6 +92,11 @@ class Connection:
     def in_transaction(self) -> bool:
         return bool(self.raw.in_transaction)
 
+    @property
+    def transaction_depth(self) -> int:
+        """How many `transaction()` calls are open (1: only the innermost, which began it)."""
+        return self._depth
+
     @contextmanager
     def transaction(self, immediate: bool = True) -> Iterator[None]:
         """BEGIN [IMMEDIATE] … COMMIT, rolled back on error; nested calls join the outer one.

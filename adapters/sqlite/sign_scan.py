@@ -9,13 +9,22 @@ and reads it again only when the recorded state of the bits (`vector_bits.state`
 write of ours replaces with a fresh random token inside its transaction) is no longer the one
 it was read under.
 
+The copy is held once per process per index file (REQ-VEC-SIGNSHARE-001): a server's worker
+threads each open a connection of their own, and a copy per connection multiplied both the
+memory (48 MB at a million vectors) and the reads after each embed by the number of workers.
+Every connection to one file (its device and inode) shares one `SharedSigns`; one search at a
+time reads the bits for it, the others wait and take what it read.
+
 numpy is imported by this module only: importing it costs a CLI call that never searches
 vectors a noticeable start-up time, so `store.py` imports this module when a search needs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import threading
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,10 +52,91 @@ class SignMatrix:
     state: str
     words: npt.NDArray[np.uint64]
     rowids: npt.NDArray[np.int64]
+    # time.monotonic_ns() no later than the start of the snapshot the bits were read from
+    since: int = 0
 
     @property
     def count(self) -> int:
         return int(self.rowids.shape[0])
+
+
+class SharedSigns:
+    """The bits of one index file as this process holds them, shared by its connections.
+
+    `held` is replaced whole, never changed in place (its arrays are read-only), so a search
+    that took it reads a complete matrix while another search reads the next one.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # one reader of the bits at a time
+        self.held: SignMatrix | None = None
+
+    def matrix(
+        self,
+        state: str,
+        since: int | None,
+        read_done: int,
+        read: Callable[[int], SignMatrix | None],
+    ) -> SignMatrix | None:
+        """The bits recorded as `state`: the held copy when it is of that state, else what
+        `read(since)` reads. `since`..`read_done` bound when the caller's snapshot began
+        (`since` None: inside a longer transaction, whose snapshot may be older or hold
+        writes not yet committed). What is read replaces the held copy, so the stale one is
+        freed once the searches still using it finish, unless the caller's snapshot is
+        known to be older than the held copy's; then it serves that one search only."""
+        held = self.held
+        if held is not None and held.state == state:
+            return held
+        with self._lock:
+            held = self.held
+            if held is not None and held.state == state:  # another search just read it
+                return held
+            fresh = read(0 if since is None else since)
+            # the held copy is newer when its snapshot began after ours was taken
+            if since is None or (held is not None and held.since > read_done):
+                return fresh
+            self.held = fresh
+            return fresh
+
+
+_shared: weakref.WeakValueDictionary[tuple[int, int], SharedSigns] = weakref.WeakValueDictionary()
+_shared_lock = threading.Lock()
+_loads = 0
+_loads_lock = threading.Lock()
+
+
+def shared(conn: Connection) -> SharedSigns:
+    """The process's copy of the bits for `conn`'s file, the same for every connection to it;
+    kept while a connection holds it. An in-memory database gets one of its own."""
+    key = _file_identity(conn)
+    if key is None:
+        return SharedSigns()
+    with _shared_lock:
+        found = _shared.get(key)
+        if found is None:
+            found = SharedSigns()
+            _shared[key] = found
+        return found
+
+
+def _file_identity(conn: Connection) -> tuple[int, int] | None:
+    """(device, inode) of the file SQLite opened as `main` (its absolute name: a relative
+    path would resolve against whatever the working folder is now)."""
+    for row in conn.query("PRAGMA database_list"):
+        if row[1] == "main":
+            if not row[2]:
+                return None
+            try:
+                found = os.stat(row[2])
+            except OSError:
+                return None
+            return found.st_dev, found.st_ino
+    return None
+
+
+def loads() -> int:
+    """How many times this process has read bits from an index file (`load`), to count."""
+    return _loads
 
 
 def available() -> bool:
@@ -54,9 +144,12 @@ def available() -> bool:
     return hasattr(np, "bitwise_count")
 
 
-def load(conn: Connection, state: str, dims_bytes: int) -> SignMatrix | None:
+def load(conn: Connection, state: str, dims_bytes: int, since: int = 0) -> SignMatrix | None:
     """The bits as stored now, or None when their storage is not the layout this reads
     (the caller holds a transaction, so `state` and the bits are of one snapshot)."""
+    global _loads
+    with _loads_lock:
+        _loads += 1
     version = dict(
         conn.query(
             f"SELECT key, value FROM {BITS_TABLE}_info WHERE key IN "
@@ -89,15 +182,24 @@ def load(conn: Connection, state: str, dims_bytes: int) -> SignMatrix | None:
         words[:, filled : filled + n] = _word_major(packed)
         rowids[filled : filled + n] = chunk_rowids
         filled += n
-    return SignMatrix(state, words[:, :filled], rowids[:filled])
+    return _frozen(SignMatrix(state, words[:, :filled], rowids[:filled], since))
+
+
+def _frozen(matrix: SignMatrix) -> SignMatrix:
+    """Shared between threads: nothing may write into it."""
+    matrix.words.flags.writeable = False
+    matrix.rowids.flags.writeable = False
+    return matrix
 
 
 def from_rows(state: str, rows: Sequence[bytes], rowids: Sequence[int]) -> SignMatrix:
     """A matrix of packed bit rows of equal length (what `load` builds from the file)."""
     dims_bytes = len(rows[0]) if rows else 1
     packed = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), dims_bytes)
-    return SignMatrix(
-        state, np.ascontiguousarray(_word_major(packed)), np.array(rowids, dtype=np.int64)
+    return _frozen(
+        SignMatrix(
+            state, np.ascontiguousarray(_word_major(packed)), np.array(rowids, dtype=np.int64)
+        )
     )
 
 

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import struct
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -86,8 +87,9 @@ class SqliteIndex(Catalog, DocumentWrites):
     ) -> None:
         self._conn = conn
         self._prefilter_min_vectors = prefilter_min_vectors
-        # The prefilter's bits in memory (sign_scan.SignMatrix), valid while the recorded
-        # state they were read under is the one in the file; False: they cannot be read so.
+        # The prefilter's bits in memory: this process's copy for the file
+        # (sign_scan.SharedSigns), taken by the first search that uses them; False: they
+        # cannot be read so.
         self._signs: Any = None
         ensure_schema(conn, space_cjk)
 
@@ -118,6 +120,7 @@ class SqliteIndex(Catalog, DocumentWrites):
             yield
 
     def close(self) -> None:
+        self._signs = None  # the process's copy goes when no open index holds it
         self._conn.close()
 
     def __enter__(self) -> SqliteIndex:
@@ -668,10 +671,14 @@ class SqliteIndex(Catalog, DocumentWrites):
         if wanted <= SQLITE_VEC_MAX_K:
             # one read transaction: the state checked and the bits read are of one snapshot
             with self._conn.transaction(immediate=False):
+                # when this snapshot began (between the two; unknown inside a longer
+                # transaction): the process's copy is never replaced by an older one
+                since = time.monotonic_ns() if self._conn.transaction_depth == 1 else None
                 found = vector_bits.state(self._conn)
+                read_done = time.monotonic_ns()
                 if found is not None and found[0] >= self._prefilter_min_vectors:
                     dims = len(blob) // 4
-                    keys = self._sign_candidates(found[1], blob, dims, wanted)
+                    keys = self._sign_candidates(found[1], blob, dims, wanted, since, read_done)
                     if keys is None:
                         keys = vector_bits.candidates(self._conn, blob, dims, wanted)
                     return self._rescore(blob, keys)[:k]
@@ -682,10 +689,13 @@ class SqliteIndex(Catalog, DocumentWrites):
         )
         return [(str(r[0]), float(r[1])) for r in rows]
 
-    def _sign_candidates(self, state: str, blob: bytes, dims: int, wanted: int) -> list[str] | None:
-        """The `wanted` nearest keys by a numpy scan of the bits held in memory (read again
-        when `state`, the recorded value of the file, is not the one they were read under);
-        None when numpy 2 is missing or the bits' storage is not a layout it reads."""
+    def _sign_candidates(
+        self, state: str, blob: bytes, dims: int, wanted: int, since: int | None, read_done: int
+    ) -> list[str] | None:
+        """The `wanted` nearest keys by a numpy scan of the bits this process holds for the
+        file (read again when `state`, the recorded value of the file, is not the one they
+        were read under); None when numpy 2 is missing or the bits' storage is not a layout
+        it reads."""
         if self._signs is False:
             return None
         try:
@@ -696,19 +706,22 @@ class SqliteIndex(Catalog, DocumentWrites):
         if not sign_scan.available():
             self._signs = False
             return None
-        matrix = self._signs
-        if matrix is None or matrix.state != state:
-            if matrix is None:
-                # rescoring reads each candidate's vector from a 1.5 MB sqlite-vec chunk:
-                # through a memory map its overflow pages are not read one system call
-                # each (0.08 ms a vector instead of 0.3-0.9 ms at a million vectors)
-                self._conn.execute(f"PRAGMA mmap_size = {MMAP_SIZE}")
-            self._signs = None  # a failed read leaves no stale copy behind
-            matrix = sign_scan.load(self._conn, state, vector_bits.padded_dims(dims) // 8)
-            if matrix is None:
-                self._signs = False
-                return None
-            self._signs = matrix
+        if self._signs is None:
+            # rescoring reads each candidate's vector from a 1.5 MB sqlite-vec chunk:
+            # through a memory map its overflow pages are not read one system call each
+            # (0.08 ms a vector instead of 0.3-0.9 ms at a million vectors)
+            self._conn.execute(f"PRAGMA mmap_size = {MMAP_SIZE}")
+            self._signs = sign_scan.shared(self._conn)
+        dims_bytes = vector_bits.padded_dims(dims) // 8
+        matrix = self._signs.matrix(
+            state,
+            since,
+            read_done,
+            lambda began: sign_scan.load(self._conn, state, dims_bytes, began),
+        )
+        if matrix is None:
+            self._signs = False
+            return None
         query = vector_bits.query_bits(self._conn, blob, dims)
         return sign_scan.keys(self._conn, sign_scan.nearest(matrix, query, wanted))
 

@@ -275,3 +275,23 @@ def test_bench_cli_start_runs_for_ours_and_counts_the_search() -> None:
         assert label in out, f"missing {label!r} in:\n{out}"
     assert "(target <= 10: PASS)" in out
     assert "MATCH" in out  # the statements listed include the search itself
+
+
+def test_bench_sign_share_runs_and_counts_one_copy() -> None:
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "benchmarks.bench_sign_share"),
+            *("--vectors", "1500", "--dims", "24", "--connections", "3"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    out = done.stdout
+    for label in ("rss_before_mib", "rss_after_searches_mib", "rss_after_write_mib"):
+        assert label in out, f"missing {label!r} in:\n{out}"
+    assert "distinct_matrices: 1" in out
+    assert "loads_first_searches: 1" in out
+    assert "loads_after_write: 1" in out
