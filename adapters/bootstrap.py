@@ -314,6 +314,7 @@ def build_models(
 ) -> Models:
     """GGUF model adapters; they resolve and load their files lazily, on first use. An
     unapproved project-local config's custom models are not used (the defaults are)."""
+    from adapters.fs.deadline import RequestTimeBudget
     from adapters.models.factory import models_from_config  # imports model code on demand
 
     return models_from_config(
@@ -323,6 +324,8 @@ def build_models(
         force_cpu=force_cpu,
         cache=cache,
         original_rules=original_rules,
+        # the served request's: a model call stops at its next step once that is given up
+        stop_check=RequestTimeBudget().check,
     )
 
 

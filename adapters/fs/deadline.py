@@ -12,7 +12,8 @@ A request given up (its time limit passed, its client went away: the transport s
 stops at its next `check` between stages. Work run on a thread of its own past a bound
 (`run_within`, `answer_within`) is given up the same way, one level down: it runs in a scope
 of the request that the bound cancels, so it stops at its next check instead of running on
-unseen. A model call cannot be stopped: it ends first, and its result is dropped.
+unseen. A model call stops at its next step (REQ-SEARCH-CANCEL-MODEL-001): the composition root
+hands `RequestTimeBudget.check` to the model adapters, which ask it between their steps.
 """
 
 from __future__ import annotations

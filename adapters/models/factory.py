@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from adapters.models.bundle import Models
 from adapters.models.embed_text import EmbedFamily, EmbedText
+from adapters.models.idle import never_given_up
 from adapters.models.references import (
     ModelResolver,
     is_remote_ref,
@@ -62,8 +63,13 @@ def models_from_config(
     force_cpu: bool = False,
     cache: LlmCache | None = None,
     original_rules: bool = False,
+    stop_check: Callable[[], None],
 ) -> Models:
     """Embedder, reranker and expander for `index.yml` + environment.
+
+    `stop_check` raises WorkCancelledError once the request a call serves is given up; every
+    adapter asks it between its steps (REQ-SEARCH-CANCEL-MODEL-001). It has no default: the
+    composition root passes the served request's, work outside a server `never_given_up`.
 
     Without llama-cpp-python the local roles stay empty (the embedding identity is still
     filled in, so `status` counts pending documents) and search runs without those stages;
@@ -82,7 +88,7 @@ def models_from_config(
     local = llama_available()
     embedder: Embedder | None
     if is_remote_ref(refs["embed"]):
-        remote = RemoteEmbedder(refs["embed"], env=environ, cache=cache)
+        remote = RemoteEmbedder(refs["embed"], env=environ, cache=cache, stop_check=stop_check)
         embedder = remote
         # Without network access: the dimension is declared or cached from an earlier run;
         # if neither, no vector can be current yet, so an unmatchable fingerprint is right.
@@ -90,7 +96,11 @@ def models_from_config(
         fingerprint = fingerprint_for(remote, space) if space is not None else ""
     else:
         llama = LlamaEmbedder(
-            refs["embed"], resolver=resolver, force_cpu=force_cpu, family=_embed_format(environ)
+            refs["embed"],
+            resolver=resolver,
+            force_cpu=force_cpu,
+            family=_embed_format(environ),
+            stop_check=stop_check,
         )
         fingerprint = fingerprint_for(llama)
         embedder = llama if local else None
@@ -102,7 +112,7 @@ def models_from_config(
     if is_off(refs["rerank"]):
         pass  # no reranking stage: search says it skipped it
     elif is_remote_ref(refs["rerank"]):
-        reranker = RemoteReranker(refs["rerank"], env=environ, cache=cache)
+        reranker = RemoteReranker(refs["rerank"], env=environ, cache=cache, stop_check=stop_check)
     elif local:
         reranker = LlamaReranker(
             refs["rerank"],
@@ -110,13 +120,18 @@ def models_from_config(
             cache=cache,
             force_cpu=force_cpu,
             original_rules=original_rules,
+            stop_check=stop_check,
         )
     max_tokens = _expand_max_tokens(environ)
     if is_off(refs["generate"]):
         pass  # no query expansion
     elif is_remote_ref(refs["generate"]):
         expander = RemoteQueryExpander(
-            refs["generate"], env=environ, cache=cache, max_tokens=max_tokens
+            refs["generate"],
+            env=environ,
+            cache=cache,
+            max_tokens=max_tokens,
+            stop_check=stop_check,
         )
     elif local:
         expander = LlamaQueryExpander(
@@ -125,6 +140,7 @@ def models_from_config(
             cache=cache,
             force_cpu=force_cpu,
             max_tokens=max_tokens,
+            stop_check=stop_check,
         )
     return Models(embedder, reranker, expander, identify=lambda: identity)
 
@@ -142,7 +158,9 @@ def embedding_identity(
     environ = os.environ if env is None else env
     refs = configured_refs(from_yaml, config_dir, environ)
     if is_remote_ref(refs["embed"]):
-        return models_from_config(from_yaml, config_dir, environ, cache=cache).identity
+        return models_from_config(
+            from_yaml, config_dir, environ, cache=cache, stop_check=never_given_up
+        ).identity
     text = EmbedText(refs["embed"], _embed_format(environ))
     return EmbeddingIdentity(refs["embed"], fingerprint_for(text))
 

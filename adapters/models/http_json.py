@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.models.idle import never_given_up
 from domain.errors import QmdError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -77,6 +78,9 @@ class JsonHttpClient:
     max_attempts: int = 4
     backoff: float = 0.5
     sleep: Callable[[float], None] = time.sleep
+    # raises when the request this call serves is given up: asked before every attempt, so
+    # retries stop too (REQ-SEARCH-CANCEL-MODEL-001); the default never stops
+    stop_check: Callable[[], None] = never_given_up
     _local: threading.local = field(default_factory=threading.local, repr=False)
 
     def __post_init__(self) -> None:
@@ -120,6 +124,7 @@ class JsonHttpClient:
         attempt = 0
         while True:
             attempt += 1
+            self.stop_check()
             try:
                 status, reason, response_headers, raw = self._exchange(
                     method, url_path, payload, headers

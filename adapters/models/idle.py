@@ -15,11 +15,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Protocol
 
 log = logging.getLogger("qmd.models")
+
+# how often a call waiting for a model another call is using asks whether it is still wanted
+WAIT_CHECK_S = 0.05
+
+
+def never_given_up() -> None:
+    """The stop check of work that serves no request (the CLI, `qmd embed`): it never stops."""
 
 
 class UseLock:
@@ -37,6 +45,19 @@ class UseLock:
     def release(self) -> None:
         self.last_released = self._clock()
         self._lock.release()
+
+    @contextmanager
+    def held(self, stop_check: Callable[[], None]) -> Iterator[None]:
+        """Hold the lock for one use. While another use holds it, `stop_check` runs every
+        `WAIT_CHECK_S`, so a call whose request is given up leaves the queue (its error
+        propagates) instead of waiting its turn to do work nobody will read."""
+        stop_check()
+        while not self._lock.acquire(timeout=WAIT_CHECK_S):
+            stop_check()
+        try:
+            yield
+        finally:
+            self.release()
 
     def release_unused(self) -> None:
         """Release without counting as a use (the unloader held it to close the model)."""

@@ -9,6 +9,9 @@
 * GPU: all layers are offloaded when the build supports it, unless `force_cpu` (`--no-gpu`),
   `QMD_FORCE_CPU` or `QMD_LLAMA_GPU=false` says otherwise.
 * One llama.cpp context is not thread-safe, so every call on a model holds that model's lock.
+* A call whose request is given up stops at its next step (REQ-SEARCH-CANCEL-MODEL-001): while
+  it waits for the lock, between embedding batches, between rerank documents, after each
+  generated token. `stop_check` (injected by the composition root) raises WorkCancelledError.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from adapters.models.embed_text import (
     format_document,
     format_query,
 )
-from adapters.models.idle import UseLock
+from adapters.models.idle import UseLock, never_given_up
 from adapters.models.references import (
     ENV_VARS,
     ROLES,
@@ -43,7 +46,7 @@ from adapters.models.references import (
 )
 from domain.errors import MODEL_UNAVAILABLE, QmdError
 from domain.model import SubQuery, SubQueryType
-from domain.ports import LlmCache
+from domain.ports import LlmCache, WorkCancelledError
 
 DEFAULT_EMBED_CONTEXT = 2048
 DEFAULT_RERANK_CONTEXT = 4096
@@ -269,8 +272,10 @@ class LlamaEmbedder:
         batch_size: int = 32,
         force_cpu: bool = False,
         n_threads: int | None = None,
+        stop_check: Callable[[], None] = never_given_up,
     ) -> None:
         self._name = model
+        self._stop_check = stop_check
         self.family: EmbedFamily = family or detect_family(model)
         self.context_size = context_size or _env_int(
             "QMD_EMBED_CONTEXT_SIZE", DEFAULT_EMBED_CONTEXT
@@ -350,10 +355,11 @@ class LlamaEmbedder:
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        with self._model.lock:
+        with self._model.lock.held(self._stop_check):
             llm = self._llm()
             out: list[list[float]] = []
             for start in range(0, len(texts), self.batch_size):
+                self._stop_check()  # a request given up stops between batches
                 batch = [self._truncate(llm, t) for t in texts[start : start + self.batch_size]]
                 vectors = llm.embed(batch, normalize=True, truncate=True)
                 out.extend([float(x) for x in v] for v in vectors)
@@ -451,8 +457,10 @@ class LlamaReranker:
         force_cpu: bool = False,
         n_threads: int | None = None,
         original_rules: bool = False,
+        stop_check: Callable[[], None] = never_given_up,
     ) -> None:
         self._name = model
+        self._stop_check = stop_check
         self.context_size = context_size or _env_int(
             "QMD_RERANK_CONTEXT_SIZE", DEFAULT_RERANK_CONTEXT
         )
@@ -504,9 +512,10 @@ class LlamaReranker:
             else:
                 scores[doc] = cached
         if missing:
-            with self._model.lock:
+            with self._model.lock.held(self._stop_check):
                 llm = self._model.get()
                 for doc in missing:
+                    self._stop_check()  # a request given up stops between documents
                     scores[doc] = self._score(llm, query, doc)
                     self._store(query, doc, scores[doc])
         return [scores[d] for d in documents]
@@ -613,8 +622,10 @@ class LlamaQueryExpander:
         seed: int = 42,
         force_cpu: bool = False,
         n_threads: int | None = None,
+        stop_check: Callable[[], None] = never_given_up,
     ) -> None:
         self._name = model
+        self._stop_check = stop_check
         self.context_size = context_size or _env_int(
             "QMD_EXPAND_CONTEXT_SIZE", DEFAULT_EXPAND_CONTEXT
         )
@@ -663,8 +674,10 @@ class LlamaQueryExpander:
                 return cached
         try:
             text = self.generate(query)
-        except QmdError:
-            raise  # the model is missing: callers decide whether search goes on without it
+        except (QmdError, WorkCancelledError):
+            # the model is missing (callers decide whether search goes on without it), or
+            # the request was given up: either way nothing is cached
+            raise
         except Exception:  # llama.cpp failures surface as assorted exception types
             items = error_expansion(query)
         else:
@@ -677,7 +690,7 @@ class LlamaQueryExpander:
     def generate(self, query: str) -> str:
         """Raw grammar-constrained model output for `query`."""
         llama_cpp = import_llama_cpp()
-        with self._model.lock:
+        with self._model.lock.held(self._stop_check):
             llm = self._model.get()
             if self._grammar is None:
                 self._grammar = llama_cpp.LlamaGrammar.from_string(EXPAND_GRAMMAR, verbose=False)
@@ -686,12 +699,26 @@ class LlamaQueryExpander:
             # A fresh state per call, as the original uses a fresh context: the result must
             # not depend on what was generated before.
             llm.reset()
+            given_up: list[WorkCancelledError] = []
+
+            def stop_if_given_up(_tokens: Any, _logits: Any) -> bool:
+                # asked after each token: a request given up ends the generation there
+                try:
+                    self._stop_check()
+                except WorkCancelledError as error:
+                    given_up.append(error)
+                    return True
+                return False
+
             result = llm(
                 prompt,
                 max_tokens=self.max_tokens,
                 grammar=self._grammar,
+                stopping_criteria=llama_cpp.StoppingCriteriaList([stop_if_given_up]),
                 **self.sampling,
             )
+            if given_up:
+                raise given_up[0]
             return str(result["choices"][0]["text"])
 
 

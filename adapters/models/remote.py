@@ -16,6 +16,7 @@ cached in `llm_cache` under the same keys as the local adapters'.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
 import os
@@ -28,6 +29,7 @@ from typing import Any
 
 from adapters.models.embed_text import QWEN_EMBED_INSTRUCTION, EmbedFamily
 from adapters.models.http_json import RETRYABLE_STATUS, HttpStatusError, JsonHttpClient
+from adapters.models.idle import never_given_up
 from adapters.models.llama import (
     RERANK_INSTRUCTION,
     RERANK_SYSTEM,
@@ -159,6 +161,7 @@ class RemoteEndpoint:
         env: Mapping[str, str] | None = None,
         *,
         sleep: Callable[[float], None] | None = None,
+        stop_check: Callable[[], None] = never_given_up,
     ) -> None:
         environ = os.environ if env is None else env
         self.ref = parse_remote_ref(reference)
@@ -175,6 +178,7 @@ class RemoteEndpoint:
             key_source=source,
             timeout=self.timeout,
             max_attempts=int(_option_number(self.ref, "retries", DEFAULT_RETRIES)),
+            stop_check=stop_check,
         )
         if sleep is not None:
             self.client.sleep = sleep
@@ -253,7 +257,9 @@ class RemoteEndpoint:
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         """`fn` over `items`, `concurrency` at a time, results in order. The worker threads
-        live as long as the endpoint, so their kept-alive connections are reused."""
+        live as long as the endpoint, so their kept-alive connections are reused. Each item
+        runs in a copy of the caller's context, so it sees the request it serves (whether it
+        has been given up)."""
         if len(items) <= 1 or self.concurrency <= 1:
             return [fn(item) for item in items]
         with self._check_lock:
@@ -261,7 +267,8 @@ class RemoteEndpoint:
                 self._pool = ThreadPoolExecutor(
                     max_workers=self.concurrency, thread_name_prefix="qmd-remote"
                 )
-        return list(self._pool.map(fn, items))
+        contexts = [contextvars.copy_context() for _ in items]
+        return list(self._pool.map(lambda c, item: c.run(fn, item), contexts, items))
 
     def close(self) -> None:
         if self._pool is not None:
@@ -317,8 +324,9 @@ class RemoteEmbedder:
         env: Mapping[str, str] | None = None,
         cache: LlmCache | None = None,
         endpoint: RemoteEndpoint | None = None,
+        stop_check: Callable[[], None] = never_given_up,
     ) -> None:
-        self.endpoint = endpoint or RemoteEndpoint(reference, "embed", env)
+        self.endpoint = endpoint or RemoteEndpoint(reference, "embed", env, stop_check=stop_check)
         self.ref = self.endpoint.ref
         self.family = remote_embed_family(self.ref)
         self.batch_inputs = int(_option_number(self.ref, "batch", DEFAULT_BATCH_INPUTS))
@@ -563,8 +571,9 @@ class RemoteReranker:
         env: Mapping[str, str] | None = None,
         cache: LlmCache | None = None,
         endpoint: RemoteEndpoint | None = None,
+        stop_check: Callable[[], None] = never_given_up,
     ) -> None:
-        self.endpoint = endpoint or RemoteEndpoint(reference, "rerank", env)
+        self.endpoint = endpoint or RemoteEndpoint(reference, "rerank", env, stop_check=stop_check)
         self.ref = self.endpoint.ref
         self._cache = cache
         mode = self.ref.option("rerank")
@@ -724,8 +733,11 @@ class RemoteQueryExpander:
         temperature: float = 0.7,
         seed: int = 42,
         endpoint: RemoteEndpoint | None = None,
+        stop_check: Callable[[], None] = never_given_up,
     ) -> None:
-        self.endpoint = endpoint or RemoteEndpoint(reference, "generate", env)
+        self.endpoint = endpoint or RemoteEndpoint(
+            reference, "generate", env, stop_check=stop_check
+        )
         self.ref = self.endpoint.ref
         self._cache = cache
         self.max_tokens = max_tokens

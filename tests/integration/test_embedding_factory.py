@@ -9,6 +9,7 @@ import pytest
 from adapters.bootstrap import build_models
 from adapters.config.yaml_config import load_config
 from adapters.models.factory import configured_refs, llama_available, models_from_config
+from adapters.models.idle import never_given_up
 from adapters.models.llama import (
     LlamaEmbedder,
     LlamaQueryExpander,
@@ -48,7 +49,10 @@ def test_references_from_yaml_env_and_defaults(tmp_path: Path) -> None:
 def test_models_are_built_lazily_with_the_embedding_identity(tmp_path: Path) -> None:
     config = write_config(tmp_path, "  embed: hf:org/repo/never-downloaded.gguf\n")
     models = models_from_config(
-        yaml_models(config), str(tmp_path), {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+        yaml_models(config),
+        str(tmp_path),
+        {"XDG_CACHE_HOME": str(tmp_path / "cache")},
+        stop_check=never_given_up,
     )
     assert models.identity.model == "hf:org/repo/never-downloaded.gguf"
     assert llama_available()
@@ -127,9 +131,9 @@ def test_none_turns_rerank_and_expansion_off(tmp_path: Path) -> None:
     """The container image's switch (deploy/README.md): `none` builds no adapter for that
     role instead of fetching the default model; the embedder is unaffected."""
     env = {"QMD_RERANK_MODEL": "none", "QMD_GENERATE_MODEL": " None "}
-    off = models_from_config({}, str(tmp_path), env)
+    off = models_from_config({}, str(tmp_path), env, stop_check=never_given_up)
     assert off.reranker is None and off.expander is None
     assert isinstance(off.embedder, LlamaEmbedder)
-    on = models_from_config({}, str(tmp_path), {})
+    on = models_from_config({}, str(tmp_path), {}, stop_check=never_given_up)
     assert isinstance(on.reranker, LlamaReranker)
     assert isinstance(on.expander, LlamaQueryExpander)

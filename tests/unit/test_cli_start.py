@@ -12,6 +12,7 @@ from adapters.cli.grammar import CommandTable, Parser
 from adapters.cli.parser import COMMAND_MODULES, COMMAND_NAMES, build_parser
 from adapters.locations import config_reader
 from adapters.models.factory import embedding_identity, models_from_config
+from adapters.models.idle import never_given_up
 
 
 def _registered(module_name: str) -> frozenset[str]:
@@ -51,7 +52,9 @@ def test_the_identity_without_adapters_is_the_one_the_adapters_give(
     tmp_path: Path, yaml_models: dict[str, str], env: dict[str, str]
 ) -> None:
     environ = {"XDG_CACHE_HOME": str(tmp_path), **env}
-    built = models_from_config(yaml_models, str(tmp_path), environ).identity
+    built = models_from_config(
+        yaml_models, str(tmp_path), environ, stop_check=never_given_up
+    ).identity
     assert embedding_identity(yaml_models, str(tmp_path), environ) == built
 
 

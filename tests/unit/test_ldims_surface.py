@@ -123,8 +123,8 @@ def test_backend_failures_are_backend_api_errors() -> None:
 
 
 class SlowEmbedder(FakeEmbedder):
-    """Query embedding takes `delay` seconds (a model call nothing can stop): a search that
-    outlives the time limit."""
+    """Query embedding takes `delay` seconds (one model step, which runs to its end): a
+    search that outlives the time limit."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -85,7 +85,7 @@ class SlowStore(InMemoryStore):
 
 
 class GatedEmbedder(FakeEmbedder):
-    """Query embedding (a model call, which nothing can stop) lasts while `hold` is set,
+    """Query embedding (one model step, which runs to its end) lasts while `hold` is set,
     until the test opens `gate`."""
 
     def __init__(self) -> None:
