@@ -226,6 +226,9 @@ class InMemoryStore:
                 changed += 1
         return changed
 
+    def tidy_lexical_index(self, documents_written: int) -> None:
+        """Nothing to tidy: the fake's lexical search scans its rows."""
+
     def delete_orphan_content(self) -> int:
         used = {r.hash for r in self._rows.values()}
         orphans = [h for h in self._content if h not in used]

@@ -199,6 +199,9 @@ class RootScopedStore:
     def delete_orphan_content(self) -> int:
         return self._inner.delete_orphan_content()
 
+    def tidy_lexical_index(self, documents_written: int) -> None:
+        self._inner.tidy_lexical_index(documents_written)
+
     def body(self, content_hash: str) -> str:
         # Bodies are reached only through metadata this store has already let through.
         return self._inner.body(content_hash)

@@ -115,6 +115,10 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
         with self.transaction(), self._conn() as conn:
             yield Qmark(conn), lambda doc_id: self._write_fts(conn, doc_id)
 
+    def tidy_lexical_index(self, documents_written: int) -> None:
+        """Nothing to do: PostgreSQL keeps its GIN index itself (autovacuum folds the pending
+        list in)."""
+
     def delete_orphan_content(self) -> int:
         return self._execute(
             "DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)"

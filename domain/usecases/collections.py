@@ -132,6 +132,7 @@ class CollectionManager:
         if self.stamps is not None:
             self.stamps.forget_file_stamps(name)
         self._store.delete_orphan_content()
+        self._store.tidy_lexical_index(removed)
         return removed
 
     def rename(self, old: str, new: str) -> None:
@@ -343,10 +344,12 @@ class CollectionManager:
             stale = [path for path in recorded if path not in seen]
             if stale:
                 stamps.forget_file_stamps(collection.name, stale)
-        if counts["indexed"] or counts["updated"] or removed:
+        written = counts["indexed"] + counts["updated"] + removed
+        if written:
             # only a changed or removed document can leave content unused (a scan of the
             # whole content table otherwise)
             self._store.delete_orphan_content()
+            self._store.tidy_lexical_index(written)
         return UpdateCounts(
             indexed=counts["indexed"],
             updated=counts["updated"],

@@ -205,3 +205,24 @@ def test_hostile_inputs_still_find_their_words(index: StoreLike) -> None:
     assert paths(index, 'say "hello') == ["handbook/multi/agent.md"]
     assert paths(index, "") == []
     assert paths(index, "-timeline") == []
+
+
+def test_tidying_the_lexical_index_changes_no_hit_or_score(index: StoreLike) -> None:
+    """REQ-INDEX-FTS-TIDY-001: the backend may reorganise its index after a run; whatever it
+    does, every search answers as before, scores included."""
+    queries = ["timeline", "rate limiter", "redis OR agents", "東京", '"multi agent"', "c++"]
+
+    def answers() -> list[list[tuple[str, float]]]:
+        return [
+            [
+                (h.document.meta.display_path, round(h.bm25, 9))
+                for h in index.search_lex(parse_lex_query(q), 20, None)
+            ]
+            for q in queries
+        ]
+
+    before = answers()
+    assert any(before), "the queries must find something for the comparison to mean anything"
+    with index.transaction():
+        index.tidy_lexical_index(len(CORPUS))  # every document written: a full merge
+    assert answers() == before
