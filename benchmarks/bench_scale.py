@@ -2,9 +2,10 @@
 
 For each backend: the time to index the documents (through the adapter's `upsert_document`,
 one transaction per 1,000, then the tidy that ends an indexing run, REQ-INDEX-FTS-TIDY-001)
-and to load the vectors (SQLite: batched inserts into sqlite-vec; PostgreSQL: binary COPY, then one HNSW build), lexical search p50/p99, vector search p50/p99
-and recall@10 against the exact answer (computed with numpy), the exact scan's own p50 on the
-same database, and the database size. SQLite's vector figures are of the default search (the
+and to load the vectors (SQLite: batched inserts into sqlite-vec; PostgreSQL: binary COPY,
+then one HNSW build), lexical search p50/p99, vector search p50/p99 and recall@10 against the
+exact answer (computed with numpy), the exact scan's own p50 on the same database, and the
+database size. SQLite's vector figures are of the default search (the
 sign-bit prefilter from 20,000 vectors on, REQ-VEC-PREFILTER-001; its bits are quantized after
 the load, `prefilter_bits_s`); `exact_scan_*` are sqlite-vec's exhaustive KNN on the same file
 (`--exact-queries`, default 50). 500 untimed queries of each kind (`--warmup`) come
