@@ -12,9 +12,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+def run_bench(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run a benchmark command from the project root; it must exit 0."""
+    done = subprocess.run(
+        command, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    return done
+
+
 def test_bench_speed_runs_for_ours(tmp_path: Path) -> None:
     figures = tmp_path / "speed.json"
-    done = subprocess.run(
+    done = run_bench(
         [
             sys.executable,
             "-m",
@@ -28,13 +37,8 @@ def test_bench_speed_runs_for_ours(tmp_path: Path) -> None:
             "--ours-only",
             "--json",
             str(figures),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        ]
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     out = done.stdout
     assert "QMD speed benchmark: 50 docs" in out
     for label in (
@@ -61,7 +65,7 @@ def test_bench_speed_runs_for_ours(tmp_path: Path) -> None:
 @pytest.mark.original
 def test_bench_embed_compare_runs_both_implementations(tmp_path: Path) -> None:
     figures = tmp_path / "embed.json"
-    done = subprocess.run(
+    done = run_bench(
         [
             sys.executable,
             "-m",
@@ -71,12 +75,8 @@ def test_bench_embed_compare_runs_both_implementations(tmp_path: Path) -> None:
             "--json",
             str(figures),
         ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=600,
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "| original |" in done.stdout and "| ours |" in done.stdout
     assert "ours / original throughput:" in done.stdout
     data = json.loads(figures.read_text(encoding="utf-8"))
@@ -87,18 +87,13 @@ def test_bench_embed_compare_runs_both_implementations(tmp_path: Path) -> None:
 
 def test_bench_index_memory_runs(tmp_path: Path) -> None:
     figures = tmp_path / "hostile.json"
-    done = subprocess.run(
+    done = run_bench(
         [
             *(sys.executable, "-m", "benchmarks.bench_index_memory"),
             *("--big-mb", "0.5", "--cjk", "200", "--json", str(figures)),
         ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=600,
-        check=False,
     )
-    assert done.returncode == 0, done.stderr
     data = json.loads(figures.read_text())
     small, big = data["big_files"]
     assert small["indexed"] and not small["skipped"]
@@ -108,14 +103,9 @@ def test_bench_index_memory_runs(tmp_path: Path) -> None:
 
 
 def test_bench_suggest_runs_and_prints_its_figures() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_suggest", "--docs", "300", "--misses", "6"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = run_bench(
+        [sys.executable, "-m", "benchmarks.bench_suggest", "--docs", "300", "--misses", "6"]
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "suggestions for a missed get: 300 documents" in done.stdout
     for kind in ("relative", "qualified", "far"):
         assert f"  {kind}" in done.stdout
@@ -124,14 +114,10 @@ def test_bench_suggest_runs_and_prints_its_figures() -> None:
 
 @pytest.mark.models  # embeds with the MiniLM GGUF
 def test_bench_judged_runs_on_a_slice_and_prints_ndcg() -> None:
-    done = subprocess.run(
+    done = run_bench(
         [sys.executable, "-m", "benchmarks.bench_judged", "--limit-docs", "40", "--questions", "4"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=900,
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "judged set: 4 questions" in done.stdout
     for label in ("search", "vsearch", "query"):
         assert f"  {label} " in done.stdout
@@ -140,7 +126,7 @@ def test_bench_judged_runs_on_a_slice_and_prints_ndcg() -> None:
 
 def test_bench_http_runs_for_ours(tmp_path: Path) -> None:
     figures = tmp_path / "http.json"
-    done = subprocess.run(
+    run_bench(
         [
             sys.executable,
             "-m",
@@ -155,13 +141,8 @@ def test_bench_http_runs_for_ours(tmp_path: Path) -> None:
             "--no-slow",
             "--json",
             str(figures),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        ]
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     data = json.loads(figures.read_text(encoding="utf-8"))
     for level in ("1", "4"):
         ours = data["levels"][level]["ours"]
@@ -172,14 +153,10 @@ def test_bench_http_runs_for_ours(tmp_path: Path) -> None:
 
 
 def test_bench_filters_runs(tmp_path: Path) -> None:
-    done = subprocess.run(
+    done = run_bench(
         [sys.executable, "-m", "benchmarks.bench_filters", "--docs", "140", "--repeats", "1"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=120,
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "sqlite: documents 140  (filter admits 11)" in done.stdout
     for label in ("scope", "search", "filtered search"):
         assert f"\n{label} " in done.stdout or done.stdout.startswith(label)
@@ -191,7 +168,7 @@ def test_bench_scale_runs_on_both_backends(tmp_path: Path) -> None:
     from tests.postgres_server import drop_schema, server_url
 
     report = tmp_path / "scale.json"
-    done = subprocess.run(
+    done = run_bench(
         [
             sys.executable,
             "-m",
@@ -214,13 +191,8 @@ def test_bench_scale_runs_on_both_backends(tmp_path: Path) -> None:
             str(tmp_path),
             "--json",
             str(report),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        ]
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "200 documents, 2000 vectors x 384d" in done.stdout
     assert "postgres HNSW vs exact scan:" in done.stdout
     figures = json.loads(report.read_text(encoding="utf-8"))
@@ -243,33 +215,23 @@ def test_bench_scale_vectors_have_the_local_structure_it_claims() -> None:
 
 
 def test_bench_update_runs_for_ours_and_finds_rewritten_files() -> None:
-    done = subprocess.run(
+    done = run_bench(
         [
             *(sys.executable, "-m", "benchmarks.bench_update"),
             *("--docs", "40", "--rounds", "1", "--touch", "3", "--ours-only"),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        ]
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "no-op update (CPU = user + sys of the process tree):" in done.stdout
     assert "Indexed: 0 new, 3 updated, 37 unchanged, 0 removed" in done.stdout
 
 
 def test_bench_cli_start_runs_for_ours_and_counts_the_search() -> None:
-    done = subprocess.run(
+    done = run_bench(
         [
             *(sys.executable, "-m", "benchmarks.bench_cli_start"),
             *("--docs", "40", "--rounds", "1", "--ours-only", "--show-sql"),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        ]
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     out = done.stdout
     for label in ("search  ours", "status  ours", "modules imported", "SQL statements"):
         assert label in out, f"missing {label!r} in:\n{out}"
@@ -278,20 +240,30 @@ def test_bench_cli_start_runs_for_ours_and_counts_the_search() -> None:
 
 
 def test_bench_sign_share_runs_and_counts_one_copy() -> None:
-    done = subprocess.run(
+    done = run_bench(
         [
             *(sys.executable, "-m", "benchmarks.bench_sign_share"),
             *("--vectors", "1500", "--dims", "24", "--connections", "3"),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        ]
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     out = done.stdout
     for label in ("rss_before_mib", "rss_after_searches_mib", "rss_after_write_mib"):
         assert label in out, f"missing {label!r} in:\n{out}"
     assert "distinct_matrices: 1" in out
     assert "loads_first_searches: 1" in out
     assert "loads_after_write: 1" in out
+
+
+def test_bench_fill_runs_and_marks_the_fill() -> None:
+    done = run_bench(
+        [
+            *(sys.executable, "-m", "benchmarks.bench_fill"),
+            *("--docs", "500", "--pairs", "3", "--repeat", "1"),
+        ]
+    )
+    out = done.stdout
+    assert "two words never together vs two found together" in out
+    # each of the 3 fill queries answers 10 results, all marked partial (REQ-SPEC-SEARCH-006)
+    assert "3 queries each, 10-10 results, 30 marked partial" in out
+    assert "needs the fill" in out and "(target <= 1.3: " in out
+    assert "tldr, 716 pages, 54 questions: with the fill" in out
