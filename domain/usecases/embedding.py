@@ -19,7 +19,7 @@ from domain.chunking import (
     fitted_token_budget,
 )
 from domain.errors import INTERNAL_ERROR, NOT_FOUND, QmdError
-from domain.ports import Clock, DocumentStore, Embedder, VectorIndex
+from domain.ports import Clock, DocumentStore, Embedder, VectorIndex, WorkCancelledError
 
 # Fixed texts run through the embedder's formatting so a change of prompt format (not only of
 # model) changes the fingerprint and marks every vector stale. Same probes as the original, so
@@ -357,8 +357,8 @@ class EmbedIndex:
         for _ in range(MAX_ATTEMPTS):
             try:
                 vectors = self._embedder.embed_documents(items)
-            except QmdError:
-                raise
+            except (QmdError, WorkCancelledError):
+                raise  # a missing model, or a request given up: no retry, nothing recorded
             except Exception as exc:  # the embedder's failure modes are open-ended
                 last = f"{exc.__class__.__name__}: {exc}"
                 continue

@@ -11,6 +11,7 @@ from adapters.models.llama import LlamaEmbedder
 from adapters.models.references import DEFAULT_MODELS, PREPARED_EMBED_FILE
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import INTERNAL_ERROR, QmdError
+from domain.ports import WorkCancelledError
 from domain.text import content_hash
 from domain.usecases.embedding import (
     EmbedIndex,
@@ -228,6 +229,19 @@ def test_transient_failures_are_retried(store: StoreLike) -> None:
     report = EmbedIndex(store, store, PoisonEmbedder(transient=2), FixedClock()).run()
     assert report.failed_documents == 0 and report.errors == ()
     assert set(assert_consistent(store)) == set(hashes)
+
+
+def test_a_run_whose_request_is_given_up_stops_without_retrying(store: StoreLike) -> None:
+    """REQ-SEARCH-CANCEL-MODEL-001: the embedder stops with WorkCancelledError; that is not a
+    failure of the document (no retry, nothing reported failed), the run ends with it."""
+    hashes = seed(store, docs=3)
+    given_up = FlakyEmbedder(ok_calls=1, error=WorkCancelledError("given up"))
+    with pytest.raises(WorkCancelledError):
+        EmbedIndex(store, store, given_up, FixedClock()).run(batch_docs=1, batch_chunks=1)
+    assert given_up.document_calls == 2  # one batch embedded, then the one given up: no retry
+    resumed = EmbedIndex(store, store, FakeEmbedder(), FixedClock())
+    assert len(resumed.pending()) == len(hashes) - 1  # every other document still pending
+    assert set(assert_consistent(store)) < set(hashes)
 
 
 def test_mostly_failing_run_aborts(store: StoreLike) -> None:
