@@ -190,3 +190,36 @@ def test_embed_killed_midway_then_rerun_leaves_a_consistent_index(tmp_path: Path
     assert complete_after > complete
     status = _qmd(env, "status")
     assert "need embedding" not in status.stdout
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, all its threads (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def test_a_query_past_its_time_limit_stops_generating(
+    embedded: tuple[Path, dict[str, str]],
+) -> None:
+    """REQ-SEARCH-CANCEL-MODEL-001 from outside: the expansion (gemma-3-270m, up to 600 tokens)
+    takes far longer than a 3 s limit on a CPU. After the timeout error the server's CPU time
+    must stop growing; before the model stop checks, the expansion ran on to its end."""
+    env = {**embedded[1], "QMD_EXPAND_MAX_TOKENS": "600"}
+    server = StdioServer(env, "--request-timeout", "3")
+    try:
+        server.initialize()
+        # a question the keyword index answers weakly, so the search expands it
+        reply = server.request(
+            "tools/call",
+            {"name": "query", "arguments": {"query": "why do migrating zebras cross rivers"}},
+            timeout=60,
+        )
+        assert "error" in reply and reply["error"]["code"] == -32001, reply
+        time.sleep(1.0)  # the next token, the worker's unwinding
+        before = _cpu_seconds(server.process.pid)
+        time.sleep(3.0)
+        spent = _cpu_seconds(server.process.pid) - before
+        assert spent < 0.5, f"the server kept computing: {spent:.2f} s CPU in 3 s"
+        assert server.call("status", {})["structuredContent"]["totalDocuments"] > 0
+    finally:
+        server.kill()

@@ -59,10 +59,6 @@ class GiveUpAfter:
             raise WorkCancelledError("the request was given up")
 
 
-def never() -> None:
-    """A stop check that counts nothing and never stops."""
-
-
 # ---------------------------------------------------------------------------- llama.cpp
 
 
