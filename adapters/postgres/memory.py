@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from adapters.postgres.connection import PgConnections
+from adapters.postgres.connection import PgConnections, pyformat
+from adapters.store_memory import MemoryRowReads
 
 
-class PgMemoryRows(PgConnections):
+class PgMemoryRows(MemoryRowReads, PgConnections):
     """MemoryRows over the pool."""
 
-    def memory_topics(self) -> list[tuple[str, bytes]]:
-        rows = self._query('SELECT name, vector FROM memory_topics ORDER BY name COLLATE "C"')
-        return [(str(name), bytes(blob)) for name, blob in rows]
+    _BYTEWISE = ' COLLATE "C"'
+
+    def _memory_rows(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._query(pyformat(statement), params)
 
     def put_memory_topic(self, name: str, vector: bytes) -> None:
         self._execute(
@@ -23,30 +26,6 @@ class PgMemoryRows(PgConnections):
             "created_at = excluded.created_at",
             (name, vector),
         )
-
-    def memory_record(self, record_id: str) -> tuple[str, bytes] | None:
-        rows = self._query("SELECT record, vector FROM memory_records WHERE id = %s", (record_id,))
-        return (str(rows[0][0]), bytes(rows[0][1])) if rows else None
-
-    def memory_records(self, topic: str | None, kind: str | None) -> list[tuple[str, bytes]]:
-        statement = "SELECT record, vector FROM memory_records WHERE true"
-        params: list[str] = []
-        if topic is not None:
-            statement += " AND topic = %s"
-            params.append(topic)
-        if kind is not None:
-            statement += " AND kind = %s"
-            params.append(kind)
-        rows = self._query(statement + ' ORDER BY id COLLATE "C"', params)
-        return [(str(raw), bytes(blob)) for raw, blob in rows]
-
-    def memory_path(self, record_id: str) -> str | None:
-        value = self._scalar("SELECT path FROM memory_records WHERE id = %s", (record_id,))
-        return None if value is None else str(value)
-
-    def memory_files(self) -> list[tuple[str, str, str, bytes]]:
-        rows = self._query("SELECT id, path, file_hash, vector FROM memory_records")
-        return [(str(i), str(p), str(h), bytes(v)) for i, p, h, v in rows]
 
     def put_memory_records(
         self, rows: Sequence[tuple[str, str, str, str, str, str, bytes]]

@@ -5,8 +5,10 @@ opened. The files themselves are `adapters.fs.memory.MarkdownMemoryStore`'s."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from adapters.sqlite.driver import Connection, connect
+from adapters.store_memory import MemoryRowReads
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_topics (
@@ -27,7 +29,7 @@ CREATE INDEX IF NOT EXISTS idx_memory_records_topic ON memory_records(topic, kin
 """
 
 
-class SqliteMemoryRows:
+class SqliteMemoryRows(MemoryRowReads):
     """`MemoryRows` on a connection of its own to the index file (closed by `close`)."""
 
     def __init__(self, connection: Connection) -> None:
@@ -41,9 +43,8 @@ class SqliteMemoryRows:
     def close(self) -> None:
         self._db.close()
 
-    def memory_topics(self) -> list[tuple[str, bytes]]:
-        rows = self._db.query("SELECT name, vector FROM memory_topics ORDER BY name")
-        return [(str(name), bytes(blob)) for name, blob in rows]
+    def _memory_rows(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._db.query(statement, params)
 
     def put_memory_topic(self, name: str, vector: bytes) -> None:
         with self._db.transaction():
@@ -52,32 +53,6 @@ class SqliteMemoryRows:
                 "VALUES (?, ?, datetime('now'))",
                 (name, vector),
             )
-
-    def memory_record(self, record_id: str) -> tuple[str, bytes] | None:
-        rows = self._db.query(
-            "SELECT record, vector FROM memory_records WHERE id = ?", (record_id,)
-        )
-        return (str(rows[0][0]), bytes(rows[0][1])) if rows else None
-
-    def memory_records(self, topic: str | None, kind: str | None) -> list[tuple[str, bytes]]:
-        sql = "SELECT record, vector FROM memory_records WHERE 1 = 1"
-        params: list[str] = []
-        if topic is not None:
-            sql += " AND topic = ?"
-            params.append(topic)
-        if kind is not None:
-            sql += " AND kind = ?"
-            params.append(kind)
-        rows = self._db.query(sql + " ORDER BY id", params)
-        return [(str(raw), bytes(blob)) for raw, blob in rows]
-
-    def memory_path(self, record_id: str) -> str | None:
-        rows = self._db.query("SELECT path FROM memory_records WHERE id = ?", (record_id,))
-        return str(rows[0][0]) if rows else None
-
-    def memory_files(self) -> list[tuple[str, str, str, bytes]]:
-        rows = self._db.query("SELECT id, path, file_hash, vector FROM memory_records")
-        return [(str(i), str(p), str(h), bytes(v)) for i, p, h, v in rows]
 
     def put_memory_records(
         self, rows: Sequence[tuple[str, str, str, str, str, str, bytes]]
