@@ -122,6 +122,11 @@ class IndexMaintenance(Protocol):
         """Whether vector search can run on this index at all (the extension is loaded)."""
         ...
 
+    @property
+    def lexical_ranking(self) -> str:
+        """How lexical search ranks here, for `qmd doctor` (REQ-SEARCH-RANKCACHE-001)."""
+        ...
+
     def total_documents(self) -> int: ...
     def vector_count(self) -> int:
         """Stored chunk vectors of active documents (orphans of removed ones not counted)."""

@@ -24,6 +24,14 @@ fi
 # otherwise recompile them on every `qmd` start (about a second on a small machine).
 .venv/bin/python -m compileall -q domain adapters conformance >/dev/null
 
+step "qmd's FTS5 rank function (adapters/sqlite/native/qmd_rank.c; needs a C compiler and SQLite's headers)"
+if ! .venv/bin/python -m adapters.sqlite.rank_ext 2>/dev/null; then
+  if command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then
+    (apt-get update -qq && apt-get install -y -qq gcc libsqlite3-dev) >&2
+  fi
+  .venv/bin/python -m adapters.sqlite.rank_ext # says what is missing when it still fails
+fi
+
 if [[ "${QMD_SETUP_SKIP_MODELS:-0}" != 1 ]]; then
   step "llama-cpp-python (built from source once, then cached in $(bash scripts/install_llama.sh --wheel-dir))"
   bash scripts/install_llama.sh

@@ -287,6 +287,10 @@ class InMemoryStore:
     def vec_available(self) -> bool:
         return True
 
+    @property
+    def lexical_ranking(self) -> str:
+        return "in-memory BM25 (tests/fakes.py)"
+
     def total_documents(self) -> int:
         return len(self._active())
 

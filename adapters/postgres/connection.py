@@ -103,6 +103,10 @@ class PgConnections:
     def vec_available(self) -> bool:
         return True  # the schema migration created (or found) the vector extension
 
+    @property
+    def lexical_ranking(self) -> str:
+        return "BM25 from per-lexeme document frequencies (adapters/postgres/bm25.py)"
+
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
         pinned = getattr(self._local, "conn", None)

@@ -20,6 +20,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
+from adapters.sqlite import rank_ext
+
 DEFAULT_BUSY_TIMEOUT_MS = 120_000
 
 
@@ -71,6 +73,10 @@ class Connection:
         # (adapters/sqlite/schema.py); empty until then. Table owners skip their DDL for a
         # name listed here.
         self.schema_names: frozenset[str] = frozenset()
+        # the FTS5 rank function lexical search calls: qmd's when its library loaded
+        # (adapters/sqlite/rank_ext.py), else FTS5's own, which gives the same scores
+        self.rank_function = rank_ext.FTS5_RANK_FUNCTION
+        self.rank_error: str | None = None
 
     def execute(self, sql: str, params: Any = ()) -> Any:
         return self.raw.execute(sql, params)
@@ -160,22 +166,31 @@ def sqlite_vec_library() -> str | None:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
-def _load_sqlite_vec(raw: Any) -> tuple[bool, str | None]:
+def _load_extensions(raw: Any) -> tuple[bool, str | None, str | None]:
+    """Load sqlite-vec and qmd's rank function: (vec loaded, why not, why no rank function)."""
     library = sqlite_vec_library()
-    if library is None:
-        return False, "sqlite-vec is not installed"
     if not hasattr(raw, "enable_load_extension"):
-        return False, "the SQLite driver cannot load extensions"
+        reason = "the SQLite driver cannot load extensions"
+        return False, reason, reason
     try:
         raw.enable_load_extension(True)
-        try:
-            # a library that loads has run its init and registered vec0; no query needed
-            raw.load_extension(library)
-        finally:
-            raw.enable_load_extension(False)
     except Exception as exc:
-        return False, f"sqlite-vec failed to load ({exc})"
-    return True, None
+        reason = f"the SQLite driver cannot load extensions ({exc})"
+        return False, reason, reason
+    vec_error: str | None = None
+    try:
+        if library is None:
+            vec_error = "sqlite-vec is not installed"
+        else:
+            try:
+                # a library that loads has run its init and registered vec0; no query needed
+                raw.load_extension(library)
+            except Exception as exc:
+                vec_error = f"sqlite-vec failed to load ({exc})"
+        rank_error = rank_ext.load(raw)
+    finally:
+        raw.enable_load_extension(False)
+    return vec_error is None, vec_error, rank_error
 
 
 def _is_wal_file(target: str) -> bool:
@@ -236,11 +251,15 @@ def connect(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) 
         target, timeout=timeout / 1000, isolation_level=None, check_same_thread=False
     )
     _trace_statements(raw, env)
-    vec_available, vec_error = _load_sqlite_vec(raw)
+    vec_available, vec_error, rank_error = _load_extensions(raw)
     if target != ":memory:" and not _is_wal_file(target):
         _enable_wal(raw, timeout)
     # WAL + NORMAL never corrupts; it only lets the last commits of a power cut roll back,
     # and it avoids one fsync per upsert (a connection setting, not stored in the file).
     raw.execute("PRAGMA synchronous = NORMAL")
     raw.execute("PRAGMA foreign_keys = ON")
-    return Connection(raw, target, vec_available, vec_error)
+    connection = Connection(raw, target, vec_available, vec_error)
+    if rank_error is None:
+        connection.rank_function = rank_ext.RANK_FUNCTION
+    connection.rank_error = rank_error
+    return connection

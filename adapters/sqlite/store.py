@@ -116,6 +116,12 @@ class SqliteIndex(Catalog, DocumentWrites):
     def vec_available(self) -> bool:
         return self._conn.vec_available
 
+    @property
+    def lexical_ranking(self) -> str:
+        if self._conn.rank_error is None:
+            return f"{self._conn.rank_function} (row lengths kept in memory)"
+        return f"FTS5 {self._conn.rank_function}: {self._conn.rank_error}"
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Group many writes (e.g. a whole `update`) into one commit; calls nest."""
@@ -354,9 +360,12 @@ class SqliteIndex(Catalog, DocumentWrites):
             # and filters its rows through the list (1 ms).
             scope = " AND +rowid IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(sorted(within)))
+        # qmd_bm25 when built: FTS5's bm25 to the bit, with row lengths read once per process
+        # (REQ-SEARCH-RANKCACHE-001)
+        rank = self._conn.rank_function
         sql = (
             "WITH fts_matches AS ("
-            " SELECT rowid, bm25(documents_fts, 1.5, 4.0, 1.0) AS bm25_score"
+            f" SELECT rowid, {rank}(documents_fts, 1.5, 4.0, 1.0) AS bm25_score"
             f" FROM documents_fts WHERE documents_fts MATCH ?{scope}"
             f" ORDER BY bm25_score ASC LIMIT {int(fts_limit)})"
             f" SELECT {_META_COLUMNS}, content.doc, fm.bm25_score"

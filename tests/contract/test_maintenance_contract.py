@@ -17,6 +17,7 @@ def _add(store: StoreLike, path: str, body: str) -> str:
 
 def test_counts_preview_and_cleanup_agree(store: StoreLike) -> None:
     assert store.vec_available
+    assert store.lexical_ranking.strip(), "doctor names how lexical search ranks"
     kept = _add(store, "kept.md", "kept body")
     gone = _add(store, "gone.md", "gone body")
     store.store_chunk_vectors(kept, [(0, 0, [1.0, 0.0])], "m", "fp", T0)

@@ -186,6 +186,7 @@ def doctor(args: argparse.Namespace) -> int:
         lines.append(f"  Config:     {app.config_path} ({config_state})")
         upkeep = maintenance(app)
         lines.append(f"  Documents:  {upkeep.total_documents()}")
+        lines.append(f"  Ranking:    {upkeep.lexical_ranking}")
         vec = upkeep.vec_available
         healthy &= vec
         state = kind.vector_ready if vec else "not available"
