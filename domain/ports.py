@@ -265,7 +265,7 @@ class TimeBudget(Protocol):
 
     `seconds_left`: None when the work has no time limit. `run_within`: the stage's result,
     or OverBudgetError once `seconds` have passed without one (the stage is told so: it stops
-    at its next check; a model call in progress ends first and its result is dropped); a
+    at its next check, a model call in progress at its next step); a
     stage's own error is raised as it is. `check`: WorkCancelledError once the request has
     been given up, else nothing; long work calls it between its steps."""
 
