@@ -93,8 +93,9 @@ class DocumentStore(Protocol):
     def delete_orphan_content(self) -> int: ...
     def tidy_lexical_index(self, documents_written: int) -> None:
         """An indexing run wrote (added, changed or removed) `documents_written` documents, in
-        the transaction still open: the backend may reorganise its lexical index so searches
-        stay fast (REQ-INDEX-FTS-TIDY-001). Changes no search result."""
+        the transaction still open (a collection's removal has committed its own): the backend
+        may reorganise its lexical index so searches stay fast (REQ-INDEX-FTS-TIDY-001).
+        Changes no search result."""
         ...
 
     # lookups (active documents only)
