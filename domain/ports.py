@@ -92,8 +92,8 @@ class DocumentStore(Protocol):
     def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int: ...
     def delete_orphan_content(self) -> int: ...
     def tidy_lexical_index(self, documents_written: int) -> None:
-        """An indexing run wrote (added, changed or removed) `documents_written` documents, in
-        the transaction still open (a collection's removal has committed its own): the backend
+        """An indexing run that wrote (added, changed or removed) `documents_written`
+        documents, in one transaction or several, ends; called in a transaction. The backend
         may reorganise its lexical index so searches stay fast (REQ-INDEX-FTS-TIDY-001).
         Changes no search result."""
         ...
