@@ -273,3 +273,8 @@ class UpdateCounts:
     skipped: int = 0
     # the files `skipped` counts that the user should hear about (empty files are not listed)
     problems: tuple[SkippedFile, ...] = ()
+
+    @property
+    def written(self) -> int:
+        """Documents the pass added, changed or removed."""
+        return self.indexed + self.updated + self.removed

@@ -92,9 +92,10 @@ class DocumentStore(Protocol):
     def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int: ...
     def delete_orphan_content(self) -> int: ...
     def tidy_lexical_index(self, documents_written: int) -> None:
-        """An indexing run wrote (added, changed or removed) `documents_written` documents, in
-        the transaction still open: the backend may reorganise its lexical index so searches
-        stay fast (REQ-INDEX-FTS-TIDY-001). Changes no search result."""
+        """An indexing run that wrote (added, changed or removed) `documents_written`
+        documents, in one transaction or several, ends; called in a transaction. The backend
+        may reorganise its lexical index so searches stay fast (REQ-INDEX-FTS-TIDY-001).
+        Changes no search result."""
         ...
 
     # lookups (active documents only)
@@ -270,7 +271,7 @@ class TimeBudget(Protocol):
 
     `seconds_left`: None when the work has no time limit. `run_within`: the stage's result,
     or OverBudgetError once `seconds` have passed without one (the stage is told so: it stops
-    at its next check; a model call in progress ends first and its result is dropped); a
+    at its next check, a model call in progress at its next step); a
     stage's own error is raised as it is. `check`: WorkCancelledError once the request has
     been given up, else nothing; long work calls it between its steps."""
 

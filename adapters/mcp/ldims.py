@@ -305,8 +305,8 @@ class LdimsSurface(BaseSurface):
         """The search runs on a thread of its own so that the answer comes at the configured
         time exactly, SEARCH_TIMEOUT if the search has not finished (REQ-LDIMS-ERR-003). A
         search left behind is given up then (adapters/fs/deadline.py): its running SQL
-        statement is aborted and it stops at its next check, a model call in progress ending
-        first (REQ-SEARCH-CANCEL-LDIMSCANCEL-001). The next search on this surface's index
+        statement is aborted and it stops at its next check, a model call in progress at its
+        next step (REQ-SEARCH-CANCEL-LDIMSCANCEL-001). The next search on this surface's index
         connection waits for it to stop, within its own deadline."""
         if self._remote is not None:  # REQ-LDIMS-DEPLOY-002
             return self._remote.search(args, self.hard_limit, self._clock)

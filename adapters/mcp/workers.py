@@ -52,7 +52,7 @@ class CancelledJobError(Exception):
 class Job:
     """One request's work; cancelling it before it starts skips it, while it runs it
     interrupts the worker's current SQL statement, stops a search at its next check between
-    stages (a model call runs to its end; adapters/fs/deadline.py) and ends its waits on the
+    stages (a model call at its next step; adapters/fs/deadline.py) and ends its waits on the
     client (`on_cancel`). A tool that writes claims the right to write with
     `commit` just before it does: from then on a cancel is refused, so a cancelled write is
     never written and a committed one is never reported as cancelled."""

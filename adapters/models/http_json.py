@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.models.idle import never_given_up
+from adapters.models.idle import WAIT_CHECK_S, never_given_up
 from domain.errors import QmdError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -78,8 +78,9 @@ class JsonHttpClient:
     max_attempts: int = 4
     backoff: float = 0.5
     sleep: Callable[[float], None] = time.sleep
-    # raises when the request this call serves is given up: asked before every attempt, so
-    # retries stop too (REQ-SEARCH-CANCEL-MODEL-001); the default never stops
+    # raises when the request this call serves is given up: asked before every attempt and
+    # during the waits between them, so retries stop too (REQ-SEARCH-CANCEL-MODEL-001); the
+    # default never stops
     stop_check: Callable[[], None] = never_given_up
     _local: threading.local = field(default_factory=threading.local, repr=False)
 
@@ -136,7 +137,7 @@ class JsonHttpClient:
                 ) from exc
             except (ConnectionError, http.client.HTTPException, OSError) as exc:
                 if attempt < self.max_attempts:
-                    self.sleep(self.backoff * 2 ** (attempt - 1))
+                    self._wait(self.backoff * 2 ** (attempt - 1))
                     continue
                 raise self.describe(
                     f"{method} {self._public(url_path)} failed after {attempt} attempt(s): "
@@ -161,9 +162,20 @@ class JsonHttpClient:
                         f"server asks to retry after {wait:g} s, longer than the timeout of "
                         f"{self.timeout:g} s"
                     )
-                self.sleep(wait)
+                self._wait(wait)
                 continue
             raise HttpStatusError(status, reason, text)
+
+    def _wait(self, seconds: float) -> None:
+        """The pause before a retry, in steps of `WAIT_CHECK_S` with the stop check between
+        them: a Retry-After may ask for up to `timeout` seconds, which a given-up call must
+        not spend holding its model-lane thread."""
+        left = seconds
+        while left > 0:
+            self.stop_check()
+            step = min(WAIT_CHECK_S, left)
+            self.sleep(step)
+            left -= step
 
     def fail(self, method: str, path: str, error: HttpStatusError) -> QmdError:
         """The `describe` error for an HTTP status answer, with a hint per status."""

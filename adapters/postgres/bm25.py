@@ -61,6 +61,8 @@ DRIVER_SPREAD = 8
 MAX_DRIVERS = 3
 # From this many clauses an all-terms query first asks whether anything matches at all.
 PROBE_CLAUSES = 2
+# PostgreSQL's largest bigint, the most rows a LIMIT can ask for
+MAX_SQL_LIMIT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,9 @@ def ranked_rows(
     ranking statement read through GIN (tests show pruning happened)."""
     if limit <= 0 or not query.is_searchable:
         return []
+    # past the largest bigint PostgreSQL refuses the statement (no hits); no index holds
+    # that many rows, so a larger page asks for the same
+    limit = min(limit, MAX_SQL_LIMIT)
     text = render_tsquery(query)
     clauses = positive_clauses(query)
     if text is None or not clauses:

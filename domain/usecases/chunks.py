@@ -74,8 +74,10 @@ class ChunkedCollections(CollectionManager):
         collection: Collection,
         progress: ProgressCallback | None = None,
         extra_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        tidy: bool = True,
     ) -> UpdateCounts:
-        counts = super().index(collection, progress, extra_metadata)
+        counts = super().index(collection, progress, extra_metadata, tidy=tidy)
         self._keeper.sync()
         return counts
 

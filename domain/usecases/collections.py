@@ -132,7 +132,7 @@ class CollectionManager:
         if self.stamps is not None:
             self.stamps.forget_file_stamps(name)
         self._store.delete_orphan_content()
-        self._store.tidy_lexical_index(removed)
+        self.tidy_lexical_index(removed)
         return removed
 
     def rename(self, old: str, new: str) -> None:
@@ -221,28 +221,51 @@ class CollectionManager:
     # -- indexing -----------------------------------------------------------------------------
 
     def update(
-        self, names: Sequence[str] | None = None, progress: ProgressCallback | None = None
+        self,
+        names: Sequence[str] | None = None,
+        progress: ProgressCallback | None = None,
+        *,
+        tidy: bool = True,
     ) -> dict[str, UpdateCounts]:
-        """Re-scan collections; clears the LLM cache like the original's `qmd update`."""
+        """Re-scan collections; clears the LLM cache like the original's `qmd update`. The
+        lexical index is tidied once, for what the whole run wrote (REQ-INDEX-FTS-TIDY-001):
+        collections each under the share may add up to more. `tidy=False` leaves that to a
+        caller that updates one collection at a time (`qmd update`: `tidy_lexical_index`)."""
         targets = [self.get(n) for n in names] if names else self._store.list_collections()
         if self._cache is not None:
             self._cache.clear()
-        return {c.name: self.index(c, progress) for c in targets}
+        counts = {c.name: self.index(c, progress, tidy=False) for c in targets}
+        if tidy:
+            self.tidy_lexical_index(sum(c.written for c in counts.values()))
+        return counts
 
     def index(
         self,
         collection: Collection,
         progress: ProgressCallback | None = None,
         extra_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        tidy: bool = True,
     ) -> UpdateCounts:
         """Index one collection folder. `extra_metadata`: more fields per relative path (an
-        extractor's title, author, pages...), merged into the documents' metadata."""
+        extractor's title, author, pages...), merged into the documents' metadata. `tidy`:
+        end by tidying the lexical index for what this pass wrote, in its transaction."""
         self._require_admitted(collection)
         scan = self._source.scan(collection)
         # One transaction per collection: several times faster than a commit per file, and
         # an interrupted update leaves the previous state intact.
         with self._store.transaction():
-            return self._index_files(collection, scan, progress, extra_metadata or {})
+            counts = self._index_files(collection, scan, progress, extra_metadata or {})
+            if tidy and counts.written:
+                self._store.tidy_lexical_index(counts.written)
+            return counts
+
+    def tidy_lexical_index(self, written: int) -> None:
+        """A run that wrote `written` documents, over one or more transactions, has ended: the
+        store may reorganise its lexical index (REQ-INDEX-FTS-TIDY-001)."""
+        if written > 0:
+            with self._store.transaction():
+                self._store.tidy_lexical_index(written)
 
     def _require_admitted(self, collection: Collection) -> None:
         if self.admits is not None and not self.admits(collection):
@@ -344,12 +367,10 @@ class CollectionManager:
             stale = [path for path in recorded if path not in seen]
             if stale:
                 stamps.forget_file_stamps(collection.name, stale)
-        written = counts["indexed"] + counts["updated"] + removed
-        if written:
+        if counts["indexed"] or counts["updated"] or removed:
             # only a changed or removed document can leave content unused (a scan of the
             # whole content table otherwise)
             self._store.delete_orphan_content()
-            self._store.tidy_lexical_index(written)
         return UpdateCounts(
             indexed=counts["indexed"],
             updated=counts["updated"],

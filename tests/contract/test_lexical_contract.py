@@ -226,3 +226,18 @@ def test_tidying_the_lexical_index_changes_no_hit_or_score(index: StoreLike) -> 
     with index.transaction():
         index.tidy_lexical_index(len(CORPUS))  # every document written: a full merge
     assert answers() == before
+
+
+@pytest.mark.parametrize("limit", [2**62, 2**63 - 1, 2**63, 10**20])
+def test_a_page_limit_past_the_largest_database_integer_finds_every_hit(
+    index: StoreLike, limit: int
+) -> None:
+    """A page larger than the index holds is every hit, however large the number: `qmd search
+    -n N` asks the index for 2 N, a collection-scoped leg for 10 times the page. SQLite
+    reads a LIMIT past 2^63 - 1 as a real number and refuses the statement (no hits)."""
+    everything = paths(index, "timeline")
+    assert len(everything) == 4
+    assert sorted(paths(index, "timeline", limit)) == sorted(everything)
+    assert sorted(paths(index, "timeline", limit, "archive")) == sorted(
+        p for p in everything if p.startswith("archive/")
+    )

@@ -79,3 +79,40 @@ def test_a_bulk_run_leaves_one_segment_and_a_small_one_leaves_the_merge_to_fts5(
     (corpus / "note0000.md").write_text("# Note 0\n\nagain w0005\n", encoding="utf-8")
     qmd.ok("update")
     assert _segments_merged(qmd.db)
+
+
+def test_an_update_that_rewrites_many_small_collections_merges_once_at_its_end(
+    tmp_path: Path,
+) -> None:
+    """The share is the whole run's: `qmd update` indexes collection by collection, each in
+    a transaction of its own (and each commit leaves an FTS5 segment), so an update that
+    rewrote every document of 21 collections, none of them 1/20 of the index, must still
+    end in one segment."""
+    (tmp_path / "home").mkdir()
+    folders = [tmp_path / "notes" / f"c{k:02d}" for k in range(21)]
+    rng = random.Random(11)
+    for folder in folders:
+        folder.mkdir(parents=True)
+        for n in range(10):
+            body = " ".join(rng.choice(WORDS) for _ in range(50))
+            (folder / f"n{n}.md").write_text(f"# {folder.name} {n}\n\n{body}\n", encoding="utf-8")
+    qmd = Qmd(tmp_path, folders[0])
+    qmd.config_dir.mkdir(parents=True)
+    entries = "".join(
+        f"  {folder.name}:\n    path: {folder}\n    pattern: '**/*.md'\n" for folder in folders
+    )
+    (qmd.config_dir / "index.yml").write_text(f"collections:\n{entries}", encoding="utf-8")
+    qmd.ok("update")
+    conn = connect(str(qmd.db))
+    try:  # start from one segment, whatever the first run left
+        conn.raw.execute("INSERT INTO documents_fts(documents_fts) VALUES('optimize')")
+    finally:
+        conn.close()
+    assert _segments_merged(qmd.db)
+
+    for folder in folders:
+        for note in folder.iterdir():
+            note.write_text(note.read_text(encoding="utf-8") + "\nw0006\n", encoding="utf-8")
+    qmd.ok("update")
+    assert "w0006" in _search(qmd, "w0006")
+    assert _segments_merged(qmd.db), "the run rewrote every document: one segment"

@@ -14,6 +14,7 @@ import contextvars
 import threading
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -207,15 +208,66 @@ def _closed_port_client(stop_check: GiveUpAfter) -> JsonHttpClient:
 
 def test_a_remote_call_given_up_between_retries_stops_retrying() -> None:
     patient = GiveUpAfter(10_000)
+    waits: list[float] = []
+    client = _closed_port_client(patient)
+    client.sleep = waits.append
     with pytest.raises(QmdError) as failed:
-        _closed_port_client(patient).post("/embeddings", {"input": ["x"]})
+        client.post("/embeddings", {"input": ["x"]})
     assert failed.value.code == MODEL_UNAVAILABLE
-    assert patient.calls == 4  # every attempt asks first
+    # every attempt asks first, and so does every step of the waits between them
+    assert patient.calls == 4 + len(waits)
+    assert sum(waits) == pytest.approx(0.5 + 1.0 + 2.0)
+    assert max(waits) <= WAIT_CHECK_S
 
     cut = GiveUpAfter(1)  # the first attempt fails to connect; the retry is given up
     with pytest.raises(WorkCancelledError):
         _closed_port_client(cut).post("/embeddings", {"input": ["x"]})
     assert cut.calls == 2
+
+
+class _AlwaysBusy(BaseHTTPRequestHandler):
+    """Every request: 429, come back in 20 s (within the client's 30 s timeout)."""
+
+    def do_GET(self) -> None:
+        self.send_response(429)
+        self.send_header("Retry-After", "20")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        self.do_GET()
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+def test_a_remote_call_given_up_while_it_waits_to_retry_stops_waiting(tmp_path: Path) -> None:
+    """A Retry-After wait is no step that runs to its end: a call given up during it leaves
+    within the stop check's period instead of holding its model-lane thread for the rest of
+    the wait. The reranker is built by the composition root and given up through a real
+    request scope."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _AlwaysBusy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    config = tmp_path / "index.yml"
+    port = server.server_address[1]
+    config.write_text(
+        f"collections: {{}}\nmodels:\n  rerank: openai:m@http://127.0.0.1:{port}/v1?timeout=30\n",
+        encoding="utf-8",
+    )
+    reranker = build_models(str(config), {"QMD_GENERATE_MODEL": "none"}).reranker
+    assert reranker is not None
+    given_up = threading.Event()
+    timer = threading.Timer(0.3, given_up.set)
+    try:
+        timer.start()
+        started = time.monotonic()
+        with request_deadline(None, given_up), pytest.raises(WorkCancelledError):
+            reranker.rerank(QUERY, DOCS)
+        assert time.monotonic() - started < 2.0, "it waited out the Retry-After"
+    finally:
+        timer.cancel()
+        server.shutdown()
+        server.server_close()
 
 
 def test_remote_requests_in_parallel_see_the_request_they_serve() -> None:

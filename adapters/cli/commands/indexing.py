@@ -39,6 +39,7 @@ def update(args: argparse.Namespace) -> int:
         gated_allowed = approve_for_update(app)
         _repair_memory(app)
         out(f"Updating {len(collections)} collection(s)...\n\n")
+        written = 0  # by the whole run: the lexical index is tidied for it once, at the end
         for number, collection in enumerate(collections, start=1):
             out(f"[{number}/{len(collections)}] {collection.name} ({collection.pattern})\n")
             if not gated_allowed and outside_project(app, collection.name):
@@ -53,14 +54,18 @@ def update(args: argparse.Namespace) -> int:
             out(f"Collection: {collection.path} ({collection.pattern})\n")
             sys.stdout.flush()
             with index_writer_lock(app), ProgressBar(collection.name) as progress:
-                counts = app.collections.update([collection.name], progress.update)
+                counts = app.collections.update([collection.name], progress.update, tidy=False)
             result = counts[collection.name]
+            written += result.written
             line = fmt.format_update_counts(
                 result.indexed, result.updated, result.unchanged, result.removed
             )
             out(f"\n{line}\n\n")
             sys.stdout.flush()
             report_skipped(result)
+        if written:
+            with index_writer_lock(app):
+                app.collections.tidy_lexical_index(written)
         pending = pending_embeddings(app)
     out("✓ All collections updated.\n")
     if pending:
