@@ -11,7 +11,10 @@ query timed `--repeat` times in each of three rounds, the two sets alternating; 
 process's CPU time (SQLite runs in the calling thread), far steadier than wall clock on a
 shared machine. Each query's fastest time is kept and the median over the queries is printed
 with the ratio: a median over every timing moved with the machine's slow rounds by more than
-the target's margin (four runs on one idle machine gave 1.21 to 1.38).
+the target's margin (four runs on one idle machine gave 1.21 to 1.38). Search ranks with the
+index's rank function, `qmd_bm25` when adapters/sqlite/native/qmd_rank.c is built
+(REQ-SEARCH-RANKCACHE-001), which keeps row lengths between searches; the target comparison is
+then printed again under FTS5's `bm25`, what a process's first searches pay.
 
 1. Synthetic corpus (benchmarks/corpus.py), two comparisons:
    * two words never found in one document (needs the fill) against two words found together
@@ -38,6 +41,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from adapters.sqlite.rank_ext import FTS5_RANK_FUNCTION
 from benchmarks import corpus as corpus_mod
 from benchmarks.harness import REPO, BenchError, machine, ours
 
@@ -69,6 +73,19 @@ def _time_fastest(
             run(query)
             spent = (time.process_time_ns() - started) / 1e6
             fastest[query] = min(spent, fastest.get(query, spent))
+
+
+def _compare(
+    run: Callable[[str], object], fill: list[str], plain: list[str], repeat: int
+) -> tuple[float, float]:
+    """(needs the fill, does not): typical times over three rounds, the sets alternating so
+    load changes hit both."""
+    fastest_fill: dict[str, float] = {}
+    fastest_plain: dict[str, float] = {}
+    for _ in range(3):
+        _time_fastest(run, fill, repeat, fastest_fill)
+        _time_fastest(run, plain, repeat, fastest_plain)
+    return statistics.median(fastest_fill.values()), statistics.median(fastest_plain.values())
 
 
 def _typical_ms(run: Callable[[str], object], queries: list[str], repeat: int) -> float:
@@ -144,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             sets = _query_sets(app, options.seed, options.pairs)
             searcher = app.searcher.with_profile(SEED_000)
+            connection = app.store.connection
+            ranking = connection.rank_function
+            print(f"  lexical ranking: {app.store.lexical_ranking}")
 
             def search(query: str) -> object:
                 return searcher.lex_search(query, request)
@@ -163,13 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                     for q in sets[fill]
                     for r in searcher.lex_search(q, request)
                 )
-                fastest_fill: dict[str, float] = {}
-                fastest_plain: dict[str, float] = {}
-                for _ in range(3):  # alternate the two sets so load changes hit both
-                    _time_fastest(search, sets[fill], options.repeat, fastest_fill)
-                    _time_fastest(search, sets[plain], options.repeat, fastest_plain)
-                needs = statistics.median(fastest_fill.values())
-                plain_ms = statistics.median(fastest_plain.values())
+                needs, plain_ms = _compare(search, sets[fill], sets[plain], options.repeat)
                 ratio = needs / plain_ms
                 verdict = ""
                 if target is not None:
@@ -180,6 +194,19 @@ def main(argv: list[str] | None = None) -> int:
                     f"    needs the fill {needs:6.2f} ms, does not "
                     f"{plain_ms:6.2f} ms, ratio {ratio:.2f}{verdict}"
                 )
+                if target is not None and ranking != FTS5_RANK_FUNCTION:
+                    # for the record: what a process's first searches pay (nothing cached
+                    # yet) and an install without qmd_rank
+                    connection.rank_function = FTS5_RANK_FUNCTION
+                    try:
+                        needs, plain_ms = _compare(search, sets[fill], sets[plain], options.repeat)
+                    finally:
+                        connection.rank_function = ranking
+                    ratio = needs / plain_ms
+                    print(
+                        f"    the same with FTS5's bm25 (no lengths kept): needs the fill "
+                        f"{needs:6.2f} ms, does not {plain_ms:6.2f} ms, ratio {ratio:.2f}"
+                    )
         finally:
             app.close()
         questions = [q["query"] for q in json.loads((TLDR / "judged.json").read_text())["queries"]]
