@@ -14,7 +14,9 @@ with the ratio: a median over every timing moved with the machine's slow rounds 
 the target's margin (four runs on one idle machine gave 1.21 to 1.38). Search ranks with the
 index's rank function, `qmd_bm25` when adapters/sqlite/native/qmd_rank.c is built
 (REQ-SEARCH-RANKCACHE-001), which keeps row lengths between searches; the target comparison is
-then printed again under FTS5's `bm25`, what a process's first searches pay.
+then printed again under FTS5's `bm25`, what a process's first searches pay, and once more
+through one `qmd search` process per query (`--cli-rounds`, CPU time of the process), which is
+how an agent calling the CLI sees it.
 
 1. Synthetic corpus (benchmarks/corpus.py), two comparisons:
    * two words never found in one document (needs the fill) against two words found together
@@ -43,18 +45,34 @@ from pathlib import Path
 
 from adapters.sqlite.rank_ext import FTS5_RANK_FUNCTION
 from benchmarks import corpus as corpus_mod
-from benchmarks.harness import REPO, BenchError, machine, ours
+from benchmarks.harness import REPO, BenchError, Implementation, machine, ours
 
 TLDR = REPO / "benchmarks" / "data" / "tldr-common"
 TARGET = 1.3
 
 
-def _indexed(work: Path, folder: Path, name: str) -> dict[str, str]:
+def _indexed(work: Path, folder: Path, name: str) -> Implementation:
     impl = ours(work / name)
     done, _ = impl.run("collection", "add", str(folder), "--name", name)
     if done.returncode != 0:
         raise BenchError(f"indexing {folder} failed: {done.stderr[-500:]}")
-    return impl.env
+    return impl
+
+
+def _cli_ms(
+    impl: Implementation, fill: list[str], plain: list[str], rounds: int
+) -> tuple[float, float]:
+    """(needs the fill, does not) through one `qmd search` process per query: the median CPU
+    time of the process tree, the sets alternating query by query."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(rounds):
+        for fill_query, plain_query in zip(fill, plain, strict=False):
+            for needs, query in ((True, fill_query), (False, plain_query)):
+                done = impl.run_timed("search", query, "-n", "10")
+                if done.rc != 0:
+                    raise BenchError(f"qmd search {query!r} failed: {done.tail}")
+                times[needs].append(done.cpu_s * 1000)
+    return statistics.median(times[True]), statistics.median(times[False])
 
 
 def _app(env: dict[str, str]):  # type: ignore[no-untyped-def]
@@ -147,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--cli-rounds", type=int, default=1, help="rounds of `qmd search` processes (0: none)"
+    )
     options = parser.parse_args(argv)
     from domain.profiles import ORIGINAL_2_8_3, SEED_000
     from domain.usecases.search import SearchRequest
@@ -157,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         folder = work / "corpus"
         corpus_mod.generate(folder, options.docs, options.seed, queries=0)
-        app = _app(_indexed(work, folder, "bench"))
+        bench = _indexed(work, folder, "bench")
+        app = _app(bench.env)
         try:
             sets = _query_sets(app, options.seed, options.pairs)
             searcher = app.searcher.with_profile(SEED_000)
@@ -207,10 +229,17 @@ def main(argv: list[str] | None = None) -> int:
                         f"    the same with FTS5's bm25 (no lengths kept): needs the fill "
                         f"{needs:6.2f} ms, does not {plain_ms:6.2f} ms, ratio {ratio:.2f}"
                     )
+                if target is not None and options.cli_rounds > 0:
+                    needs, plain_ms = _cli_ms(bench, sets[fill], sets[plain], options.cli_rounds)
+                    print(
+                        f"    one `qmd search` process per query (CPU of the process): needs the "
+                        f"fill {needs:6.1f} ms, does not {plain_ms:6.1f} ms, ratio "
+                        f"{needs / plain_ms:.2f}"
+                    )
         finally:
             app.close()
         questions = [q["query"] for q in json.loads((TLDR / "judged.json").read_text())["queries"]]
-        app = _app(_indexed(work, TLDR / "pages", "tldr"))
+        app = _app(_indexed(work, TLDR / "pages", "tldr").env)
         try:
             fill_search = app.searcher.with_profile(SEED_000)
             strict = app.searcher.with_profile(ORIGINAL_2_8_3)
