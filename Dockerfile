@@ -12,15 +12,17 @@
 
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-# a compiler for llama-cpp-python, whose PyPI release is a source distribution
+# a compiler for llama-cpp-python, whose PyPI release is a source distribution, and SQLite's
+# headers for qmd's FTS5 rank function (adapters/sqlite/native/qmd_rank.c, ADR 0051)
 RUN apt-get update \
- && apt-get install -y --no-install-recommends build-essential cmake \
+ && apt-get install -y --no-install-recommends build-essential cmake libsqlite3-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY domain ./domain
 COPY adapters ./adapters
-RUN python -m venv /opt/qmd && /opt/qmd/bin/pip install .
+RUN python -m venv /opt/qmd && /opt/qmd/bin/pip install . \
+ && cd /tmp && /opt/qmd/bin/python -m adapters.sqlite.rank_ext
 COPY scripts/install_llama.sh ./scripts/
 RUN PYTHON=/opt/qmd/bin/python QMD_WHEEL_DIR=/tmp/wheels bash scripts/install_llama.sh
 

@@ -259,3 +259,49 @@ def test_the_two_service_compose_file_runs_as_written(tmp_path: Path) -> None:
             mcp.stop()
     finally:
         backend.stop()
+
+
+def test_the_image_builds_the_rank_function_where_it_installs_the_package(
+    tmp_path: Path,
+) -> None:
+    """REQ-SEARCH-RANKCACHE-001 in the image: the build stage installs SQLite's headers and
+    runs the build step as written, which must compile qmd_rank.c beside the installed
+    package; run from /src, `python -m` would build into the copied sources instead, which
+    the runtime stage does not copy."""
+    build = _stages()["build"]
+    apt = next(line for line in build if "apt-get install" in line)
+    assert "libsqlite3-dev" in apt.split() and "build-essential" in apt.split()
+    install = next(line for line in build if "pip install ." in line)
+    commands = [part.strip() for part in install.removeprefix("RUN ").split("&&")]
+    after = commands[commands.index("/opt/qmd/bin/pip install .") + 1 :]
+    assert after[0] == "cd /tmp", commands
+    python = shlex.split(after[1])
+    assert python[1:] == ["-m", "adapters.sqlite.rank_ext"], python
+    # the step as written, with this checkout installed as the image installs it: the
+    # library lands beside the package the interpreter imports from outside the sources
+    site = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    done = subprocess.run(
+        [sys.executable, *python[1:]],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (site / "adapters" / "sqlite" / "native" / "qmd_rank.so").is_file()
