@@ -17,6 +17,9 @@
  * version (SQLITE_FCNTL_DATA_VERSION: any commit, by this connection or another) differs from
  * the one it was filled under.
  *
+ * One connection ranks one table with it (qmd: `documents_fts` in `main`): the cache is keyed
+ * by rowid alone, and the data version it trusts is the main database's.
+ *
  * Built against the system's SQLite headers (Debian: libsqlite3-dev), whose sqlite3.h carries
  * the FTS5 extension API; SQLite routines are called through the loading library's table
  * (SQLITE_EXTENSION_INIT), so the SQLite that loads it (pysqlite3's) is the one that runs it.
