@@ -184,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             sets = _query_sets(app, options.seed, options.pairs)
             searcher = app.searcher.with_profile(SEED_000)
             connection = app.store.connection
+            # loaded now, as a server's connection loads it at its second search
+            connection.load_rank_function()
             ranking = connection.rank_function
             print(f"  lexical ranking: {app.store.lexical_ranking}")
 

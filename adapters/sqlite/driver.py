@@ -73,13 +73,38 @@ class Connection:
         # (adapters/sqlite/schema.py); empty until then. Table owners skip their DDL for a
         # name listed here.
         self.schema_names: frozenset[str] = frozenset()
-        # the FTS5 rank function lexical search calls: qmd's when its library loaded
-        # (adapters/sqlite/rank_ext.py), else FTS5's own, which gives the same scores
+        # the FTS5 rank function lexical search calls: qmd's once `load_rank_function` has
+        # loaded it (adapters/sqlite/rank_ext.py), else FTS5's own, which gives the same scores
         self.rank_function = rank_ext.FTS5_RANK_FUNCTION
-        self.rank_error: str | None = None
+        self.rank_error: str | None = "not loaded yet"
+        self._rank_tried = False
+        self._rank_lock = threading.Lock()  # not the transaction lock: never waits for a writer
 
     def execute(self, sql: str, params: Any = ()) -> Any:
         return self.raw.execute(sql, params)
+
+    def load_rank_function(self) -> None:
+        """Load qmd's rank function into this connection, once (REQ-SEARCH-RANKCACHE-001):
+        `rank_function` then names it, or `rank_error` says why lexical search keeps FTS5's
+        `bm25`. Not done on open: its set-up (a statement and a library load) only pays off
+        where a connection ranks more than once, and a one-shot CLI search mostly ranks once."""
+        with self._rank_lock:
+            if self._rank_tried:
+                return
+            self._rank_tried = True
+            if not hasattr(self.raw, "enable_load_extension"):
+                self.rank_error = "the SQLite driver cannot load extensions"
+                return
+            try:
+                self.raw.enable_load_extension(True)
+                try:
+                    self.rank_error = rank_ext.load(self.raw)
+                finally:
+                    self.raw.enable_load_extension(False)
+            except Exception as exc:  # the driver refused extension loading
+                self.rank_error = f"the SQLite driver cannot load extensions ({exc})"
+            if self.rank_error is None:
+                self.rank_function = rank_ext.RANK_FUNCTION
 
     def executemany(self, sql: str, rows: Any) -> Any:
         return self.raw.executemany(sql, rows)
@@ -166,31 +191,22 @@ def sqlite_vec_library() -> str | None:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
-def _load_extensions(raw: Any) -> tuple[bool, str | None, str | None]:
-    """Load sqlite-vec and qmd's rank function: (vec loaded, why not, why no rank function)."""
+def _load_sqlite_vec(raw: Any) -> tuple[bool, str | None]:
     library = sqlite_vec_library()
+    if library is None:
+        return False, "sqlite-vec is not installed"
     if not hasattr(raw, "enable_load_extension"):
-        reason = "the SQLite driver cannot load extensions"
-        return False, reason, reason
+        return False, "the SQLite driver cannot load extensions"
     try:
         raw.enable_load_extension(True)
+        try:
+            # a library that loads has run its init and registered vec0; no query needed
+            raw.load_extension(library)
+        finally:
+            raw.enable_load_extension(False)
     except Exception as exc:
-        reason = f"the SQLite driver cannot load extensions ({exc})"
-        return False, reason, reason
-    vec_error: str | None = None
-    try:
-        if library is None:
-            vec_error = "sqlite-vec is not installed"
-        else:
-            try:
-                # a library that loads has run its init and registered vec0; no query needed
-                raw.load_extension(library)
-            except Exception as exc:
-                vec_error = f"sqlite-vec failed to load ({exc})"
-        rank_error = rank_ext.load(raw)
-    finally:
-        raw.enable_load_extension(False)
-    return vec_error is None, vec_error, rank_error
+        return False, f"sqlite-vec failed to load ({exc})"
+    return True, None
 
 
 def _is_wal_file(target: str) -> bool:
@@ -251,15 +267,11 @@ def connect(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) 
         target, timeout=timeout / 1000, isolation_level=None, check_same_thread=False
     )
     _trace_statements(raw, env)
-    vec_available, vec_error, rank_error = _load_extensions(raw)
+    vec_available, vec_error = _load_sqlite_vec(raw)
     if target != ":memory:" and not _is_wal_file(target):
         _enable_wal(raw, timeout)
     # WAL + NORMAL never corrupts; it only lets the last commits of a power cut roll back,
     # and it avoids one fsync per upsert (a connection setting, not stored in the file).
     raw.execute("PRAGMA synchronous = NORMAL")
     raw.execute("PRAGMA foreign_keys = ON")
-    connection = Connection(raw, target, vec_available, vec_error)
-    if rank_error is None:
-        connection.rank_function = rank_ext.RANK_FUNCTION
-    connection.rank_error = rank_error
-    return connection
+    return Connection(raw, target, vec_available, vec_error)

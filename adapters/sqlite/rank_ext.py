@@ -1,6 +1,7 @@
 """qmd_rank (native/qmd_rank.c beside this file): the FTS5 rank function lexical search uses when
 it is built, which gives FTS5's `bm25` to the bit while reading each row's token count once
-per process (REQ-SEARCH-RANKCACHE-001, docs/decisions/0051-fts5-rank-function-in-c.md).
+per connection (REQ-SEARCH-RANKCACHE-001, docs/decisions/0051-fts5-rank-function-in-c.md).
+A connection loads it at its second lexical search (`Connection.load_rank_function`).
 
     python -m adapters.sqlite.rank_ext      # build it (scripts/setup.sh does)
 

@@ -65,6 +65,9 @@ SQLITE_VEC_MAX_K = 4096
 # mapped, not read: the prefilter's rescoring (see _sign_candidates); SQLite caps it at its
 # compile-time maximum
 MMAP_SIZE = 1 << 40
+# the lexical search of a connection from which qmd's rank function is loaded: a one-shot CLI
+# search ranks once and skips its set-up; a server's connections rank again and again
+RANK_FUNCTION_FROM_RUN = 2
 HASH_SEQ_CHUNK = 400
 # an indexing run that wrote at least 1/TIDY_SHARE of the documents merges the FTS5 index
 # into one segment (REQ-INDEX-FTS-TIDY-001)
@@ -97,6 +100,7 @@ class SqliteIndex(Catalog, DocumentWrites):
         # (sign_scan.SharedSigns), taken by the first search that uses them; False: they
         # cannot be read so.
         self._signs: Any = None
+        self._lexical_runs = 0
         ensure_schema(conn, space_cjk)
 
     @classmethod
@@ -121,8 +125,12 @@ class SqliteIndex(Catalog, DocumentWrites):
 
     @property
     def lexical_ranking(self) -> str:
+        self._conn.load_rank_function()  # what a connection that ranks again would load
         if self._conn.rank_error is None:
-            return f"{self._conn.rank_function} (row lengths kept in memory)"
+            return (
+                f"{self._conn.rank_function} from a connection's second search on "
+                "(row lengths kept in memory)"
+            )
         return f"FTS5 {self._conn.rank_function}: {self._conn.rank_error}"
 
     @contextmanager
@@ -363,8 +371,11 @@ class SqliteIndex(Catalog, DocumentWrites):
             # and filters its rows through the list (1 ms).
             scope = " AND +rowid IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(sorted(within)))
-        # qmd_bm25 when built: FTS5's bm25 to the bit, with row lengths read once per process
-        # (REQ-SEARCH-RANKCACHE-001)
+        self._lexical_runs += 1
+        if self._lexical_runs == RANK_FUNCTION_FROM_RUN:
+            self._conn.load_rank_function()
+        # qmd_bm25 once loaded: FTS5's bm25 to the bit, with row lengths read once per
+        # connection (REQ-SEARCH-RANKCACHE-001)
         rank = self._conn.rank_function
         sql = (
             "WITH fts_matches AS ("

@@ -343,9 +343,11 @@ def test_cli_search_uses_the_default_surfaces_rule_and_strict_the_originals(adde
 
 
 def test_doctor_says_how_lexical_search_ranks(added: Qmd) -> None:
-    """REQ-SEARCH-RANKCACHE-001: the rank function this install built is the one in use."""
+    """REQ-SEARCH-RANKCACHE-001: the rank function this install built is the one a
+    connection that searches again loads."""
     doctor = added.run("doctor").stdout
-    assert "  Ranking:    qmd_bm25 (row lengths kept in memory)\n" in doctor, doctor
+    expected = "  Ranking:    qmd_bm25 from a connection's second search on"
+    assert expected + " (row lengths kept in memory)\n" in doctor, doctor
 
 
 def test_a_missed_get_spelled_like_a_search_result_gets_suggestions(added: Qmd) -> None:

@@ -267,7 +267,7 @@ def test_bench_fill_runs_and_marks_the_fill() -> None:
     assert "3 queries each, 10-10 results, 30 marked partial" in out
     assert "needs the fill" in out and "(target <= 1.3: " in out
     # this install's rank function, then FTS5's for the record, then whole CLI processes
-    assert "lexical ranking: qmd_bm25 (row lengths kept in memory)" in out
+    assert "lexical ranking: qmd_bm25 from a connection's second search on" in out
     assert "the same with FTS5's bm25 (no lengths kept): needs the fill" in out
     assert "one `qmd search` process per query (CPU of the process): needs the fill" in out
     assert "tldr, 716 pages, 54 questions: with the fill" in out

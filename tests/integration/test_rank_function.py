@@ -20,6 +20,10 @@ from hypothesis import strategies as st
 from adapters.sqlite import rank_ext
 from adapters.sqlite.driver import Connection, connect
 from adapters.sqlite.schema import ensure_schema
+from adapters.sqlite.store import SqliteIndex
+from domain.lexquery import parse_lex_query
+
+T0 = "2025-01-01T00:00:00.000Z"
 
 # shared prefixes (`al*`, `bet*`) and a porter stem pair, so prefix and stemmed phrases count
 # hits of several words in one row
@@ -30,6 +34,7 @@ WEIGHTS = ["", ", 1.5, 4.0, 1.0", ", 1.0, 1.0, 1.0", ", 0.5, 2.0", ", 3.0"]
 def _index(path: Path) -> Connection:
     conn = connect(str(path))
     ensure_schema(conn, lambda text: text)
+    conn.load_rank_function()
     return conn
 
 
@@ -85,15 +90,36 @@ def _swap_bodies(conn: Connection, rng: random.Random, rowids: list[int]) -> Non
 
 
 def test_this_installs_rank_function_loads(tmp_path: Path) -> None:
-    """What scripts/setup.sh built on this machine is what every connection loads."""
+    """What scripts/setup.sh built on this machine is what a connection loads."""
     conn = connect(str(tmp_path / "index.sqlite"))
     try:
+        conn.load_rank_function()
         assert conn.rank_error is None, (
             f"{conn.rank_error}: run scripts/setup.sh or python -m adapters.sqlite.rank_ext"
         )
         assert conn.rank_function == rank_ext.RANK_FUNCTION
     finally:
         conn.close()
+
+
+def test_a_connection_loads_it_when_it_ranks_a_second_time(tmp_path: Path) -> None:
+    """A one-shot search skips the set-up; the second search of a connection ranks with
+    qmd_bm25 and finds the same hits with the same scores."""
+    index = SqliteIndex.open(str(tmp_path / "index.sqlite"))
+    try:
+        for n, body in enumerate(["alpha beta", "alpha alpha gamma", "beta delta", "alpha"]):
+            index.upsert_document("c", f"{n}.md", f"t{n}", f"h{n}", body, T0, T0)
+        query = parse_lex_query("alpha")
+        first = index.search_lex(query, 10, None)
+        assert index.connection.rank_function == rank_ext.FTS5_RANK_FUNCTION
+        second = index.search_lex(query, 10, None)
+        assert index.connection.rank_function == rank_ext.RANK_FUNCTION
+        assert [(h.document.meta.path, h.bm25) for h in second] == [
+            (h.document.meta.path, h.bm25) for h in first
+        ]
+        assert len(first) == 3
+    finally:
+        index.close()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,6 +1,7 @@
 /*
  * qmd_rank: an FTS5 auxiliary function for qmd's lexical search, loaded into SQLite as an
- * extension (adapters/sqlite/rank_ext.py builds and loads it; docs/decisions/0051).
+ * extension (adapters/sqlite/rank_ext.py builds it, a connection loads it at its second lexical
+ * search; docs/decisions/0051).
  *
  *   qmd_bm25(documents_fts, weight, ...)  ->  the value FTS5's own bm25(documents_fts, weight,
  *                                             ...) gives the row, computed the same way
