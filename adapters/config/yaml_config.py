@@ -264,9 +264,14 @@ def save_config(path: str | os.PathLike[str], config: QmdConfig) -> None:
 
 def _write_text(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    # a name of this process's own: two writers sharing one temporary file made the second's
+    # rename fail (FileNotFoundError) or install the first one's text
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------- paths
