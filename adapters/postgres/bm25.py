@@ -40,7 +40,7 @@ from adapters.postgres.schema import TS_CONFIG
 from adapters.postgres.tsquery import positive_clauses, render_tsquery
 
 # the rows' columns: DocumentMeta's (the shared decoder's), then the body and the BM25 sum
-from adapters.store_rows import META_COLUMNS
+from adapters.store_rows import META_COLUMNS, sql_limit
 from domain.lexquery import LexQuery
 
 Runner = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
@@ -99,7 +99,7 @@ def ranked_rows(
     if text is None or not clauses:
         return []
     negated = any(clause.negated for clause in query.clauses)
-    plan = _Plan(run, clauses, text, negated, limit, collection, within, trace)
+    plan = _Plan(run, clauses, text, negated, sql_limit(limit), collection, within, trace)
     try:
         if exhaustive:
             return plan.exhaustive()

@@ -30,6 +30,7 @@ from adapters.store_documents import DocumentDialect, DocumentWrites, Writing
 from adapters.store_rows import (
     LLM_CACHE_KEEP,
     escape_like,
+    sql_limit,
 )
 from adapters.store_rows import META_COLUMNS as _META_COLUMNS
 from adapters.store_rows import META_FROM as _META_FROM
@@ -345,7 +346,8 @@ class SqliteIndex(Catalog, DocumentWrites):
         match = render_fts_query(query)
         if match is None:
             return []
-        fts_limit = limit * 10 if collection else limit
+        limit = sql_limit(limit)
+        fts_limit = sql_limit(limit * 10) if collection else limit
         scope = ""
         params: list[Any] = [match]
         if within is not None:

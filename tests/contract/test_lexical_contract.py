@@ -92,6 +92,18 @@ def test_limit_and_collection_filter(index: StoreLike) -> None:
     assert paths(index, "timeline", limit=0) == []
 
 
+@pytest.mark.parametrize("limit", [2**62, 2**63, 10**20])
+def test_a_limit_past_64_bits_finds_every_match(index: StoreLike, limit: int) -> None:
+    """`qmd search -n 1000000000000000000` asks for twice that: SQLite took the LIMIT for a
+    float, failed, and the search said "No results found" (found by a user trial)."""
+    every = {"handbook/ops/redis.md", "handbook/journal/2024.md"}
+    every |= {"archive/tokyo.md", "archive/old/timeline.md"}
+    assert set(paths(index, "timeline", limit=limit)) == every
+    assert paths(index, "timeline", limit=limit, collection="archive")[0] == (
+        "archive/old/timeline.md"
+    )
+
+
 def test_and_semantics_and_negation(index: StoreLike) -> None:
     assert paths(index, "redis timeline") == ["handbook/ops/redis.md"]
     assert set(paths(index, "-redis timeline")) == {
