@@ -42,6 +42,21 @@ def test_unknown_command_and_usage_mistakes(capsys: pytest.CaptureFixture[str]) 
     assert "<command>" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command", ["search", "vsearch", "query"])
+@pytest.mark.parametrize("text", ["", "   "])
+def test_an_empty_query_is_refused_with_the_usage_line(
+    isolated: Path, capsys: pytest.CaptureFixture[str], command: str, text: str
+) -> None:
+    """As the original: exit 1 and its usage line (before: "No results found.", exit 0)."""
+    assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
+    capsys.readouterr()
+    assert main([command, text]) == 1
+    captured = capsys.readouterr()
+    assert f"Usage: qmd {command} [options] <query>" in captured.err
+    assert "must not be empty" in captured.err
+    assert "No results found" not in captured.out
+
+
 def test_index_search_get_and_status(isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
     capsys.readouterr()
