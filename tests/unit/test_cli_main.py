@@ -57,6 +57,18 @@ def test_an_empty_query_is_refused_with_the_usage_line(
     assert "No results found" not in captured.out
 
 
+def test_a_mask_that_matches_nothing_is_pointed_out(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, a mistyped mask made an empty collection with only "Indexed: 0 new" to say so."""
+    assert main(["collection", "add", str(HANDBOOK), "--name", "typo", "--mask", "**/*.MD"]) == 0
+    said = capsys.readouterr().err
+    assert f"No file in {HANDBOOK} matches the mask '**/*.MD'" in said
+    assert "'qmd collection remove typo'" in said
+    assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
+    assert "matches the mask" not in capsys.readouterr().err
+
+
 def test_index_search_get_and_status(isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
     capsys.readouterr()

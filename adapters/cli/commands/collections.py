@@ -14,6 +14,7 @@ from adapters.cli.grammar import CommandTable
 from adapters.cli.runtime import (
     ProgressBar,
     ago,
+    err,
     index_writer_lock,
     open_app,
     out,
@@ -92,6 +93,14 @@ def collection_add(args: argparse.Namespace) -> int:
         out(f"Collection: {collection.path} ({collection.pattern})\n\n")
         out(fmt.format_update_counts(counts.indexed, counts.updated, counts.unchanged, 0) + "\n")
         report_skipped(counts)
+        if not (counts.indexed or counts.updated or counts.unchanged or counts.skipped):
+            # a mistyped mask ('*.MD', an unclosed '{') otherwise makes an empty collection
+            # with nothing but "Indexed: 0 new" to show for it
+            err(
+                f"No file in {collection.path} matches the mask '{collection.pattern}', so "
+                "nothing was indexed.\nTo try another mask: 'qmd collection remove "
+                f"{collection.name}', then add the folder again with --mask GLOB.\n"
+            )
         pending = pending_embeddings(app)
         if pending:
             out(f"\nRun 'qmd embed' to update embeddings ({pending} unique hashes need vectors)\n")
