@@ -76,6 +76,20 @@ def test_an_exact_virtual_path_wins_over_a_suffix_match(app: App) -> None:
     assert app.retrieval.find("qmd://notes/readme.md").collection == "notes"
 
 
+def test_an_encoded_uri_is_decoded_only_when_asked_and_after_the_literal_name() -> None:
+    """REQ-SPEC-GET-URI-001: the default surface's `get` takes the URIs it hands out."""
+    app = _app({"/n/issue #42 notes.md": "# spaced\n", "/n/50%25 off.md": "# literal\n"})
+    app.collections.add("/n", "notes")
+    encoded = "qmd://notes/issue%20%2342%20notes.md"
+    assert app.retrieval.find(encoded, encoded_uris=True).path == "issue #42 notes.md"
+    with pytest.raises(DocumentNotFoundError):
+        app.retrieval.find(encoded)  # the original's literal lookup (compat)
+    # a name that holds `%25` itself is found as written, never as `50% off.md`
+    assert app.retrieval.find("qmd://notes/50%25 off.md", encoded_uris=True).path == (
+        "50%25 off.md"
+    )
+
+
 def test_suffix_match_is_ascii_case_insensitive(app: App) -> None:
     assert app.retrieval.find("api/auth-guide.md").path == "api/AUTH-Guide.md"
 
