@@ -69,6 +69,23 @@ def test_a_mask_that_matches_nothing_is_pointed_out(
     assert "matches the mask" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("what", ["not a database", "a folder", "under a file"])
+def test_an_index_path_that_cannot_be_opened_is_said_plainly(
+    isolated: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    """Before: `qmd: internal error: DatabaseError: file is not a database`."""
+    garbage = isolated / "notes.txt"
+    garbage.write_text("not an index\n", encoding="utf-8")
+    path = {"not a database": garbage, "a folder": isolated, "under a file": garbage / "x"}[what]
+    monkeypatch.setenv("INDEX_PATH", str(path))
+    for argv in (["status"], ["search", "x"], ["collection", "add", str(HANDBOOK)]):
+        assert main(argv) == 1
+        said = capsys.readouterr().err
+        assert f"qmd: cannot open the index {path}: " in said, said
+        assert "internal error" not in said
+    assert garbage.read_text(encoding="utf-8") == "not an index\n"
+
+
 def test_index_search_get_and_status(isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
     capsys.readouterr()
