@@ -142,6 +142,20 @@ def test_collection_conflicts(app: App) -> None:
     assert {c.name for c in manager.list()} == {"notes", "other", "markdown-only-api"}
 
 
+@pytest.mark.parametrize("name", ["..", ".", "a\nb", "tab\there", "del\x7f", "c1\x85"])
+def test_names_that_break_paths_or_listings_are_refused(app: App, name: str) -> None:
+    """Before: `qmd collection rename other $'a\\nb'` was taken, and every listing that
+    printed the name was split in two; `..` made `qmd://../x.md` paths."""
+    with pytest.raises(QmdError) as renamed:
+        app.collections.rename("other", name)
+    assert renamed.value.code == INVALID_ARGUMENT
+    with pytest.raises(QmdError) as added:
+        app.collections.add("/o", name, pattern="**/*.txt")
+    assert added.value.code == INVALID_ARGUMENT
+    assert {c.name for c in app.collections.list()} == {"notes", "other"}
+    app.collections.rename("other", "spaced name ü #1")  # any other text is a name
+
+
 # -- the lexical rule of a profile ---------------------------------------------------------
 
 
