@@ -335,7 +335,11 @@ class SpecSurface(BaseSurface):
     def _find(self, reference: str, shown: str, encoded_uris: bool = False) -> DocumentMeta:
         self._guard.check_reference(reference)
         return self._services.retrieval.find(
-            reference, original=shown, qualified=True, encoded_uris=encoded_uris
+            reference,
+            original=shown,
+            qualified=True,
+            encoded_uris=encoded_uris,
+            unicode_forms=True,  # REQ-SPEC-GET-NFC-001
         )
 
     @tool(

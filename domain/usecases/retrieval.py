@@ -5,6 +5,7 @@ docs/spec/retrieval.md: REQ-TOOL-GET-*, REQ-TOOL-MGET-*.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -160,6 +161,7 @@ class Retrieval:
         original: str | None = None,
         qualified: bool = False,
         encoded_uris: bool = False,
+        unicode_forms: bool = False,
     ) -> DocumentMeta:
         """Resolve a path, `qmd://` URI or docid to an active document.
 
@@ -167,7 +169,9 @@ class Retrieval:
         `qualified`, a miss spelled `collection/path` (as search results show paths) that the
         original's rule finds nothing close to is also compared with `collection/path` names.
         With `encoded_uris`, a `qmd://` URI found by nothing as written is looked up once
-        percent-decoded, as the resource URIs the server hands out are written.
+        percent-decoded, as the resource URIs the server hands out are written. With
+        `unicode_forms`, a path found by nothing as written is looked up in the other Unicode
+        normalisation forms (a name macOS stored decomposed, typed composed).
         """
         check_reference(reference)
         shown = original if original is not None else reference
@@ -185,6 +189,12 @@ class Retrieval:
         meta = self._lookup_path(target)
         if meta is None and encoded_uris and target.startswith("qmd:") and "%" in target:
             meta = self._lookup_path(decode_uri_component(target))
+        if meta is None and unicode_forms and not target.isascii():
+            for form in ("NFC", "NFD"):
+                spelled = unicodedata.normalize(form, target)
+                meta = self._lookup_path(spelled) if spelled != target else None
+                if meta is not None:
+                    break
         if meta is not None:
             return meta
         self._raise_if_excluded(target, shown)

@@ -4,6 +4,7 @@ default surface's any-term fill — pinned below it."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 
 import pytest
@@ -88,6 +89,20 @@ def test_an_encoded_uri_is_decoded_only_when_asked_and_after_the_literal_name() 
     assert app.retrieval.find("qmd://notes/50%25 off.md", encoded_uris=True).path == (
         "50%25 off.md"
     )
+
+
+def test_a_name_stored_decomposed_is_found_typed_composed() -> None:
+    """REQ-SPEC-GET-NFC-001: macOS wrote `café.md` decomposed (NFD); people type it
+    composed (NFC). Before, `qmd get notes/café.md` suggested unrelated names."""
+    decomposed = unicodedata.normalize("NFD", "café.md")
+    app = _app({f"/n/{decomposed}": "# Café\n", "/n/plain.md": "# plain\n"})
+    app.collections.add("/n", "notes")
+    composed = unicodedata.normalize("NFC", "notes/café.md")
+    assert composed != f"notes/{decomposed}"
+    assert app.retrieval.find(composed, unicode_forms=True).path == decomposed
+    assert app.retrieval.find(f"qmd://{composed}", unicode_forms=True).path == decomposed
+    with pytest.raises(DocumentNotFoundError):
+        app.retrieval.find(composed)  # the original's exact lookup (compat)
 
 
 def test_suffix_match_is_ascii_case_insensitive(app: App) -> None:
