@@ -73,7 +73,8 @@ def test_unknown_command_is_reported_like_the_original(fresh: Qmd) -> None:
 
 
 def test_unexpected_failures_are_one_line_unless_debugging(fresh: Qmd) -> None:
-    fresh.db.write_bytes(b"this is not a sqlite database, not even close" * 100)
+    # nothing foresees index.yml being a folder
+    (fresh.config_dir / "index.yml").mkdir(parents=True)
     done = fresh.run("status")
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
@@ -82,6 +83,15 @@ def test_unexpected_failures_are_one_line_unless_debugging(fresh: Qmd) -> None:
     debug = fresh.run("status", QMD_DEBUG="1")
     assert debug.returncode == 1
     assert "Traceback (most recent call last)" in debug.stderr
+
+
+def test_an_index_file_that_is_no_database_is_one_clear_line(fresh: Qmd) -> None:
+    """It was an internal error (`DatabaseError: file is not a database`)."""
+    fresh.db.write_bytes(b"this is not a sqlite database, not even close" * 100)
+    done = fresh.run("status")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"qmd: cannot open the index {fresh.db}: file is not a database")
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 # ------------------------------------------------------------------------------ collections
