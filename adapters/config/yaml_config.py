@@ -281,6 +281,15 @@ def _home(env: Mapping[str, str]) -> str:
     return env.get("HOME") or env.get("USERPROFILE") or os.path.expanduser("~") or "/tmp"
 
 
+def _expanded(value: str, env: Mapping[str, str]) -> str:
+    """A leading `~` of a folder or file setting as the home folder: a service manager or a
+    `.env` file passes `~/...` unexpanded, which made a folder named `~` in the working
+    folder (QMD_CONFIG_DIR) or an index that could not be opened (INDEX_PATH)."""
+    if value == "~" or value.startswith("~/"):
+        return _home(env) + value[1:]
+    return value
+
+
 def normalize_index_name(name: str | None, cwd: str | None = None) -> str:
     """`--index NAME`: a name with `/` becomes its absolute path with `/` → `_`."""
     if not name:
@@ -293,14 +302,14 @@ def normalize_index_name(name: str | None, cwd: str | None = None) -> str:
 
 def config_dir(env: Mapping[str, str]) -> str:
     if env.get("QMD_CONFIG_DIR"):
-        return env["QMD_CONFIG_DIR"]
+        return _expanded(env["QMD_CONFIG_DIR"], env)
     if env.get("XDG_CONFIG_HOME"):
-        return os.path.join(env["XDG_CONFIG_HOME"], "qmd")
+        return os.path.join(_expanded(env["XDG_CONFIG_HOME"], env), "qmd")
     return os.path.join(_home(env), ".config", "qmd")
 
 
 def cache_dir(env: Mapping[str, str]) -> str:
-    base = env.get("XDG_CACHE_HOME") or os.path.join(_home(env), ".cache")
+    base = _expanded(env.get("XDG_CACHE_HOME") or "", env) or os.path.join(_home(env), ".cache")
     return os.path.join(os.path.abspath(base), "qmd")
 
 
@@ -336,7 +345,9 @@ def resolve_paths(
         if local is not None:
             return os.path.join(os.path.dirname(local), "index.sqlite"), local
     name = normalize_index_name(index_name, cwd)
-    db_path = environ.get("INDEX_PATH") or os.path.join(cache_dir(environ), f"{name}.sqlite")
+    db_path = _expanded(environ.get("INDEX_PATH") or "", environ) or os.path.join(
+        cache_dir(environ), f"{name}.sqlite"
+    )
     return db_path, os.path.join(config_dir(environ), f"{name}.yml")
 
 
