@@ -252,7 +252,13 @@ def load_config(path: str | os.PathLike[str]) -> QmdConfig:
     target = Path(path)
     if not target.exists():
         return QmdConfig()
-    return parse_config(target.read_text(encoding="utf-8"), str(target))
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        # saved in another encoding, a folder, unreadable: the user's file, not a crash
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise QmdError(INVALID_ARGUMENT, f"Failed to read {target}: {reason}") from None
+    return parse_config(text, str(target))
 
 
 def save_config(path: str | os.PathLike[str], config: QmdConfig) -> None:

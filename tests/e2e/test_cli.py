@@ -73,14 +73,15 @@ def test_unknown_command_is_reported_like_the_original(fresh: Qmd) -> None:
 
 
 def test_unexpected_failures_are_one_line_unless_debugging(fresh: Qmd) -> None:
-    # nothing foresees index.yml being a folder
-    (fresh.config_dir / "index.yml").mkdir(parents=True)
-    done = fresh.run("status")
+    # nothing foresees the index's lock file being a folder
+    fresh.db.with_name(fresh.db.name + ".update.lock").mkdir(parents=True)
+    add = ("collection", "add", str(fresh.corpus), "--name", "handbook")
+    done = fresh.run(*add)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("qmd: internal error:")
     assert len(done.stderr.strip().splitlines()) == 1
-    debug = fresh.run("status", QMD_DEBUG="1")
+    debug = fresh.run(*add, QMD_DEBUG="1")
     assert debug.returncode == 1
     assert "Traceback (most recent call last)" in debug.stderr
 
