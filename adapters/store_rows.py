@@ -24,6 +24,14 @@ ORPHAN_VECTOR_COUNT = (
     "SELECT 1 FROM documents d WHERE d.hash = cv.hash AND d.active = 1)"
 )
 LLM_CACHE_KEEP = 1000
+# the largest LIMIT both databases take (a 64-bit integer): SQLite reads a larger one as a
+# float and refuses the statement, PostgreSQL refuses the parameter
+SQL_MAX_LIMIT = 2**63 - 1
+
+
+def sql_limit(limit: int) -> int:
+    """`limit` as a LIMIT the database takes: a larger one asks for every row anyway."""
+    return min(int(limit), SQL_MAX_LIMIT)
 
 
 def now_iso() -> str:

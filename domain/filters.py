@@ -167,7 +167,8 @@ def _value(operator: str, value: object, path: str) -> MetaValue:
         return value
     if operator in ("in", "nin", "all"):
         if not isinstance(value, list) or not value:
-            raise _fail(path, f"'{operator}' needs a non-empty array, got {_kind(value)}")
+            got = "an empty array" if value == [] else _kind(value)
+            raise _fail(path, f"'{operator}' needs a non-empty array, got {got}")
         if len(value) > MAX_LIST:
             raise _fail(path, f"arrays hold at most {MAX_LIST} values")
         return tuple(_scalar(item, f"{path}[{index}]") for index, item in enumerate(value))

@@ -252,7 +252,13 @@ def load_config(path: str | os.PathLike[str]) -> QmdConfig:
     target = Path(path)
     if not target.exists():
         return QmdConfig()
-    return parse_config(target.read_text(encoding="utf-8"), str(target))
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        # saved in another encoding, a folder, unreadable: the user's file, not a crash
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise QmdError(INVALID_ARGUMENT, f"Failed to read {target}: {reason}") from None
+    return parse_config(text, str(target))
 
 
 def save_config(path: str | os.PathLike[str], config: QmdConfig) -> None:
@@ -264,9 +270,14 @@ def save_config(path: str | os.PathLike[str], config: QmdConfig) -> None:
 
 def _write_text(target: Path, text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    # a name of this process's own: two writers sharing one temporary file made the second's
+    # rename fail (FileNotFoundError) or install the first one's text
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------- paths
@@ -274,6 +285,15 @@ def _write_text(target: Path, text: str) -> None:
 
 def _home(env: Mapping[str, str]) -> str:
     return env.get("HOME") or env.get("USERPROFILE") or os.path.expanduser("~") or "/tmp"
+
+
+def _expanded(value: str, env: Mapping[str, str]) -> str:
+    """A leading `~` of a folder or file setting as the home folder: a service manager or a
+    `.env` file passes `~/...` unexpanded, which made a folder named `~` in the working
+    folder (QMD_CONFIG_DIR) or an index that could not be opened (INDEX_PATH)."""
+    if value == "~" or value.startswith("~/"):
+        return _home(env) + value[1:]
+    return value
 
 
 def normalize_index_name(name: str | None, cwd: str | None = None) -> str:
@@ -288,14 +308,14 @@ def normalize_index_name(name: str | None, cwd: str | None = None) -> str:
 
 def config_dir(env: Mapping[str, str]) -> str:
     if env.get("QMD_CONFIG_DIR"):
-        return env["QMD_CONFIG_DIR"]
+        return _expanded(env["QMD_CONFIG_DIR"], env)
     if env.get("XDG_CONFIG_HOME"):
-        return os.path.join(env["XDG_CONFIG_HOME"], "qmd")
+        return os.path.join(_expanded(env["XDG_CONFIG_HOME"], env), "qmd")
     return os.path.join(_home(env), ".config", "qmd")
 
 
 def cache_dir(env: Mapping[str, str]) -> str:
-    base = env.get("XDG_CACHE_HOME") or os.path.join(_home(env), ".cache")
+    base = _expanded(env.get("XDG_CACHE_HOME") or "", env) or os.path.join(_home(env), ".cache")
     return os.path.join(os.path.abspath(base), "qmd")
 
 
@@ -331,7 +351,9 @@ def resolve_paths(
         if local is not None:
             return os.path.join(os.path.dirname(local), "index.sqlite"), local
     name = normalize_index_name(index_name, cwd)
-    db_path = environ.get("INDEX_PATH") or os.path.join(cache_dir(environ), f"{name}.sqlite")
+    db_path = _expanded(environ.get("INDEX_PATH") or "", environ) or os.path.join(
+        cache_dir(environ), f"{name}.sqlite"
+    )
     return db_path, os.path.join(config_dir(environ), f"{name}.yml")
 
 

@@ -74,6 +74,29 @@ def parse_body(raw: bytes) -> Any:
     return body
 
 
+# (field, least, most): the numbers a REST search takes, as the MCP tools bound them
+_NUMBER_FIELDS = (("limit", 1.0, None), ("candidateLimit", 1.0, None), ("minScore", 0.0, 1.0))
+
+
+def invalid_field(body: dict[str, Any]) -> str | None:
+    """Why the default surface refuses a field the original would coerce without a word
+    (`"limit": -5` sliced all but the last five results, `"limit": "abc"` and a string
+    `collections` were ignored), or None. A field that is absent or null is not given."""
+    for name, least, most in _NUMBER_FIELDS:
+        if body.get(name) is None:
+            continue
+        value = _number(body[name])
+        if value is None or value < least or (most is not None and value > most):
+            bound = f"between {least:g} and {most:g}" if most is not None else f"at least {least:g}"
+            return f"Invalid field: {name} (must be a number {bound})"
+    collections = body.get("collections")
+    if collections is not None and not (
+        isinstance(collections, list) and all(isinstance(c, str) for c in collections)
+    ):
+        return "Invalid field: collections (must be an array of collection names)"
+    return None
+
+
 def rest_query(
     services: Services, profile: SearchProfile, body: Any, strict_original: bool
 ) -> HttpReply:
@@ -88,6 +111,10 @@ def rest_query(
             if strict_original
             else _json_reply(400, {"error": "Every entry of searches must be an object"})
         )
+    if not strict_original:
+        invalid = invalid_field(body)
+        if invalid is not None:
+            return _json_reply(400, {"error": invalid})
     subs = [
         SubQuery(s["type"], _js_string(s.get("query")))
         for s in searches

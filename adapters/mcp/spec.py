@@ -332,9 +332,15 @@ class SpecSurface(BaseSurface):
         assert request.trace is not None
         return with_degradations(self._payload(results, query), request.trace)
 
-    def _find(self, reference: str, shown: str) -> DocumentMeta:
+    def _find(self, reference: str, shown: str, encoded_uris: bool = False) -> DocumentMeta:
         self._guard.check_reference(reference)
-        return self._services.retrieval.find(reference, original=shown, qualified=True)
+        return self._services.retrieval.find(
+            reference,
+            original=shown,
+            qualified=True,
+            encoded_uris=encoded_uris,
+            unicode_forms=True,  # REQ-SPEC-GET-NFC-001
+        )
 
     @tool(
         "get",
@@ -371,7 +377,8 @@ class SpecSurface(BaseSurface):
         )
         if request.max_lines is not None and request.max_lines < 0:
             raise QmdError(INVALID_ARGUMENT, "maxLines must not be negative")
-        meta = self._find(request.target, reference)
+        # a resource item's `uri` is percent-encoded: it finds its document (REQ-SPEC-GET-URI-001)
+        meta = self._find(request.target, reference, encoded_uris=True)
         fetched = self._services.retrieval.fetch(meta)
         body = get_body(
             fetched.body,

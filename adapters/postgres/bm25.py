@@ -40,7 +40,7 @@ from adapters.postgres.schema import TS_CONFIG
 from adapters.postgres.tsquery import positive_clauses, render_tsquery
 
 # the rows' columns: DocumentMeta's (the shared decoder's), then the body and the BM25 sum
-from adapters.store_rows import META_COLUMNS
+from adapters.store_rows import META_COLUMNS, sql_limit
 from domain.lexquery import LexQuery
 
 Runner = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
@@ -61,8 +61,6 @@ DRIVER_SPREAD = 8
 MAX_DRIVERS = 3
 # From this many clauses an all-terms query first asks whether anything matches at all.
 PROBE_CLAUSES = 2
-# PostgreSQL's largest bigint, the most rows a LIMIT can ask for
-MAX_SQL_LIMIT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -96,15 +94,12 @@ def ranked_rows(
     ranking statement read through GIN (tests show pruning happened)."""
     if limit <= 0 or not query.is_searchable:
         return []
-    # past the largest bigint PostgreSQL refuses the statement (no hits); no index holds
-    # that many rows, so a larger page asks for the same
-    limit = min(limit, MAX_SQL_LIMIT)
     text = render_tsquery(query)
     clauses = positive_clauses(query)
     if text is None or not clauses:
         return []
     negated = any(clause.negated for clause in query.clauses)
-    plan = _Plan(run, clauses, text, negated, limit, collection, within, trace)
+    plan = _Plan(run, clauses, text, negated, sql_limit(limit), collection, within, trace)
     try:
         if exhaustive:
             return plan.exhaustive()

@@ -14,6 +14,7 @@ from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.stamps import SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
+from domain.errors import UNAVAILABLE, QmdError
 from domain.ports import MemoryRows
 
 
@@ -24,7 +25,18 @@ def open_backend(
     temporary file beside `location`, renamed onto it by `dump.publish()`; refused when
     `location` holds an index with documents."""
     target, path = stage(location) if staged else (None, location)
-    index = SqliteIndex.open(path, env)
+    try:
+        index = SqliteIndex.open(path, env)
+    except (OSError, dbapi.DatabaseError) as error:
+        if storage_failure(error, path) is not None:
+            raise  # a full disk is said as such by the caller
+        # a file that is no database, a folder, a path that cannot be created: the user's
+        # INDEX_PATH or --index, not an internal error
+        raise QmdError(
+            UNAVAILABLE,
+            f"qmd: cannot open the index {path}: {error}. INDEX_PATH (or --index) must "
+            "name a QMD index file, or a place where one can be created.",
+        ) from None
     conn = index.connection
     dump = SqliteDump(index, target)
 

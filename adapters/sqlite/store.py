@@ -30,6 +30,7 @@ from adapters.store_documents import DocumentDialect, DocumentWrites, Writing
 from adapters.store_rows import (
     LLM_CACHE_KEEP,
     escape_like,
+    sql_limit,
 )
 from adapters.store_rows import META_COLUMNS as _META_COLUMNS
 from adapters.store_rows import META_FROM as _META_FROM
@@ -72,9 +73,6 @@ HASH_SEQ_CHUNK = 400
 # an indexing run that wrote at least 1/TIDY_SHARE of the documents merges the FTS5 index
 # into one segment (REQ-INDEX-FTS-TIDY-001)
 TIDY_SHARE = 20
-# SQLite's largest integer: a LIMIT written past it is read as a real number and the statement
-# refused; no index holds that many rows, so a larger page asks for the same
-MAX_SQL_LIMIT = 2**63 - 1
 
 
 def _pack(vector: Sequence[float]) -> bytes:
@@ -362,7 +360,8 @@ class SqliteIndex(Catalog, DocumentWrites):
         match = render_fts_query(query)
         if match is None:
             return []
-        fts_limit = min(limit * 10 if collection else limit, MAX_SQL_LIMIT)
+        limit = sql_limit(limit)
+        fts_limit = sql_limit(limit * 10) if collection else limit
         scope = ""
         params: list[Any] = [match]
         if within is not None:
@@ -395,7 +394,7 @@ class SqliteIndex(Catalog, DocumentWrites):
         # The limit is written into the SQL, not bound: a bound LIMIT made every run of this
         # statement 33-54 us slower (SQLite plans it again for each binding; the limit is one
         # of a few values, so each text stays in the statement cache).
-        sql += f" ORDER BY fm.bm25_score ASC LIMIT {min(int(limit), MAX_SQL_LIMIT)}"
+        sql += f" ORDER BY fm.bm25_score ASC LIMIT {int(limit)}"
         try:
             rows = self._conn.query(sql, params)
         except DatabaseError:

@@ -46,6 +46,19 @@ class IndexProgress:
 ProgressCallback = Callable[[IndexProgress], None]
 
 
+def _check_name(name: str) -> None:
+    """A collection name is the first segment of its documents' `qmd://` paths: not empty,
+    no `/`, not `.` or `..` (which URI normalisation would resolve away), and no control
+    characters (a newline split every listing that printed the name)."""
+    if (
+        not name
+        or "/" in name
+        or name in (".", "..")
+        or any(ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in name)
+    ):
+        raise QmdError(INVALID_ARGUMENT, f"Invalid collection name: {name!r}")
+
+
 class CollectionManager:
     """Keeps the user's config and the index mirror in step, and indexes folders."""
 
@@ -99,8 +112,7 @@ class CollectionManager:
         if not self._source.is_directory(root):
             raise QmdError(NOT_FOUND, f"Collection path is not a directory: {root}")
         chosen = name or posixpath.basename(root)
-        if not chosen or "/" in chosen:
-            raise QmdError(INVALID_ARGUMENT, f"Invalid collection name: {chosen!r}")
+        _check_name(chosen)
         if self.name_taken(chosen):
             raise QmdError(CONFLICT, f"Collection '{chosen}' already exists.")
         for existing in self._store.list_collections():
@@ -137,8 +149,7 @@ class CollectionManager:
 
     def rename(self, old: str, new: str) -> None:
         self.get(old)
-        if not new or "/" in new:
-            raise QmdError(INVALID_ARGUMENT, f"Invalid collection name: {new!r}")
+        _check_name(new)
         if self.name_taken(new):
             raise QmdError(CONFLICT, f"Collection '{new}' already exists.")
         # the index first: writing the config may mirror it into the index (which then

@@ -5,6 +5,7 @@ docs/spec/retrieval.md: REQ-TOOL-GET-*, REQ-TOOL-MGET-*.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,7 +20,12 @@ from domain.errors import (
 )
 from domain.globs import glob_match, is_comma_list, split_comma_list
 from domain.model import Collection, DocumentMeta
-from domain.paths import normalize_docid, parse_line_ref, parse_virtual_path
+from domain.paths import (
+    decode_uri_component,
+    normalize_docid,
+    parse_line_ref,
+    parse_virtual_path,
+)
 from domain.ports import DocumentStore
 from domain.scoring import js_round
 from domain.suggest import NameIndex
@@ -149,13 +155,23 @@ class Retrieval:
     # -- single document ----------------------------------------------------------------------
 
     def find(
-        self, reference: str, *, original: str | None = None, qualified: bool = False
+        self,
+        reference: str,
+        *,
+        original: str | None = None,
+        qualified: bool = False,
+        encoded_uris: bool = False,
+        unicode_forms: bool = False,
     ) -> DocumentMeta:
         """Resolve a path, `qmd://` URI or docid to an active document.
 
         Raises DocumentNotFoundError (with suggestions for paths) or QmdError(EXCLUDED). With
         `qualified`, a miss spelled `collection/path` (as search results show paths) that the
         original's rule finds nothing close to is also compared with `collection/path` names.
+        With `encoded_uris`, a `qmd://` URI found by nothing as written is looked up once
+        percent-decoded, as the resource URIs the server hands out are written. With
+        `unicode_forms`, a path found by nothing as written is looked up in the other Unicode
+        normalisation forms (a name macOS stored decomposed, typed composed).
         """
         check_reference(reference)
         shown = original if original is not None else reference
@@ -171,6 +187,14 @@ class Retrieval:
         if self._home and (target == "~" or target.startswith("~/")):
             target = self._home + target[1:]
         meta = self._lookup_path(target)
+        if meta is None and encoded_uris and target.startswith("qmd:") and "%" in target:
+            meta = self._lookup_path(decode_uri_component(target))
+        if meta is None and unicode_forms and not target.isascii():
+            for form in ("NFC", "NFD"):
+                spelled = unicodedata.normalize(form, target)
+                meta = self._lookup_path(spelled) if spelled != target else None
+                if meta is not None:
+                    break
         if meta is not None:
             return meta
         self._raise_if_excluded(target, shown)

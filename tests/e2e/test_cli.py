@@ -73,15 +73,26 @@ def test_unknown_command_is_reported_like_the_original(fresh: Qmd) -> None:
 
 
 def test_unexpected_failures_are_one_line_unless_debugging(fresh: Qmd) -> None:
-    fresh.db.write_bytes(b"this is not a sqlite database, not even close" * 100)
-    done = fresh.run("status")
+    # nothing foresees the index's lock file being a folder
+    fresh.db.with_name(fresh.db.name + ".update.lock").mkdir(parents=True)
+    add = ("collection", "add", str(fresh.corpus), "--name", "handbook")
+    done = fresh.run(*add)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("qmd: internal error:")
     assert len(done.stderr.strip().splitlines()) == 1
-    debug = fresh.run("status", QMD_DEBUG="1")
+    debug = fresh.run(*add, QMD_DEBUG="1")
     assert debug.returncode == 1
     assert "Traceback (most recent call last)" in debug.stderr
+
+
+def test_an_index_file_that_is_no_database_is_one_clear_line(fresh: Qmd) -> None:
+    """It was an internal error (`DatabaseError: file is not a database`)."""
+    fresh.db.write_bytes(b"this is not a sqlite database, not even close" * 100)
+    done = fresh.run("status")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"qmd: cannot open the index {fresh.db}: file is not a database")
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 # ------------------------------------------------------------------------------ collections

@@ -42,6 +42,50 @@ def test_unknown_command_and_usage_mistakes(capsys: pytest.CaptureFixture[str]) 
     assert "<command>" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command", ["search", "vsearch", "query"])
+@pytest.mark.parametrize("text", ["", "   "])
+def test_an_empty_query_is_refused_with_the_usage_line(
+    isolated: Path, capsys: pytest.CaptureFixture[str], command: str, text: str
+) -> None:
+    """As the original: exit 1 and its usage line (before: "No results found.", exit 0)."""
+    assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
+    capsys.readouterr()
+    assert main([command, text]) == 1
+    captured = capsys.readouterr()
+    assert f"Usage: qmd {command} [options] <query>" in captured.err
+    assert "must not be empty" in captured.err
+    assert "No results found" not in captured.out
+
+
+def test_a_mask_that_matches_nothing_is_pointed_out(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, a mistyped mask made an empty collection with only "Indexed: 0 new" to say so."""
+    assert main(["collection", "add", str(HANDBOOK), "--name", "typo", "--mask", "**/*.MD"]) == 0
+    said = capsys.readouterr().err
+    assert f"No file in {HANDBOOK} matches the mask '**/*.MD'" in said
+    assert "'qmd collection remove typo'" in said
+    assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
+    assert "matches the mask" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("what", ["not a database", "a folder", "under a file"])
+def test_an_index_path_that_cannot_be_opened_is_said_plainly(
+    isolated: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    """Before: `qmd: internal error: DatabaseError: file is not a database`."""
+    garbage = isolated / "notes.txt"
+    garbage.write_text("not an index\n", encoding="utf-8")
+    path = {"not a database": garbage, "a folder": isolated, "under a file": garbage / "x"}[what]
+    monkeypatch.setenv("INDEX_PATH", str(path))
+    for argv in (["status"], ["search", "x"], ["collection", "add", str(HANDBOOK)]):
+        assert main(argv) == 1
+        said = capsys.readouterr().err
+        assert f"qmd: cannot open the index {path}: " in said, said
+        assert "internal error" not in said
+    assert garbage.read_text(encoding="utf-8") == "not an index\n"
+
+
 def test_index_search_get_and_status(isolated: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
     capsys.readouterr()

@@ -146,7 +146,9 @@ def test_exact_typing() -> None:
         ({"operator": "like", "key": "a", "value": 1}, "filter.operator: unknown operator 'like'"),
         ({"operator": "and", "operands": []}, "filter.operands: 'and' needs a non-empty array"),
         ({"operator": "eq", "value": 1}, "filter.key"),
-        ({"operator": "in", "key": "a", "value": 1}, "'in' needs a non-empty array"),
+        ({"operator": "in", "key": "a", "value": 1}, "'in' needs a non-empty array, got number"),
+        # an empty array is said as such (it read "needs a non-empty array, got array")
+        ({"operator": "all", "key": "a", "value": []}, "non-empty array, got an empty array"),
         ({"operator": "gt", "key": "a", "value": True}, "compares numbers or strings"),
         ({"operator": "exists", "key": "a", "value": "yes"}, "'exists' needs true or false"),
         ({"operator": "eq", "key": "a", "value": None}, "got null"),

@@ -85,3 +85,26 @@ def test_a_postgresql_index_keeps_its_own_config_unless_index_yml_names_it(
         other,
         str(tmp_path / "config" / "work@postgresql-localhost-other.yml"),
     )
+
+
+def test_a_leading_tilde_is_the_home_folder(tmp_path: Path) -> None:
+    """A systemd unit or a `.env` file passes `~/...` unexpanded: QMD_CONFIG_DIR made a folder
+    named `~` in the working folder, and INDEX_PATH an index that could not be opened."""
+    env = {
+        "HOME": str(tmp_path),
+        "INDEX_PATH": "~/idx/i.sqlite",
+        "QMD_CONFIG_DIR": "~/cfg",
+    }
+    assert index_location(None, env) == (
+        str(tmp_path / "idx" / "i.sqlite"),
+        str(tmp_path / "cfg" / "index.yml"),
+    )
+    xdg = {"HOME": str(tmp_path), "XDG_CACHE_HOME": "~/c", "XDG_CONFIG_HOME": "~/x"}
+    assert index_location("n", xdg) == (
+        str(tmp_path / "c" / "qmd" / "n.sqlite"),
+        str(tmp_path / "x" / "qmd" / "n.yml"),
+    )
+    # only a leading `~/` is the home folder
+    assert index_location(None, {"HOME": "/h", "INDEX_PATH": "/a/~/i.sqlite"})[0] == (
+        "/a/~/i.sqlite"
+    )

@@ -4,6 +4,7 @@ default surface's any-term fill — pinned below it."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 
 import pytest
@@ -76,6 +77,34 @@ def test_an_exact_virtual_path_wins_over_a_suffix_match(app: App) -> None:
     assert app.retrieval.find("qmd://notes/readme.md").collection == "notes"
 
 
+def test_an_encoded_uri_is_decoded_only_when_asked_and_after_the_literal_name() -> None:
+    """REQ-SPEC-GET-URI-001: the default surface's `get` takes the URIs it hands out."""
+    app = _app({"/n/issue #42 notes.md": "# spaced\n", "/n/50%25 off.md": "# literal\n"})
+    app.collections.add("/n", "notes")
+    encoded = "qmd://notes/issue%20%2342%20notes.md"
+    assert app.retrieval.find(encoded, encoded_uris=True).path == "issue #42 notes.md"
+    with pytest.raises(DocumentNotFoundError):
+        app.retrieval.find(encoded)  # the original's literal lookup (compat)
+    # a name that holds `%25` itself is found as written, never as `50% off.md`
+    assert app.retrieval.find("qmd://notes/50%25 off.md", encoded_uris=True).path == (
+        "50%25 off.md"
+    )
+
+
+def test_a_name_stored_decomposed_is_found_typed_composed() -> None:
+    """REQ-SPEC-GET-NFC-001: macOS wrote `café.md` decomposed (NFD); people type it
+    composed (NFC). Before, `qmd get notes/café.md` suggested unrelated names."""
+    decomposed = unicodedata.normalize("NFD", "café.md")
+    app = _app({f"/n/{decomposed}": "# Café\n", "/n/plain.md": "# plain\n"})
+    app.collections.add("/n", "notes")
+    composed = unicodedata.normalize("NFC", "notes/café.md")
+    assert composed != f"notes/{decomposed}"
+    assert app.retrieval.find(composed, unicode_forms=True).path == decomposed
+    assert app.retrieval.find(f"qmd://{composed}", unicode_forms=True).path == decomposed
+    with pytest.raises(DocumentNotFoundError):
+        app.retrieval.find(composed)  # the original's exact lookup (compat)
+
+
 def test_suffix_match_is_ascii_case_insensitive(app: App) -> None:
     assert app.retrieval.find("api/auth-guide.md").path == "api/AUTH-Guide.md"
 
@@ -126,6 +155,20 @@ def test_collection_conflicts(app: App) -> None:
         manager.add("/nowhere", "x")
     assert not_a_folder.value.code == NOT_FOUND
     assert {c.name for c in manager.list()} == {"notes", "other", "markdown-only-api"}
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a\nb", "tab\there", "del\x7f", "c1\x85"])
+def test_names_that_break_paths_or_listings_are_refused(app: App, name: str) -> None:
+    """Before: `qmd collection rename other $'a\\nb'` was taken, and every listing that
+    printed the name was split in two; `..` made `qmd://../x.md` paths."""
+    with pytest.raises(QmdError) as renamed:
+        app.collections.rename("other", name)
+    assert renamed.value.code == INVALID_ARGUMENT
+    with pytest.raises(QmdError) as added:
+        app.collections.add("/o", name, pattern="**/*.txt")
+    assert added.value.code == INVALID_ARGUMENT
+    assert {c.name for c in app.collections.list()} == {"notes", "other"}
+    app.collections.rename("other", "spaced name ü #1")  # any other text is a name
 
 
 # -- the lexical rule of a profile ---------------------------------------------------------

@@ -14,6 +14,7 @@ from adapters.cli.grammar import CommandTable
 from adapters.cli.runtime import (
     ProgressBar,
     ago,
+    err,
     index_writer_lock,
     open_app,
     out,
@@ -79,17 +80,27 @@ def collection_add(args: argparse.Namespace) -> int:
         except UnicodeEncodeError:
             raise CommandError(f"{label} is not valid UTF-8.") from None
     with open_app(args) as app:
-        if app.store.get_collection(name) is not None:
-            raise CommandError(
-                f"Collection '{name}' already exists.\nUse a different name with --name <name>"
-            )
-        with index_writer_lock(app), ProgressBar(name) as progress:
-            collection, counts = app.collections.add(root, name, pattern, progress.update)
+        # checked under the lock: two adds of one name must not both pass the check
+        with index_writer_lock(app):
+            if app.store.get_collection(name) is not None:
+                raise CommandError(
+                    f"Collection '{name}' already exists.\nUse a different name with --name <name>"
+                )
+            with ProgressBar(name) as progress:
+                collection, counts = app.collections.add(root, name, pattern, progress.update)
         trust_own_edit(app)
         out(f"Creating collection '{collection.name}'...\n")
         out(f"Collection: {collection.path} ({collection.pattern})\n\n")
         out(fmt.format_update_counts(counts.indexed, counts.updated, counts.unchanged, 0) + "\n")
         report_skipped(counts)
+        if not (counts.indexed or counts.updated or counts.unchanged or counts.skipped):
+            # a mistyped mask ('*.MD', an unclosed '{') otherwise makes an empty collection
+            # with nothing but "Indexed: 0 new" to show for it
+            err(
+                f"No file in {collection.path} matches the mask '{collection.pattern}', so "
+                "nothing was indexed.\nTo try another mask: 'qmd collection remove "
+                f"{collection.name}', then add the folder again with --mask GLOB.\n"
+            )
         pending = pending_embeddings(app)
         if pending:
             out(f"\nRun 'qmd embed' to update embeddings ({pending} unique hashes need vectors)\n")
@@ -120,7 +131,7 @@ def collection_list(args: argparse.Namespace) -> int:
 
 
 def collection_remove(args: argparse.Namespace) -> int:
-    with open_app(args) as app:
+    with open_app(args) as app, index_writer_lock(app):
         require_collection(app, args.name, hint=True)
         removed = app.collections.remove(args.name)
     out(f"✓ Removed collection '{args.name}'\n  Deleted {removed} documents\n")
@@ -128,7 +139,7 @@ def collection_remove(args: argparse.Namespace) -> int:
 
 
 def collection_rename(args: argparse.Namespace) -> int:
-    with open_app(args) as app:
+    with open_app(args) as app, index_writer_lock(app):
         require_collection(app, args.old, hint=True)
         if app.store.get_collection(args.new) is not None:
             raise CommandError(
@@ -161,7 +172,7 @@ def collection_show(args: argparse.Namespace) -> int:
 
 
 def _set_included(args: argparse.Namespace, included: bool) -> int:
-    with open_app(args) as app:
+    with open_app(args) as app, index_writer_lock(app):
         require_collection(app, args.name)
         app.collections.set_included(args.name, included)
     where = "included in" if included else "excluded from"
@@ -179,7 +190,7 @@ def collection_exclude(args: argparse.Namespace) -> int:
 
 def collection_update_cmd(args: argparse.Namespace) -> int:
     command = " ".join(args.cmd).strip() or None
-    with open_app(args) as app:
+    with open_app(args) as app, index_writer_lock(app):
         require_collection(app, args.name)
         app.collections.set_update_command(args.name, command)
         trust_own_edit(app)

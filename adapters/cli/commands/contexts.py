@@ -10,6 +10,7 @@ from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable
 from adapters.cli.runtime import (
     err,
+    index_writer_lock,
     open_app,
     out,
     require_collection,
@@ -53,7 +54,7 @@ def context_add(args: argparse.Namespace) -> int:
     words: list[str] = args.words
     raw, text = (None, words[0]) if len(words) == 1 else (words[0], " ".join(words[1:]))
     target = _context_target(raw)
-    with open_app(args) as app:
+    with open_app(args) as app, index_writer_lock(app):
         if target.startswith(("qmd:", "//")):
             virtual = parse_virtual_path(target)
             if virtual is None:
@@ -98,7 +99,7 @@ def context_list(args: argparse.Namespace) -> int:
 
 def context_remove(args: argparse.Namespace) -> int:
     target = _context_target(args.path)
-    with open_app(args) as app:
+    with open_app(args) as app, index_writer_lock(app):
         where = app.collections.remove_context(target)
     if target == "/":
         out("✓ Removed global context\n")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from adapters.cli import formats as fmt
+from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable, search_options
 from adapters.cli.runtime import (
     JSON_SNIPPET_CHARS,
@@ -25,6 +26,15 @@ if TYPE_CHECKING:
     from adapters.bootstrap import App
     from domain.model import SearchResult
     from domain.usecases.trace import SearchTrace
+
+
+def _query_text(args: argparse.Namespace, command: str) -> str:
+    """The words of the query; an empty or blank one is refused as the original refuses an
+    empty one (exit 1, its usage line) rather than answered "No results found"."""
+    text = " ".join(args.query)
+    if not text.strip():
+        raise CommandError(f"Usage: qmd {command} [options] <query>\nThe query must not be empty.")
+    return text
 
 
 def _limit(args: argparse.Namespace, kind: str, all_limit: int) -> int:
@@ -78,7 +88,7 @@ def cli_searcher(app: App, args: argparse.Namespace | None = None) -> Searcher:
 
 def search(args: argparse.Namespace) -> int:
     kind = resolve_format(args)
-    query = " ".join(args.query)
+    query = _query_text(args, "search")
     limit = _limit(args, kind, 100000)
     fetch = 100000 if args.all else max(50, limit * 2)
     min_score = args.min_score or 0.0
@@ -109,7 +119,7 @@ def vsearch(args: argparse.Namespace) -> int:
     from domain.errors import UNAVAILABLE, QmdError
 
     kind = resolve_format(args)
-    query = " ".join(args.query)
+    query = _query_text(args, "vsearch")
     limit = _limit(args, kind, 500)
     min_score = 0.3 if args.min_score is None else args.min_score
     _explain_note(args, kind, fused=False)
@@ -191,7 +201,7 @@ def query(args: argparse.Namespace) -> int:
     from domain.usecases.search import DEFAULT_CANDIDATE_LIMIT
 
     kind = resolve_format(args)
-    text = " ".join(args.query)
+    text = _query_text(args, "query")
     document = parse_query_document(text)
     limit = _limit(args, kind, 500)
     min_score = args.min_score or 0.0
