@@ -271,3 +271,21 @@ def test_bench_fill_runs_and_marks_the_fill() -> None:
     assert "the same with FTS5's bm25 (no lengths kept): needs the fill" in out
     assert "one `qmd search` process per query (CPU of the process): needs the fill" in out
     assert "tldr, 716 pages, 54 questions: with the fill" in out
+
+
+@pytest.mark.postgres
+def test_bench_fill_times_the_fill_on_postgresql() -> None:
+    from tests.postgres_server import drop_schema, fresh_schema_url
+
+    url, schema = fresh_schema_url()
+    try:
+        done = run_bench(
+            [
+                *(sys.executable, "-m", "benchmarks.bench_fill"),
+                *("--docs", "500", "--pairs", "3", "--repeat", "1", "--cli-rounds", "0"),
+                *("--postgres", url),
+            ]
+        )
+    finally:
+        drop_schema(schema)
+    assert "PostgreSQL, the same corpus and pairs, by wall clock: needs the fill" in done.stdout
