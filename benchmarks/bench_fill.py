@@ -43,10 +43,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from adapters.sqlite.rank_ext import FTS5_RANK_FUNCTION
 from benchmarks import corpus as corpus_mod
 from benchmarks.harness import REPO, BenchError, Implementation, machine, ours
+
+if TYPE_CHECKING:
+    from domain.usecases.search import SearchRequest
 
 TLDR = REPO / "benchmarks" / "data" / "tldr-common"
 TARGET = 1.3
@@ -83,46 +87,37 @@ def _app(env: dict[str, str]):  # type: ignore[no-untyped-def]
 
 
 def _time_fastest(
-    run: Callable[[str], object], queries: list[str], repeat: int, fastest: dict[str, float]
+    run: Callable[[str], object],
+    queries: list[str],
+    repeat: int,
+    fastest: dict[str, float],
+    clock_ns: Callable[[], int] = time.process_time_ns,
 ) -> None:
-    """Run each query `repeat` times, keeping its fastest CPU time (ms) in `fastest`."""
+    """Run each query `repeat` times, keeping its fastest time (ms) by `clock_ns` in
+    `fastest`: the process's CPU time unless told otherwise."""
     for _ in range(repeat):
         for query in queries:
-            started = time.process_time_ns()
+            started = clock_ns()
             run(query)
-            spent = (time.process_time_ns() - started) / 1e6
+            spent = (clock_ns() - started) / 1e6
             fastest[query] = min(spent, fastest.get(query, spent))
 
 
 def _compare(
-    run: Callable[[str], object], fill: list[str], plain: list[str], repeat: int
+    run: Callable[[str], object],
+    fill: list[str],
+    plain: list[str],
+    repeat: int,
+    clock_ns: Callable[[], int] = time.process_time_ns,
 ) -> tuple[float, float]:
     """(needs the fill, does not): typical times over three rounds, the sets alternating so
     load changes hit both."""
     fastest_fill: dict[str, float] = {}
     fastest_plain: dict[str, float] = {}
     for _ in range(3):
-        _time_fastest(run, fill, repeat, fastest_fill)
-        _time_fastest(run, plain, repeat, fastest_plain)
+        _time_fastest(run, fill, repeat, fastest_fill, clock_ns)
+        _time_fastest(run, plain, repeat, fastest_plain, clock_ns)
     return statistics.median(fastest_fill.values()), statistics.median(fastest_plain.values())
-
-
-def _compare_wall(
-    run: Callable[[str], object], fill: list[str], plain: list[str], repeat: int
-) -> tuple[float, float]:
-    """As `_compare`, by wall clock: on PostgreSQL the work runs in the server's processes,
-    which the client's CPU time does not see."""
-    fastest: dict[bool, dict[str, float]] = {True: {}, False: {}}
-    for _ in range(3):
-        for needs, queries in ((True, fill), (False, plain)):
-            for _ in range(repeat):
-                for query in queries:
-                    started = time.perf_counter()
-                    run(query)
-                    spent = (time.perf_counter() - started) * 1000
-                    best = fastest[needs]
-                    best[query] = min(spent, best.get(query, spent))
-    return statistics.median(fastest[True].values()), statistics.median(fastest[False].values())
 
 
 def _typical_ms(run: Callable[[str], object], queries: list[str], repeat: int) -> float:
@@ -178,8 +173,13 @@ def _query_sets(app, seed: int, wanted: int) -> dict[str, list[str]]:  # type: i
     }
 
 
-def _postgres_reading(  # type: ignore[no-untyped-def]
-    work: Path, folder: Path, url: str, sets: dict[str, list[str]], request, repeat: int
+def _postgres_reading(
+    work: Path,
+    folder: Path,
+    url: str,
+    sets: dict[str, list[str]],
+    request: SearchRequest,
+    repeat: int,
 ) -> None:
     from domain.profiles import SEED_000
 
@@ -190,11 +190,14 @@ def _postgres_reading(  # type: ignore[no-untyped-def]
     app = _app(impl.env)
     try:
         searcher = app.searcher.with_profile(SEED_000)
-        needs, plain_ms = _compare_wall(
+        # by wall clock: the ranking runs in the server's processes, which the client's CPU
+        # time does not see
+        needs, plain_ms = _compare(
             lambda q: searcher.lex_search(q, request),
             sets["apart"],
             sets["matched-together"],
             repeat,
+            time.perf_counter_ns,
         )
         print(
             f"  PostgreSQL, the same corpus and pairs, by wall clock: needs the fill "
