@@ -13,6 +13,10 @@ from typing import Any, Protocol
 
 from domain.ports import UpsertOutcome
 
+# an indexing run that wrote at least 1/TIDY_SHARE of the active documents reorganises the
+# lexical index (REQ-INDEX-FTS-TIDY-001, REQ-INDEX-FTS-TIDY-002)
+TIDY_SHARE = 20
+
 
 class Cursor(Protocol):
     @property

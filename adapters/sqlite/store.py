@@ -26,7 +26,7 @@ from adapters.sqlite.schema import (
     vec_table_sql,
 )
 from adapters.store_catalog import Catalog
-from adapters.store_documents import DocumentDialect, DocumentWrites, Writing
+from adapters.store_documents import TIDY_SHARE, DocumentDialect, DocumentWrites, Writing
 from adapters.store_rows import (
     LLM_CACHE_KEEP,
     escape_like,
@@ -70,9 +70,6 @@ MMAP_SIZE = 1 << 40
 # search ranks once and skips its set-up; a server's connections rank again and again
 RANK_FUNCTION_FROM_RUN = 2
 HASH_SEQ_CHUNK = 400
-# an indexing run that wrote at least 1/TIDY_SHARE of the documents merges the FTS5 index
-# into one segment (REQ-INDEX-FTS-TIDY-001)
-TIDY_SHARE = 20
 
 
 def _pack(vector: Sequence[float]) -> bytes:

@@ -43,7 +43,7 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
         index = PostgresIndex.open(url)
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 9
+                assert current_version(conn) == SCHEMA_VERSION == 10
             (doc,) = index.documents()
             index.put_metadata("c", "a.md", {"author": "Ana"})
             assert index.metadata_by_id([doc.id]) == {doc.id: {"author": "Ana"}}
@@ -110,6 +110,73 @@ def test_bm25_corpus_figures_follow_every_write() -> None:
             assert kept == counted and counted[0] == 3
             hits = index.search_lex(parse_lex_query("word"), 10, None)
             assert {h.document.meta.path for h in hits} == {"n2.md", "n3.md"}
+        finally:
+            index.close()
+    finally:
+        drop_schema(schema)
+
+
+def _toasted_rows(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+    """Rows of documents_fts' TOAST table: a tsvector stored out of its row."""
+    row = conn.execute(
+        "SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'documents_fts'::regclass"
+    ).fetchone()
+    assert row is not None
+    counted = conn.execute(sql.SQL("SELECT COUNT(*) FROM {}").format(sql.SQL(str(row[0]))))
+    return int(counted.fetchone()[0])  # type: ignore[index]
+
+
+def test_migration_10_keeps_every_tsvector_in_its_row_and_changes_no_figure() -> None:
+    """Version 9 stored a long document's tsvector out of its row (TOAST), which ranking read
+    again for every clause; version 10 keeps it in the row (compressed) and rewrites the
+    rows already there, leaving BM25's kept figures and every answer as they were."""
+    url, schema = fresh_schema_url()
+    conninfo, _ = split_schema(url)
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        with psycopg.connect(conninfo, options=f"-c search_path={schema},public") as conn:
+            conn.autocommit = True
+            assert migrate(conn, MIGRATIONS[:9]) == 9
+            for n in range(12):
+                # 300 distinct words: a tsvector of about 4 kB, stored apart in v9
+                body = " ".join(f"w{n}x{k}" for k in range(300)) + " common"
+                conn.execute(
+                    "INSERT INTO content (hash, doc, created_at) VALUES (%s, %s, %s)",
+                    (f"h{n}", body, T0),
+                )
+                row = conn.execute(
+                    "INSERT INTO documents (collection, path, title, hash, created_at,"
+                    " modified_at) VALUES ('c', %s, %s, %s, %s, %s) RETURNING id",
+                    (f"n{n}.md", f"Note {n}", f"h{n}", T0, T0),
+                ).fetchone()
+                assert row is not None
+                conn.execute(fts_row_sql(), fts_params(int(row[0]), "c", f"n{n}.md", "", body))
+            assert _toasted_rows(conn) > 0
+            before = conn.execute(
+                "SELECT (SELECT array_agg(tsv::text ORDER BY id) FROM documents_fts),"
+                " (SELECT array_agg(lexeme || documents ORDER BY lexeme) FROM fts_lexemes),"
+                " (SELECT documents || ' ' || total_len FROM fts_stats)"
+            ).fetchone()
+        index = PostgresIndex.open(url, env={})
+        try:
+            with index.connection() as conn:
+                assert current_version(conn) == SCHEMA_VERSION == 10
+                assert _toasted_rows(conn) == 0
+                after = conn.execute(
+                    "SELECT (SELECT array_agg(tsv::text ORDER BY id) FROM documents_fts),"
+                    " (SELECT array_agg(lexeme || documents ORDER BY lexeme) FROM fts_lexemes),"
+                    " (SELECT documents || ' ' || total_len FROM fts_stats)"
+                ).fetchone()
+                assert after == before
+            hits = index.search_lex(parse_lex_query("common w3x7"), 10, None)
+            assert [h.document.meta.path for h in hits] == ["n3.md"]
+            # a document written now is kept in its row as well
+            index.upsert_document(
+                "c", "new.md", "New", "hn", " ".join(f"new{k}" for k in range(300)), T0, T0
+            )
+            with index.connection() as conn:
+                assert _toasted_rows(conn) == 0
         finally:
             index.close()
     finally:
