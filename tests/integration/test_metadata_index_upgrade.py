@@ -8,18 +8,14 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import psycopg
 import pytest
-from psycopg import sql
 
-from adapters.postgres.schema import MIGRATIONS, migrate
 from adapters.postgres.store import PostgresIndex
-from adapters.postgres.url import split_schema
 from adapters.sqlite.metadata import VALUES_TABLE, has_values_table
 from adapters.sqlite.store import SqliteIndex
 from domain.filters import MetaValue, narrowing, parse_filter
 from domain.usecases.metadata import MetadataService
-from tests.postgres_server import drop_schema, fresh_schema_url
+from tests.postgres_server import drop_schema, older_index, write_old_document
 
 T0 = "2025-01-01T00:00:00.000Z"
 RARE = {"key": "tags", "operator": "eq", "value": "rare"}
@@ -62,30 +58,16 @@ def test_a_sqlite_index_without_the_pairs_table_gets_it_on_its_next_write(
 
 @pytest.mark.postgres
 def test_a_version_7_postgres_index_gets_the_metadata_index_on_open() -> None:
-    url, schema = fresh_schema_url()
-    conninfo, _ = split_schema(url)
+    with older_index(7) as (url, schema, conn):
+        for i in range(50):  # rows written before migration 8
+            write_old_document(conn, i, f"note {i}")
+            tags = '["rare"]' if i % 10 == 0 else '["ops"]'
+            conn.execute(
+                "INSERT INTO py_document_metadata (doc_id, metadata) SELECT id, %s"
+                " FROM documents WHERE path = %s",
+                (f'{{"n":{i},"tags":{tags}}}', f"n{i}.md"),
+            )
     try:
-        with psycopg.connect(conninfo, autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        with psycopg.connect(conninfo, options=f"-c search_path={schema},public") as conn:
-            conn.autocommit = True
-            migrate(conn, MIGRATIONS[:7])
-            for i in range(50):  # rows written before migration 8
-                conn.execute(
-                    "INSERT INTO content (hash, doc, created_at) VALUES (%s, %s, %s)",
-                    (f"h{i}", f"note {i}", T0),
-                )
-                conn.execute(
-                    "INSERT INTO documents (collection, path, title, hash, created_at,"
-                    " modified_at) VALUES ('c', %s, %s, %s, %s, %s)",
-                    (f"n{i}.md", f"N{i}", f"h{i}", T0, T0),
-                )
-                tags = '["rare"]' if i % 10 == 0 else '["ops"]'
-                conn.execute(
-                    "INSERT INTO py_document_metadata (doc_id, metadata) SELECT id, %s"
-                    " FROM documents WHERE path = %s",
-                    (f'{{"n":{i},"tags":{tags}}}', f"n{i}.md"),
-                )
         index = PostgresIndex.open(url, env={})  # migration 8 on open
         try:
             node = parse_filter(RARE)

@@ -8,17 +8,14 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from adapters.postgres import bm25
-from adapters.postgres.schema import MIGRATIONS, SCHEMA_VERSION, current_version, migrate
-from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql
+from adapters.postgres.schema import SCHEMA_VERSION, current_version
+from adapters.postgres.store import PostgresIndex
 from adapters.postgres.tsquery import positive_clauses, render_tsquery
-from adapters.postgres.url import split_schema
 from domain.lexquery import parse_lex_query
-from tests.postgres_server import drop_schema, fresh_schema_url
+from tests.postgres_server import drop_schema, fresh_schema_url, older_index, write_old_document
 
 pytestmark = pytest.mark.postgres
 T0 = "2025-01-01T00:00:00.000Z"
@@ -48,29 +45,12 @@ def _kept_and_counted(index: PostgresIndex) -> tuple[dict[str, int], dict[str, i
 
 
 def test_a_version_6_index_gets_lexeme_counts_that_follow_every_write() -> None:
-    url, schema = fresh_schema_url()
-    conninfo, _ = split_schema(url)
     rng = random.Random(7)
+    # an index written before the counts were kept (version 6), with rows
+    with older_index(6) as (url, schema, conn):
+        for n in range(20):
+            write_old_document(conn, n, _body(rng))
     try:
-        with psycopg.connect(conninfo, autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        # an index written before the counts were kept (version 6), with rows
-        with psycopg.connect(conninfo, options=f"-c search_path={schema},public") as conn:
-            conn.autocommit = True
-            assert migrate(conn, MIGRATIONS[:6]) == 6
-            for n in range(20):
-                body = _body(rng)
-                conn.execute(
-                    "INSERT INTO content (hash, doc, created_at) VALUES (%s, %s, %s)",
-                    (f"h{n}", body, T0),
-                )
-                row = conn.execute(
-                    "INSERT INTO documents (collection, path, title, hash, created_at,"
-                    " modified_at) VALUES ('c', %s, %s, %s, %s, %s) RETURNING id",
-                    (f"n{n}.md", f"Note {n}", f"h{n}", T0, T0),
-                ).fetchone()
-                assert row is not None
-                conn.execute(fts_row_sql(), fts_params(int(row[0]), "c", f"n{n}.md", "", body))
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:

@@ -10,13 +10,13 @@ import pytest
 from psycopg import sql
 
 from adapters.postgres.schema import MIGRATIONS, SCHEMA_VERSION, current_version, migrate
-from adapters.postgres.store import PostgresIndex, fts_params, fts_row_sql
+from adapters.postgres.store import PostgresIndex
 from adapters.postgres.url import split_schema
 from domain.extraction import ExtractionState
 from domain.lexquery import parse_lex_query
 from domain.ports import DocumentCut
 from domain.sections import split_sections
-from tests.postgres_server import drop_schema, fresh_schema_url
+from tests.postgres_server import drop_schema, fresh_schema_url, older_index, write_old_document
 
 pytestmark = pytest.mark.postgres
 T0 = "2025-01-01T00:00:00.000Z"
@@ -71,28 +71,11 @@ def _figures(index: PostgresIndex) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def test_bm25_corpus_figures_follow_every_write() -> None:
-    url, schema = fresh_schema_url()
-    conninfo, _ = split_schema(url)
+    # an index written before the figures were kept (version 5), with four documents
+    with older_index(5) as (url, schema, conn):
+        for n in range(4):
+            write_old_document(conn, n, f"# Note {n}\n\n" + "word " * (10 * (n + 1)))
     try:
-        with psycopg.connect(conninfo, autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        # an index written before the figures were kept (version 5), with four documents
-        with psycopg.connect(conninfo, options=f"-c search_path={schema},public") as conn:
-            conn.autocommit = True
-            migrate(conn, MIGRATIONS[:5])
-            for n in range(4):
-                body = f"# Note {n}\n\n" + "word " * (10 * (n + 1))
-                conn.execute(
-                    "INSERT INTO content (hash, doc, created_at) VALUES (%s, %s, %s)",
-                    (f"h{n}", body, T0),
-                )
-                row = conn.execute(
-                    "INSERT INTO documents (collection, path, title, hash, created_at,"
-                    " modified_at) VALUES ('c', %s, %s, %s, %s, %s) RETURNING id",
-                    (f"n{n}.md", f"Note {n}", f"h{n}", T0, T0),
-                ).fetchone()
-                assert row is not None
-                conn.execute(fts_row_sql(), fts_params(int(row[0]), "c", f"n{n}.md", "", body))
         index = PostgresIndex.open(url, env={})  # migrated to the current version on open
         try:
             kept, counted = _figures(index)
@@ -128,47 +111,21 @@ def _toasted_rows(conn: psycopg.Connection[tuple[object, ...]]) -> int:
 
 def test_migration_10_keeps_every_tsvector_in_its_row_and_changes_no_figure() -> None:
     """Version 9 stored a long document's tsvector out of its row (TOAST), which ranking read
-    again for every clause; version 10 keeps it in the row (compressed) and rewrites the
-    rows already there, leaving BM25's kept figures and every answer as they were."""
-    url, schema = fresh_schema_url()
-    conninfo, _ = split_schema(url)
+    again for every clause; version 10 keeps it in the row and rewrites the rows already
+    there, leaving BM25's kept figures and every answer as they were."""
+    with older_index(9) as (url, schema, conn):
+        for n in range(12):
+            # 300 distinct words: a tsvector of about 4 kB, stored apart in v9
+            write_old_document(conn, n, " ".join(f"w{n}x{k}" for k in range(300)) + " common")
+        assert _toasted_rows(conn) > 0
+        before = conn.execute(FIGURES).fetchone()
     try:
-        with psycopg.connect(conninfo, autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        with psycopg.connect(conninfo, options=f"-c search_path={schema},public") as conn:
-            conn.autocommit = True
-            assert migrate(conn, MIGRATIONS[:9]) == 9
-            for n in range(12):
-                # 300 distinct words: a tsvector of about 4 kB, stored apart in v9
-                body = " ".join(f"w{n}x{k}" for k in range(300)) + " common"
-                conn.execute(
-                    "INSERT INTO content (hash, doc, created_at) VALUES (%s, %s, %s)",
-                    (f"h{n}", body, T0),
-                )
-                row = conn.execute(
-                    "INSERT INTO documents (collection, path, title, hash, created_at,"
-                    " modified_at) VALUES ('c', %s, %s, %s, %s, %s) RETURNING id",
-                    (f"n{n}.md", f"Note {n}", f"h{n}", T0, T0),
-                ).fetchone()
-                assert row is not None
-                conn.execute(fts_row_sql(), fts_params(int(row[0]), "c", f"n{n}.md", "", body))
-            assert _toasted_rows(conn) > 0
-            before = conn.execute(
-                "SELECT (SELECT array_agg(tsv::text ORDER BY id) FROM documents_fts),"
-                " (SELECT array_agg(lexeme || documents ORDER BY lexeme) FROM fts_lexemes),"
-                " (SELECT documents || ' ' || total_len FROM fts_stats)"
-            ).fetchone()
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
                 assert current_version(conn) == SCHEMA_VERSION == 10
                 assert _toasted_rows(conn) == 0
-                after = conn.execute(
-                    "SELECT (SELECT array_agg(tsv::text ORDER BY id) FROM documents_fts),"
-                    " (SELECT array_agg(lexeme || documents ORDER BY lexeme) FROM fts_lexemes),"
-                    " (SELECT documents || ' ' || total_len FROM fts_stats)"
-                ).fetchone()
-                assert after == before
+                assert conn.execute(FIGURES).fetchone() == before
             hits = index.search_lex(parse_lex_query("common w3x7"), 10, None)
             assert [h.document.meta.path for h in hits] == ["n3.md"]
             # a document written now is kept in its row as well
@@ -181,3 +138,11 @@ def test_migration_10_keeps_every_tsvector_in_its_row_and_changes_no_figure() ->
             index.close()
     finally:
         drop_schema(schema)
+
+
+# every tsvector, every kept lexeme frequency and the corpus figures
+FIGURES = (
+    "SELECT (SELECT array_agg(tsv::text ORDER BY id) FROM documents_fts),"
+    " (SELECT array_agg(lexeme || documents ORDER BY lexeme) FROM fts_lexemes),"
+    " (SELECT documents || ' ' || total_len FROM fts_stats)"
+)
