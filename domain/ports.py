@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         SourceDigest,
     )
     from domain.filters import MetaValue, Probe
+    from domain.lexfill import FilledHits
     from domain.lexquery import LexQuery
     from domain.memory import MemoryRecord, MergeGroup, Topic
     from domain.model import (
@@ -166,6 +167,16 @@ class LexicalIndex(Protocol):
         collection: str | None,
         within: frozenset[int] | None = None,
     ) -> list[LexHit]: ...
+    def search_lex_filled(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> FilledHits:
+        """What `domain.lexfill.filled_by_two_searches` gives over `search_lex`: `query`'s
+        every-term hits and the any-term hits that fill the limit (REQ-SPEC-SEARCH-005)."""
+        ...
 
 
 class VectorIndex(Protocol):

@@ -32,6 +32,7 @@ from domain.extraction import (
     SourceDigest,
 )
 from domain.filters import MetaValue, Probe
+from domain.lexfill import FilledHits, filled_by_two_searches
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 from domain.memory import MemoryRecord, Topic, parse_record, record_path, render_record
 from domain.model import (
@@ -389,6 +390,17 @@ class InMemoryStore:
 
     def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
         return {i: dict(self._metadata[i]) for i in ids if i in self._metadata}
+
+    def search_lex_filled(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> FilledHits:
+        return filled_by_two_searches(
+            lambda q, n: self.search_lex(q, n, collection, within), query, limit
+        )
 
     def search_lex(
         self,

@@ -10,8 +10,8 @@ What makes it cheap (issue 26), each giving the answer ranking every matching ro
 * **Document frequencies are kept** (`fts_lexemes`, migration 7, folded once per transaction
   since migration 9), so the idf of a word, or of a prefix that one lexeme completes, is a key
   lookup. The df of anything else (a phrase, a prefix of several lexemes) is counted; for an
-  all-terms query of several clauses only once a small statement found a matching row (most
-  many-word all-terms queries match nothing).
+  all-terms query of four clauses or more, or with a df to count, only once a small statement
+  found a matching row (most many-word all-terms queries match nothing).
 * **An all-terms query is driven by its rarest clauses.** The kept frequencies bound how many
   documents each clause matches (a prefix: the sum over the lexemes completing it); GIN reads
   only the rarest clauses' posting lists (a clause nothing holds answers at once), and the whole
@@ -23,6 +23,15 @@ What makes it cheap (issue 26), each giving the answer ranking every matching ro
   row holding only them into the top, so only rows holding another ("essential") clause are
   read, again through GIN on those clauses alone.
 
+* **The any-term fill is one search** (`filled_rows`, docs/decisions/0052): the figures are
+  read once for both rules, and where neither needs a step of its own one statement ranks the
+  every-term rows and, only when they fall short, the any-term rows that fill the limit.
+* **The planner sees what it plans for.** Each statement reads GIN with its tsquery written in
+  its condition: taken from a CTE, the tsquery was unknown to the planner, which then scanned
+  every row at 5,000 documents. Each tsvector is kept in its row (migration 10), not fetched
+  from TOAST by every `ts_rank`, and an indexing run folds GIN's pending list and refreshes the
+  statistics (REQ-INDEX-FTS-TIDY-002).
+
 `ranked_rows(..., exhaustive=True)` ranks every matching row with every frequency counted: the
 reference the tests hold the pruned plans to.
 """
@@ -31,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
@@ -59,8 +68,9 @@ MAX_BOUND_LEXEMES = 1000
 # factor of the rarest one's: reading a posting costs far less than checking a row.
 DRIVER_SPREAD = 8
 MAX_DRIVERS = 3
-# From this many clauses an all-terms query first asks whether anything matches at all.
-PROBE_CLAUSES = 2
+# From this many clauses (or with a clause whose df must be counted) an all-terms query first
+# asks whether anything matches at all.
+PROBE_CLAUSES = MAX_DRIVERS + 1
 
 
 @dataclass(frozen=True)
@@ -72,7 +82,6 @@ class ClauseStats:
     average: float
     kept: list[int | None]
     bounds: list[int | None]
-    matched: bool | None = None  # whether a row matches every clause (when probed)
 
 
 def idf_of(documents: int, df: int) -> float:
@@ -103,30 +112,83 @@ def ranked_rows(
     try:
         if exhaustive:
             return plan.exhaustive()
+        figures = _Figures(run, clauses, clause_stats(run, clauses))
         if query.match_any and len(clauses) > 1:
-            return plan.any_term()
-        return plan.all_terms()
+            return plan.any_term(figures)
+        return plan.all_terms(figures)
     except psycopg.Error:
         return []
 
 
-def clause_stats(run: Runner, clauses: Sequence[str], probe: Scope | None = None) -> ClauseStats:
+def filled_rows(
+    run: Runner,
+    query: LexQuery,
+    limit: int,
+    collection: str | None,
+    within: frozenset[int] | None = None,
+    *,
+    trace: list[str] | None = None,
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The rows `ranked_rows` gives for `query` with every term required and, when they fall
+    short of `limit`, the any-term rows not among them that fill it (domain.lexfill), for
+    the price of one search where it can (issue 26: the fill cost 1.86 times a search that
+    needed none). The corpus figures are read once for both rules; when neither rule has a
+    step of its own (no probe; the any-term rows few enough to rank all at once), one
+    statement ranks both, the any-term rows only when the every-term rows fall short."""
+    every_query = replace(query, match_any=False)
+    text = render_tsquery(every_query)
+    any_text = render_tsquery(replace(query, match_any=True))
+    clauses = positive_clauses(every_query)
+    if limit <= 0 or not query.is_searchable or text is None or any_text is None or not clauses:
+        return [], []
+    negated = any(clause.negated for clause in query.clauses)
+    limit = sql_limit(limit)
+    every_plan = _Plan(run, clauses, text, negated, limit, collection, within, trace)
+    # every any-term row the fill could keep is among the best 2 * limit: the every-term rows
+    # it leaves out are fewer than `limit`
+    any_plan = _Plan(run, clauses, any_text, negated, 2 * limit, collection, within, trace)
+    try:
+        figures = _Figures(run, clauses, clause_stats(run, clauses))
+        leg = every_plan.every_leg(figures.stats)
+        if (
+            len(clauses) > 1
+            and leg is not None
+            and not every_plan.probes(figures.stats)
+            and len(any_plan.rarest_first(figures)) == len(clauses)
+        ):
+            rows = every_plan.ranked(
+                figures.idf(), figures.stats, [leg, _Leg(any_text, None, 2 * limit)]
+            )
+            return [row for row in rows if row[10] == 0], [row for row in rows if row[10] == 1]
+        every = every_plan.all_terms(figures)
+    except psycopg.Error:
+        return [], []
+    if len(every) >= limit or len(clauses) < 2:  # (one clause: any term is every term)
+        return every, []
+    wanted = sql_limit(limit + len(every))
+    try:
+        wider = _Plan(run, clauses, any_text, negated, wanted, collection, within, trace).any_term(
+            figures
+        )
+    except psycopg.Error:
+        return every, []
+    seen = {row[0] for row in every}  # the document id (META_COLUMNS)
+    return every, [row for row in wider if row[0] not in seen][: limit - len(every)]
+
+
+def clause_stats(run: Runner, clauses: Sequence[str]) -> ClauseStats:
     """One statement: N and the average length (`fts_stats`), and each clause's kept df and
     bound. A clause parsing to one lexeme prints as 'lexeme', a prefix as 'lexeme':* (folded
-    lexemes hold letters and digits only); anything else has neither.
-
-    With `probe` (an all-terms query's text and scope), the same statement also says whether
-    any row in scope matches it, reading GIN for the clauses `drivers` picks only."""
-    params: list[Any] = [list(clauses)]
+    lexemes hold letters and digits only); anything else has neither."""
     statement = (
-        "WITH q AS MATERIALIZED (SELECT c.i, x.q, x.q::text AS t, numnode(x.q) AS n"
+        "WITH q AS MATERIALIZED (SELECT c.i, x.q::text AS t, numnode(x.q) AS n"
         " FROM unnest(%s::text[]) WITH ORDINALITY AS c(clause, i),"
         f" LATERAL (SELECT to_tsquery('{TS_CONFIG}', c.clause) AS q) x),"
-        " k AS (SELECT q.i, q.q,"
+        " k AS (SELECT q.i,"
         " CASE WHEN q.n = 1 AND q.t ~ '^''[^'']+''$' THEN btrim(q.t, '''') END AS word,"
         " CASE WHEN q.n = 1 AND q.t ~ '^''[[:alnum:]]+'':[*]$'"
         " THEN substring(q.t FROM '^''([[:alnum:]]+)''') END AS prefix FROM q),"
-        " s AS MATERIALIZED (SELECT k.i, k.q,"
+        " s AS MATERIALIZED (SELECT k.i,"
         " CASE WHEN k.word IS NOT NULL THEN w.documents"
         " WHEN p.lexemes <= 1 THEN p.documents END AS kept,"
         " CASE WHEN k.word IS NOT NULL THEN w.documents"
@@ -140,60 +202,36 @@ def clause_stats(run: Runner, clauses: Sequence[str], probe: Scope | None = None
         " WHERE l.lexeme >= k.prefix AND l.lexeme < k.prefix || chr(1114111)"
         " AND starts_with(l.lexeme, k.prefix) AND l.documents > 0"
         f" LIMIT {MAX_BOUND_LEXEMES}) s) p ON k.prefix IS NOT NULL)"
-    )
-    tail = (
         " SELECT (SELECT documents FROM fts_stats),"
         " (SELECT total_len::float8 / GREATEST(documents, 1) FROM fts_stats),"
         " (SELECT array_agg(s.kept ORDER BY s.i) FROM s),"
         " (SELECT array_agg(s.bound ORDER BY s.i) FROM s)"
     )
-    if probe is not None:
-        params += [probe.text, probe.text]
-        # the rule of `drivers`, in SQL: the rarest clauses by bound (a NULL bound never)
-        statement += (
-            ", r AS MATERIALIZED (SELECT (array_agg(s.q ORDER BY s.bound, s.i))"
-            f"[1:{MAX_DRIVERS}] AS qs FROM s"
-            f" WHERE s.bound <= {DRIVER_SPREAD} * (SELECT MIN(bound) FROM s)),"
-            " e AS MATERIALIZED (SELECT COALESCE(r.qs[1] && COALESCE(r.qs[2], r.qs[1])"
-            " && COALESCE(r.qs[3], r.qs[1]),"
-            f" to_tsquery('{TS_CONFIG}', %s)) AS driver,"
-            f" to_tsquery('{TS_CONFIG}', %s) AS everything FROM r),"
-            # a CTE is planned for all its rows: with LIMIT 1 on the scan itself the
-            # planner hopes for an early hit and reads the whole table
-            " m AS MATERIALIZED (SELECT f.id FROM e, documents_fts f"
-            " JOIN documents d ON d.id = f.id"
-            " WHERE f.tsv @@ e.driver AND ts_match_vq(f.tsv, e.everything) AND d.active = 1"
-            f"{probe.condition(params)})"
-        )
-        tail += ", EXISTS (SELECT 1 FROM m)"
-    row = run(statement + tail, params)[0]
+    row = run(statement, [list(clauses)])[0]
     return ClauseStats(
         documents=int(row[0] or 0),
         average=max(1.0, float(row[1] or 1.0)),
         kept=[None if df is None else int(df) for df in row[2]],
         bounds=[None if bound is None else int(bound) for bound in row[3]],
-        matched=bool(row[4]) if probe is not None else None,
     )
 
 
-@dataclass(frozen=True)
-class Scope:
-    """An all-terms query's text and where it is searched."""
-
-    text: str
-    collection: str | None
-    within: frozenset[int] | None
-
-    def condition(self, params: list[Any]) -> str:
-        """The scope as conditions on `d` (documents); their values appended to `params`."""
-        where = ""
-        if self.collection:
-            where += " AND d.collection = %s"
-            params.append(self.collection)
-        if self.within is not None:
-            where += " AND d.id = ANY(%s)"
-            params.append(sorted(self.within))
-        return where
+def scoped_rows(
+    collection: str | None, within: frozenset[int] | None, params: list[Any]
+) -> tuple[str, str]:
+    """(the rows searched, the scope's conditions to follow a WHERE's first): `documents_fts
+    f`, joined to `documents d` only for a collection (the table holds active documents
+    alone, and the join cost 40 % of ranking 245 rows); the conditions' values appended to
+    `params`."""
+    rows, where = "documents_fts f", ""
+    if collection:
+        rows += " JOIN documents d ON d.id = f.id"
+        where += " AND d.collection = %s AND d.active = 1"
+        params.append(collection)
+    if within is not None:
+        where += " AND f.id = ANY(%s)"
+        params.append(sorted(within))
+    return rows, where
 
 
 def drivers(bounds: Sequence[int | None]) -> list[int]:
@@ -212,9 +250,10 @@ def counted_df(run: Runner, clauses: Sequence[str]) -> list[int]:
     parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
     counts = ", ".join(f"COUNT(*) FILTER (WHERE f.tsv @@ q.q{i})" for i in range(len(clauses)))
     anything = " | ".join(f"({clause})" for clause in clauses)
+    # the union in the condition as a value the planner sees (see `_Plan.ranked`)
     rows = run(
-        f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS anything)"
-        f" SELECT {counts} FROM documents_fts f, q WHERE f.tsv @@ q.anything",
+        f"WITH q AS MATERIALIZED (SELECT {parsed})"
+        f" SELECT {counts} FROM documents_fts f, q WHERE f.tsv @@ to_tsquery('{TS_CONFIG}', %s)",
         [*clauses, anything],
     )
     return [int(df or 0) for df in rows[0]]
@@ -240,6 +279,38 @@ def _either(clauses: Sequence[str], chosen: Sequence[int]) -> str:
 
 def _both(clauses: Sequence[str], chosen: Sequence[int]) -> str:
     return " & ".join(f"({clauses[i]})" for i in chosen)
+
+
+class _Figures:
+    """A query's corpus figures, and its clauses' idf from them, counted at most once (a df
+    the index does not keep is counted) for however many plans rank with them."""
+
+    def __init__(self, run: Runner, clauses: Sequence[str], stats: ClauseStats) -> None:
+        self.run = run
+        self.clauses = clauses
+        self.stats = stats
+        self._idf: list[float] | None = None
+
+    def idf(self) -> list[float]:
+        if self._idf is None:
+            frequencies: list[int] = [0 if df is None else df for df in self.stats.kept]
+            unknown = [i for i, df in enumerate(self.stats.kept) if df is None]
+            if unknown:
+                counted = counted_df(self.run, [self.clauses[i] for i in unknown])
+                for i, df in zip(unknown, counted, strict=True):
+                    frequencies[i] = df
+            self._idf = [idf_of(self.stats.documents, df) for df in frequencies]
+        return self._idf
+
+
+@dataclass(frozen=True)
+class _Leg:
+    """One ranking: the rows GIN finds for `driver` that also match `check` (when given),
+    ranked by BM25 over every clause, the best `limit`."""
+
+    driver: str
+    check: str | None
+    limit: int
 
 
 class _Plan:
@@ -269,54 +340,76 @@ class _Plan:
         stats = clause_stats(self.run, self.clauses)
         counted = counted_df(self.run, self.clauses)
         idf = [idf_of(stats.documents, df) for df in counted]
-        return self.ranked(idf, stats, self.text, None)
+        return self.ranked(idf, stats, [_Leg(self.text, None, self.limit)])
 
-    def all_terms(self) -> list[tuple[Any, ...]]:
-        # many clauses seldom all match: the statement reading the frequencies first says
-        # whether anything does, before any is counted and the long ranking statement (10 ms
-        # to plan for ten clauses) runs
-        probe = len(self.clauses) >= PROBE_CLAUSES
-        scope = Scope(self.text, self.collection, self.within) if probe else None
-        stats = clause_stats(self.run, self.clauses, scope)
-        if stats.matched is False or 0 in stats.bounds:
-            return []  # (a clause no document holds: no document holds them all)
-        driver, check = self.text, None
+    def every_leg(self, stats: ClauseStats) -> _Leg | None:
+        """The ranking of an all-terms query, driven by its rarest clauses; None when a
+        clause no document holds leaves nothing to rank."""
+        if 0 in stats.bounds:
+            return None
         chosen = drivers(stats.bounds)
         if chosen and len(chosen) < len(self.clauses):
-            driver, check = _both(self.clauses, chosen), self.text
-        return self.ranked(self.idf(stats), stats, driver, check)
+            return _Leg(_both(self.clauses, chosen), self.text, self.limit)
+        return _Leg(self.text, None, self.limit)
 
-    def idf(self, stats: ClauseStats) -> list[float]:
-        frequencies: list[int] = [0 if df is None else df for df in stats.kept]
-        unknown = [i for i, df in enumerate(stats.kept) if df is None]
-        if unknown:
-            counted = counted_df(self.run, [self.clauses[i] for i in unknown])
-            for i, df in zip(unknown, counted, strict=True):
-                frequencies[i] = df
-        return [idf_of(stats.documents, df) for df in frequencies]
+    def probes(self, stats: ClauseStats) -> bool:
+        """Whether an all-terms query first asks whether anything matches: many clauses
+        seldom all match, and the answer comes before any df is counted and before the long
+        ranking statement (10 ms to plan for ten clauses) runs; a short query whose
+        frequencies are all kept ranks at once (nothing matching: nothing ranked)."""
+        return len(self.clauses) >= PROBE_CLAUSES or None in stats.kept
 
-    def any_term(self) -> list[tuple[Any, ...]]:
-        """The top rows of an any-term query, ranking only rows that can reach them (the
-        module's docstring)."""
-        stats = clause_stats(self.run, self.clauses)
-        idf = self.idf(stats)
-        # the whole query is checked on the candidates only when a negation must hold
-        check = self.text if self.negated else None
-        bound = [weight * (BM25_K1 + 1) for weight in idf]
-        by_rarity = sorted(range(len(self.clauses)), key=lambda i: (-idf[i], i))
+    def all_terms(self, figures: _Figures) -> list[tuple[Any, ...]]:
+        leg = self.every_leg(figures.stats)
+        if leg is None or (self.probes(figures.stats) and not self.matches(leg)):
+            return []
+        return self.ranked(figures.idf(), figures.stats, [leg])
+
+    def matches(self, leg: _Leg) -> bool:
+        """Whether any row in scope that GIN finds for the leg's driver also matches its
+        check."""
+        params: list[Any] = [leg.driver]
+        rows, where = scoped_rows(self.collection, self.within, params)
+        statement = (
+            f"SELECT EXISTS (SELECT 1 FROM {rows}"
+            f" WHERE f.tsv @@ to_tsquery('{TS_CONFIG}', %s){where}"
+        )
+        if leg.check is not None:
+            # a subquery is evaluated once; the function itself would be run on every row
+            statement += f" AND ts_match_vq(f.tsv, (SELECT to_tsquery('{TS_CONFIG}', %s))))"
+            params.append(leg.check)
+        else:
+            statement += ")"
+        return bool(self.run(statement, params)[0][0])
+
+    def rarest_first(self, figures: _Figures) -> list[int]:
+        """The clauses an any-term query ranks first: the rarest, until they reach about 20
+        rows per result (df from idf: (N + 1) / (e^idf - 1) - 0.5)."""
+        stats, idf = figures.stats, figures.idf()
         first: list[int] = []
         reach = 0.0
-        for i in by_rarity:  # about 20 rows per result; df from idf: (N + 1) / (e^idf - 1) - 0.5
+        for i in sorted(range(len(self.clauses)), key=lambda i: (-idf[i], i)):
             first.append(i)
             reach += (stats.documents + 1) / max(math.expm1(idf[i]), 1e-12) - 0.5
             if reach >= 20 * self.limit:
                 break
+        return first
+
+    def any_term(self, figures: _Figures) -> list[tuple[Any, ...]]:
+        """The top rows of an any-term query, ranking only rows that can reach them (the
+        module's docstring)."""
+        stats, idf = figures.stats, figures.idf()
+        # the whole query is checked on the candidates only when a negation must hold
+        check = self.text if self.negated else None
+        everything = [_Leg(self.text, None, self.limit)]
+        first = self.rarest_first(figures)
         if len(first) == len(self.clauses):
-            return self.ranked(idf, stats, self.text, None)
-        rows = self.ranked(idf, stats, _either(self.clauses, first), check)
+            return self.ranked(idf, stats, everything)
+        rows = self.ranked(idf, stats, [_Leg(_either(self.clauses, first), check, self.limit)])
         if len(rows) < self.limit:  # no floor: rank everything
-            return self.ranked(idf, stats, self.text, None)
+            return self.ranked(idf, stats, everything)
         theta = float(rows[-1][9])
+        bound = [weight * (BM25_K1 + 1) for weight in idf]
         essential = set(first)
         spare = 0.0
         for i in sorted(
@@ -330,60 +423,84 @@ class _Plan:
         if essential == set(first):
             return rows
         if len(essential) == len(self.clauses):
-            return self.ranked(idf, stats, self.text, None)
-        return self.ranked(idf, stats, _either(self.clauses, sorted(essential)), check)
+            return self.ranked(idf, stats, everything)
+        driver = _either(self.clauses, sorted(essential))
+        return self.ranked(idf, stats, [_Leg(driver, check, self.limit)])
 
     # -- the ranking statement ----------------------------------------------------------------
 
     def ranked(
+        self, idf: Sequence[float], stats: ClauseStats, legs: Sequence[_Leg]
+    ) -> list[tuple[Any, ...]]:
+        """The first leg's rows, then, only when they fall short of its limit, the second
+        leg's rows that are not among them, up to that limit (a fill in the same statement),
+        ranked by BM25 over every clause: meta columns, body, rank, the leg's number."""
+        if self.trace is not None:
+            self.trace += [leg.driver for leg in legs]
+        clauses = self.clauses
+        # the queries are parsed once (a MATERIALIZED CTE), not once per matching row
+        parsed = [f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses))]
+        params: list[Any] = [*clauses]
+        for n, leg in enumerate(legs):
+            if leg.check is not None:
+                parsed.append(f"to_tsquery('{TS_CONFIG}', %s) AS check{n}")
+                params.append(leg.check)
+        statement = f"WITH q AS MATERIALIZED (SELECT {', '.join(parsed)})"
+        for n, leg in enumerate(legs):
+            # a second leg runs only when the first fell short (its scan is never started)
+            short = f" AND (SELECT COUNT(*) FROM leg0) < {int(legs[0].limit)}" if n else ""
+            statement += f", leg{n} AS ({self._leg_rows(idf, stats, leg, n, short, params)})"
+        statement += ", top AS (SELECT id, rank, 0 AS leg FROM leg0"
+        if len(legs) > 1:  # as many as fill the first leg's limit, no more bodies fetched
+            statement += (
+                " UNION ALL (SELECT id, rank, 1 FROM leg1 WHERE id NOT IN (SELECT id FROM leg0)"
+                f" ORDER BY rank DESC, id LIMIT {int(legs[0].limit)} - (SELECT COUNT(*) FROM leg0))"
+            )
+        # the bodies joined to the few rows kept: a common word matches thousands of rows,
+        # and fetching each one's content before the sort cost a third of a ten-word query's
+        # time at 100,000 documents
+        statement += (
+            f") SELECT {META_COLUMNS}, content.doc, top.rank, top.leg"
+            " FROM top JOIN documents d ON d.id = top.id"
+            " JOIN content ON content.hash = d.hash ORDER BY top.leg, top.rank DESC, d.id"
+        )
+        return self.run(statement, params)
+
+    def _leg_rows(
         self,
         idf: Sequence[float],
         stats: ClauseStats,
-        driver: str,
-        check: str | None,
-    ) -> list[tuple[Any, ...]]:
-        """Rows GIN finds for `driver` that also match `check` (when given), ranked by BM25
-        over every clause: meta columns, body, rank."""
-        if self.trace is not None:
-            self.trace.append(driver)
-        clauses = self.clauses
-        # the queries are parsed once (a MATERIALIZED CTE), not once per matching row
-        parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
-        params: list[Any] = [*clauses, driver]
-        head = f"WITH q AS MATERIALIZED (SELECT {parsed}, to_tsquery('{TS_CONFIG}', %s) AS driver"
-        if check is not None:
-            head += f", to_tsquery('{TS_CONFIG}', %s) AS everything"
-            params.append(check)
-        head += ")"
+        leg: _Leg,
+        n: int,
+        condition: str,
+        params: list[Any],
+    ) -> str:
+        """A leg's best rows (id, rank), its values appended to `params` in their order."""
         # BM25 per clause: tf = the clause's weighted frequency (ts_rank without normalisation,
         # in units of one body occurrence), saturated by k1 and normalised by the document's
         # length against the average: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg))
         k1, b = BM25_K1, BM25_B
         terms = " + ".join(
             f"%s * (tf.t{i} * {k1 + 1} / (tf.t{i} + {k1} * (1 - {b} + {b} * f.len / %s)))"
-            for i in range(len(clauses))
+            for i in range(len(self.clauses))
         )
         for weight in idf:
             params += [weight, stats.average]
-        frequencies = ", ".join(_frequency(clause, i) for i, clause in enumerate(clauses))
+        frequencies = ", ".join(_frequency(clause, i) for i, clause in enumerate(self.clauses))
         # ts_match_vq is @@ as a function: a condition no index takes, so GIN reads the
         # driver's postings only and the check runs on the rows they give
-        checked = " AND ts_match_vq(f.tsv, q.everything)" if check is not None else ""
-        # ranked and cut to `limit` before the bodies are joined: a common word matches
-        # thousands of rows, and fetching each one's content before the sort cost a third of
-        # a ten-word query's time at 100,000 documents
-        statement = (
-            f"{head}, top AS (SELECT f.id, ({terms}) AS rank FROM documents_fts f"
-            " JOIN documents d ON d.id = f.id, q,"
-            f" LATERAL (SELECT {frequencies}) tf"
-            f" WHERE f.tsv @@ q.driver{checked} AND d.active = 1"
+        checked = f" AND ts_match_vq(f.tsv, q.check{n})" if leg.check is not None else ""
+        params.append(leg.driver)
+        rows, where = scoped_rows(self.collection, self.within, params)
+        params.append(int(leg.limit))
+        return (
+            f"SELECT f.id, ({terms}) AS rank FROM {rows}, q,"
+            # OFFSET 0 keeps the subquery whole: pulled up, each ts_rank was run twice (the
+            # sum names each frequency twice)
+            f" LATERAL (SELECT {frequencies} OFFSET 0) tf"
+            # the driver written in the condition, a value the planner sees: read from the
+            # CTE, it was unknown, and at 5,000 documents the planner scanned every row (17 ms,
+            # each tsvector detoasted) instead of reading GIN (0.1 ms)
+            f" WHERE f.tsv @@ to_tsquery('{TS_CONFIG}', %s){checked}{where}{condition}"
+            " ORDER BY rank DESC, f.id LIMIT %s"
         )
-        statement += Scope(self.text, self.collection, self.within).condition(params)
-        statement += (
-            " ORDER BY rank DESC, f.id LIMIT %s)"
-            f" SELECT {META_COLUMNS}, content.doc, top.rank"
-            " FROM top JOIN documents d ON d.id = top.id"
-            " JOIN content ON content.hash = d.hash ORDER BY top.rank DESC, d.id"
-        )
-        params.append(int(self.limit))
-        return self.run(statement, params)

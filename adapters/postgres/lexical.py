@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from adapters.postgres.bm25 import ranked_rows
+from typing import Any
+
+from adapters.postgres.bm25 import filled_rows, ranked_rows
 from adapters.postgres.connection import PgConnections
 from adapters.store_rows import meta_from_row as _meta
+from domain.lexfill import FilledHits
 from domain.lexquery import LexQuery
 from domain.model import Document, LexHit
 
@@ -25,7 +28,21 @@ class PgLexical(PgConnections):
     ) -> list[LexHit]:
         """Full-text search ranked by BM25 (adapters/postgres/bm25.py); never raises on user
         input. `within`: only these document ids (a metadata filter), applied before the limit."""
-        return [
-            LexHit(document=Document(meta=_meta(r), body=str(r[8])), bm25=-float(r[9]) * RANK_SCALE)
-            for r in ranked_rows(self._query, query, limit, collection, within)
-        ]
+        return [hit_from_row(r) for r in ranked_rows(self._query, query, limit, collection, within)]
+
+    def search_lex_filled(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> FilledHits:
+        """The any-term fill with the corpus figures read once for both rules."""
+        every, fill = filled_rows(self._query, query, limit, collection, within)
+        return [hit_from_row(r) for r in every], [hit_from_row(r) for r in fill]
+
+
+def hit_from_row(row: tuple[Any, ...]) -> LexHit:
+    return LexHit(
+        document=Document(meta=_meta(row), body=str(row[8])), bm25=-float(row[9]) * RANK_SCALE
+    )

@@ -48,6 +48,7 @@ from adapters.store_vectors import (
     pending_hashes_sql,
 )
 from domain.errors import CONFLICT, UNAVAILABLE, QmdError
+from domain.lexfill import FilledHits, filled_by_two_searches
 from domain.lexquery import LexQuery, space_cjk
 from domain.model import Document, DocumentMeta, LexHit, VectorHit
 from domain.ports import CollectionCount
@@ -339,6 +340,19 @@ class SqliteIndex(Catalog, DocumentWrites):
         return _metadata.metadata_by_id(self._conn, ids)
 
     # ------------------------------------------------------------------ lexical search
+
+    def search_lex_filled(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> FilledHits:
+        """The fill as two searches (domain.lexfill): each is one statement here, with nothing
+        the two could share."""
+        return filled_by_two_searches(
+            lambda q, n: self.search_lex(q, n, collection, within), query, limit
+        )
 
     def search_lex(
         self,

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from domain.bounds import check_query
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
+from domain.lexfill import FilledHits
 from domain.lexquery import LexQuery, parse_lex_query
 from domain.model import (
     Document,
@@ -275,6 +276,15 @@ class _WithinLexical:
     ) -> list[LexHit]:
         return self._inner.search_lex(query, limit, collection, self._within)
 
+    def search_lex_filled(
+        self,
+        query: LexQuery,
+        limit: int,
+        collection: str | None,
+        within: frozenset[int] | None = None,
+    ) -> FilledHits:
+        return self._inner.search_lex_filled(query, limit, collection, self._within)
+
 
 class _WithinVectors:
     """A vector index whose every search is restricted to a set of documents."""
@@ -409,13 +419,13 @@ class Searcher:
         return self._lex_query_leg(parse_lex_query(text), limit, collection)
 
     def _lex_query_leg(
-        self, query: LexQuery, limit: int, collection: str | None, partial: bool = False
+        self, query: LexQuery, limit: int, collection: str | None
     ) -> list[Candidate]:
         if not query.is_searchable:
             return []
         self._check()
         hits = self._lexical.search_lex(query, limit, collection)
-        return [Candidate(h.document, normalize_bm25(h.bm25), partial=partial) for h in hits]
+        return [Candidate(h.document, normalize_bm25(h.bm25)) for h in hits]
 
     def _lex_merged(
         self, text: str | LexQuery, limit: int, collections: Sequence[str] | None
@@ -451,17 +461,26 @@ class Searcher:
         """(all-term matches, any-term matches that fill up to `limit`; these are marked
         `partial`)."""
         query = parse_lex_query(text)
-        strict = self._lex_merged(query, limit, collections)
-        if len(strict) >= limit or len(query.positives) < 2:
-            return strict, []
-        loose_query = replace(query, match_any=True)
+        if len(query.positives) < 2 or not query.is_searchable:
+            return self._lex_merged(query, limit, collections), []
         scopes: list[str | None] = list(collections) if collections is not None else [None]
-        wanted = limit + len(strict)
-        legs = [self._lex_query_leg(loose_query, wanted, scope, partial=True) for scope in scopes]
-        merged = _merge_best(legs, wanted)
-        seen = {_key(c.document) for c in strict}
-        loose = [c for c in merged if _key(c.document) not in seen]
-        return strict, loose[: max(0, limit - len(strict))]
+        every_legs: list[list[Candidate]] = []
+        fill_legs: list[list[Candidate]] = []
+        for scope in scopes:
+            self._check()
+            # one call per scope: an index may share work between the two rules (PostgreSQL
+            # reads the corpus figures once). A scope's every-term hits are all of them
+            # whenever the merged ones fall short of the limit, and its fill then leaves room
+            # for at least as many as the merged fill needs.
+            every, fill = self._lexical.search_lex_filled(query, limit, scope)
+            every_legs.append([Candidate(h.document, normalize_bm25(h.bm25)) for h in every])
+            fill_legs.append(
+                [Candidate(h.document, normalize_bm25(h.bm25), partial=True) for h in fill]
+            )
+        strict = _merge_best(every_legs, limit)
+        if len(strict) >= limit:
+            return strict, []
+        return strict, _merge_best(fill_legs, limit - len(strict))
 
     def _vec_leg(
         self, vector: Sequence[float], limit: int, collection: str | None

@@ -7,7 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from domain.lexfill import filled_by_two_searches
 from domain.lexquery import parse_lex_query
+from domain.model import LexHit
 from tests.contract.conftest import StoreLike
 
 T0 = "2025-01-01T00:00:00.000Z"
@@ -242,3 +244,67 @@ def test_a_page_limit_past_the_largest_database_integer_finds_every_hit(
     assert sorted(paths(index, "timeline", limit, "archive")) == sorted(
         p for p in everything if p.startswith("archive/")
     )
+
+
+def _shown(hits: list[LexHit]) -> list[tuple[str, float]]:
+    return [(h.document.meta.display_path, round(h.bm25, 9)) for h in hits]
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "collection", "within_paths"),
+    [
+        ("kumquat sessions", 10, None, None),  # no document holds both: all fill
+        ("timeline project", 10, None, None),  # some hold both, others one
+        ("timeline project", 1, None, None),  # every-term hits fill the page: no fill
+        ("timeline project", 2, None, None),  # one every-term hit, one fill
+        ("redis sessions kumquat -cpp", 10, None, None),
+        ('"rate limiter" timeline', 10, "handbook", None),
+        (
+            "timeline kumquat",
+            10,
+            None,
+            {"archive/old/timeline.md", "handbook/ops/redis.md"},
+        ),
+        ("timeline", 10, None, None),  # one clause: no fill
+        ("curry zebra", 10, None, None),  # nothing at all
+        ("timeline project", 0, None, None),
+    ],
+)
+def test_the_fill_in_one_call_is_the_fill_of_two_searches(
+    index: StoreLike,
+    text: str,
+    limit: int,
+    collection: str | None,
+    within_paths: set[str] | None,
+) -> None:
+    """search_lex_filled answers what domain.lexfill defines over search_lex: the every-term
+    hits, then the any-term hits not among them up to the limit (REQ-SPEC-SEARCH-005)."""
+    within = None
+    if within_paths is not None:
+        within = frozenset(
+            h.document.meta.id
+            for h in index.search_lex(replace(parse_lex_query(text), match_any=True), 50, None)
+            if h.document.meta.display_path in within_paths
+        )
+        assert within
+    query = parse_lex_query(text)
+    every, fill = index.search_lex_filled(query, limit, collection, within)
+    want_every, want_fill = filled_by_two_searches(
+        lambda q, n: index.search_lex(q, n, collection, within), query, limit
+    )
+    assert (_shown(every), _shown(fill)) == (_shown(want_every), _shown(want_fill))
+    assert len(every) + len(fill) <= limit
+    shown_every = {h.document.meta.display_path for h in every}
+    assert not shown_every & {h.document.meta.display_path for h in fill}
+
+
+def test_the_fill_holds_what_the_every_term_rule_misses(index: StoreLike) -> None:
+    every, fill = index.search_lex_filled(parse_lex_query("timeline project"), 10, None)
+    assert {h.document.meta.display_path for h in every} == {
+        "archive/old/timeline.md",
+        "handbook/journal/2024.md",
+    }
+    assert {h.document.meta.display_path for h in fill} == {
+        "handbook/ops/redis.md",
+        "archive/tokyo.md",
+    }
