@@ -146,7 +146,8 @@ def filled_rows(
     every_plan = _Plan(run, clauses, text, negated, limit, collection, within, trace)
     # every any-term row the fill could keep is among the best 2 * limit: the every-term rows
     # it leaves out are fewer than `limit`
-    any_plan = _Plan(run, clauses, any_text, negated, 2 * limit, collection, within, trace)
+    wide = sql_limit(2 * limit)
+    any_plan = _Plan(run, clauses, any_text, negated, wide, collection, within, trace)
     try:
         figures = _Figures(run, clauses, clause_stats(run, clauses))
         leg = every_plan.every_leg(figures.stats)
@@ -157,7 +158,7 @@ def filled_rows(
             and len(any_plan.rarest_first(figures)) == len(clauses)
         ):
             rows = every_plan.ranked(
-                figures.idf(), figures.stats, [leg, _Leg(any_text, None, 2 * limit)]
+                figures.idf(), figures.stats, [leg, _Leg(any_text, None, wide)]
             )
             return [row for row in rows if row[10] == 0], [row for row in rows if row[10] == 1]
         every = every_plan.all_terms(figures)

@@ -268,6 +268,7 @@ def _shown(hits: list[LexHit]) -> list[tuple[str, float]]:
         ("timeline", 10, None, None),  # one clause: no fill
         ("curry zebra", 10, None, None),  # nothing at all
         ("timeline project", 0, None, None),
+        ("timeline kumquat", 10**30, None, None),  # beyond any LIMIT a database takes
     ],
 )
 def test_the_fill_in_one_call_is_the_fill_of_two_searches(
