@@ -68,8 +68,8 @@ MAX_BOUND_LEXEMES = 1000
 # factor of the rarest one's: reading a posting costs far less than checking a row.
 DRIVER_SPREAD = 8
 MAX_DRIVERS = 3
-# From this many clauses (or with a clause whose df must be counted) an all-terms query first
-# asks whether anything matches at all.
+# From this many clauses an all-terms query asks whether anything matches at all in the
+# statement that reads its figures (a shorter one with a df to count asks apart).
 PROBE_CLAUSES = MAX_DRIVERS + 1
 
 
@@ -82,6 +82,7 @@ class ClauseStats:
     average: float
     kept: list[int | None]
     bounds: list[int | None]
+    matched: bool | None = None  # whether a row matches every clause (when probed)
 
 
 def idf_of(documents: int, df: int) -> float:
@@ -112,10 +113,9 @@ def ranked_rows(
     try:
         if exhaustive:
             return plan.exhaustive()
-        figures = _Figures(run, clauses, clause_stats(run, clauses))
         if query.match_any and len(clauses) > 1:
-            return plan.any_term(figures)
-        return plan.all_terms(figures)
+            return plan.any_term(_Figures(run, clauses, clause_stats(run, clauses)))
+        return plan.all_terms(_Figures(run, clauses, plan.stats_probing()))
     except psycopg.Error:
         return []
 
@@ -149,12 +149,13 @@ def filled_rows(
     wide = sql_limit(2 * limit)
     any_plan = _Plan(run, clauses, any_text, negated, wide, collection, within, trace)
     try:
-        figures = _Figures(run, clauses, clause_stats(run, clauses))
+        figures = _Figures(run, clauses, every_plan.stats_probing())
         leg = every_plan.every_leg(figures.stats)
         if (
             len(clauses) > 1
             and leg is not None
-            and not every_plan.probes(figures.stats)
+            and figures.stats.matched is not False
+            and not every_plan.asks_apart(figures.stats)
             and len(any_plan.rarest_first(figures)) == len(clauses)
         ):
             rows = every_plan.ranked(
@@ -177,19 +178,36 @@ def filled_rows(
     return every, [row for row in wider if row[0] not in seen][: limit - len(every)]
 
 
-def clause_stats(run: Runner, clauses: Sequence[str]) -> ClauseStats:
+@dataclass(frozen=True)
+class Probe:
+    """An all-terms query's text and where it is searched: `clause_stats` also says whether
+    any row there matches it."""
+
+    text: str
+    collection: str | None
+    within: frozenset[int] | None
+
+
+def clause_stats(run: Runner, clauses: Sequence[str], probe: Probe | None = None) -> ClauseStats:
     """One statement: N and the average length (`fts_stats`), and each clause's kept df and
     bound. A clause parsing to one lexeme prints as 'lexeme', a prefix as 'lexeme':* (folded
-    lexemes hold letters and digits only); anything else has neither."""
+    lexemes hold letters and digits only); anything else has neither.
+
+    With `probe`, the same statement also says whether any row in its scope matches its text,
+    reading GIN for the clauses `drivers` picks only. That tsquery is chosen in the statement,
+    so the planner cannot see it: with the statistics an indexing run leaves
+    (REQ-INDEX-FTS-TIDY-002) it reads GIN. Statements whose tsquery is known beforehand write
+    it where the planner sees it (`_Plan._leg_rows`)."""
+    params: list[Any] = [list(clauses)]
     statement = (
-        "WITH q AS MATERIALIZED (SELECT c.i, x.q::text AS t, numnode(x.q) AS n"
+        "WITH q AS MATERIALIZED (SELECT c.i, x.q, x.q::text AS t, numnode(x.q) AS n"
         " FROM unnest(%s::text[]) WITH ORDINALITY AS c(clause, i),"
         f" LATERAL (SELECT to_tsquery('{TS_CONFIG}', c.clause) AS q) x),"
-        " k AS (SELECT q.i,"
+        " k AS (SELECT q.i, q.q,"
         " CASE WHEN q.n = 1 AND q.t ~ '^''[^'']+''$' THEN btrim(q.t, '''') END AS word,"
         " CASE WHEN q.n = 1 AND q.t ~ '^''[[:alnum:]]+'':[*]$'"
         " THEN substring(q.t FROM '^''([[:alnum:]]+)''') END AS prefix FROM q),"
-        " s AS MATERIALIZED (SELECT k.i,"
+        " s AS MATERIALIZED (SELECT k.i, k.q,"
         " CASE WHEN k.word IS NOT NULL THEN w.documents"
         " WHEN p.lexemes <= 1 THEN p.documents END AS kept,"
         " CASE WHEN k.word IS NOT NULL THEN w.documents"
@@ -203,17 +221,38 @@ def clause_stats(run: Runner, clauses: Sequence[str]) -> ClauseStats:
         " WHERE l.lexeme >= k.prefix AND l.lexeme < k.prefix || chr(1114111)"
         " AND starts_with(l.lexeme, k.prefix) AND l.documents > 0"
         f" LIMIT {MAX_BOUND_LEXEMES}) s) p ON k.prefix IS NOT NULL)"
+    )
+    tail = (
         " SELECT (SELECT documents FROM fts_stats),"
         " (SELECT total_len::float8 / GREATEST(documents, 1) FROM fts_stats),"
         " (SELECT array_agg(s.kept ORDER BY s.i) FROM s),"
         " (SELECT array_agg(s.bound ORDER BY s.i) FROM s)"
     )
-    row = run(statement, [list(clauses)])[0]
+    if probe is not None:
+        params += [probe.text, probe.text]
+        rows, where = scoped_rows(probe.collection, probe.within, params)
+        # the rule of `drivers`, in SQL: the rarest clauses by bound (a NULL bound never)
+        statement += (
+            ", r AS MATERIALIZED (SELECT (array_agg(s.q ORDER BY s.bound, s.i))"
+            f"[1:{MAX_DRIVERS}] AS qs FROM s"
+            f" WHERE s.bound <= {DRIVER_SPREAD} * (SELECT MIN(bound) FROM s)),"
+            " e AS MATERIALIZED (SELECT COALESCE(r.qs[1] && COALESCE(r.qs[2], r.qs[1])"
+            " && COALESCE(r.qs[3], r.qs[1]),"
+            f" to_tsquery('{TS_CONFIG}', %s)) AS driver,"
+            f" to_tsquery('{TS_CONFIG}', %s) AS everything FROM r),"
+            # a CTE is planned for all its rows: with LIMIT 1 on the scan itself the
+            # planner hopes for an early hit and reads the whole table
+            f" m AS MATERIALIZED (SELECT f.id FROM e, {rows}"
+            f" WHERE f.tsv @@ e.driver AND ts_match_vq(f.tsv, e.everything){where})"
+        )
+        tail += ", EXISTS (SELECT 1 FROM m)"
+    row = run(statement + tail, params)[0]
     return ClauseStats(
         documents=int(row[0] or 0),
         average=max(1.0, float(row[1] or 1.0)),
         kept=[None if df is None else int(df) for df in row[2]],
         bounds=[None if bound is None else int(bound) for bound in row[3]],
+        matched=bool(row[4]) if probe is not None else None,
     )
 
 
@@ -353,16 +392,28 @@ class _Plan:
             return _Leg(_both(self.clauses, chosen), self.text, self.limit)
         return _Leg(self.text, None, self.limit)
 
-    def probes(self, stats: ClauseStats) -> bool:
-        """Whether an all-terms query first asks whether anything matches: many clauses
-        seldom all match, and the answer comes before any df is counted and before the long
-        ranking statement (10 ms to plan for ten clauses) runs; a short query whose
-        frequencies are all kept ranks at once (nothing matching: nothing ranked)."""
-        return len(self.clauses) >= PROBE_CLAUSES or None in stats.kept
+    def stats_probing(self) -> ClauseStats:
+        """The clauses' figures for an all-terms query; from PROBE_CLAUSES clauses on, the
+        same statement asks whether anything matches: many clauses seldom all match, and the
+        answer comes before any df is counted and before the long ranking statement (10 ms
+        to plan for ten clauses) runs."""
+        probe = None
+        if len(self.clauses) >= PROBE_CLAUSES:
+            probe = Probe(self.text, self.collection, self.within)
+        return clause_stats(self.run, self.clauses, probe)
+
+    def asks_apart(self, stats: ClauseStats) -> bool:
+        """Whether a shorter all-terms query with a df to count asks first, in a statement
+        of its own, whether anything matches (the count reads every row holding any of its
+        words); one whose frequencies are all kept ranks at once (nothing matching: nothing
+        ranked)."""
+        return stats.matched is None and None in stats.kept
 
     def all_terms(self, figures: _Figures) -> list[tuple[Any, ...]]:
         leg = self.every_leg(figures.stats)
-        if leg is None or (self.probes(figures.stats) and not self.matches(leg)):
+        if leg is None or figures.stats.matched is False:
+            return []
+        if self.asks_apart(figures.stats) and not self.matches(leg):
             return []
         return self.ranked(figures.idf(), figures.stats, [leg])
 
