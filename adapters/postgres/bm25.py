@@ -126,8 +126,6 @@ def filled_rows(
     limit: int,
     collection: str | None,
     within: frozenset[int] | None = None,
-    *,
-    trace: list[str] | None = None,
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The rows `ranked_rows` gives for `query` with every term required and, when they fall
     short of `limit`, the any-term rows not among them that fill it (domain.lexfill), for
@@ -143,11 +141,11 @@ def filled_rows(
         return [], []
     negated = any(clause.negated for clause in query.clauses)
     limit = sql_limit(limit)
-    every_plan = _Plan(run, clauses, text, negated, limit, collection, within, trace)
+    every_plan = _Plan(run, clauses, text, negated, limit, collection, within, None)
     # every any-term row the fill could keep is among the best 2 * limit: the every-term rows
     # it leaves out are fewer than `limit`
     wide = sql_limit(2 * limit)
-    any_plan = _Plan(run, clauses, any_text, negated, wide, collection, within, trace)
+    any_plan = _Plan(run, clauses, any_text, negated, wide, collection, within, None)
     try:
         figures = _Figures(run, clauses, every_plan.stats_probing())
         leg = every_plan.every_leg(figures.stats)
@@ -169,7 +167,7 @@ def filled_rows(
         return every, []
     wanted = sql_limit(limit + len(every))
     try:
-        wider = _Plan(run, clauses, any_text, negated, wanted, collection, within, trace).any_term(
+        wider = _Plan(run, clauses, any_text, negated, wanted, collection, within, None).any_term(
             figures
         )
     except psycopg.Error:
