@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from domain.errors import OUT_OF_ROOT, QmdError
-from domain.lexfill import FilledHits
+from domain.lexfill import FilledHits, merge_filled
 from domain.lexquery import LexQuery
 from domain.model import Collection, DocumentMeta, LexHit, VectorHit
 from domain.paths import parse_line_ref
@@ -295,19 +295,14 @@ class RootScopedLexicalIndex:
         collection: str | None,
         within: frozenset[int] | None = None,
     ) -> FilledHits:
-        """Each allowed collection's every-term and fill hits, merged: when the merged
-        every-term hits fall short of `limit`, each collection's were all of its own, and its
-        fill left room for at least as many as the merged fill keeps."""
-        every: list[LexHit] = []
-        fill: list[LexHit] = []
-        for name in _scopes(collection, self._scope):
-            named_every, named_fill = self._inner.search_lex_filled(query, limit, name, within)
-            every += named_every
-            fill += named_fill
-        every = sorted(every, key=lambda hit: hit.bm25)[:limit]
-        if len(every) >= limit:
-            return every, []
-        return every, sorted(fill, key=lambda hit: hit.bm25)[: limit - len(every)]
+        """Each allowed collection's every-term and fill hits, merged (domain.lexfill)."""
+        return merge_filled(
+            [
+                self._inner.search_lex_filled(query, limit, name, within)
+                for name in _scopes(collection, self._scope)
+            ],
+            limit,
+        )
 
 
 class RootScopedVectorIndex:

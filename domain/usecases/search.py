@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from domain.bounds import check_query
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
-from domain.lexfill import FilledHits
+from domain.lexfill import FilledHits, merge_filled
 from domain.lexquery import LexQuery, parse_lex_query
 from domain.model import (
     Document,
@@ -464,23 +464,17 @@ class Searcher:
         if len(query.positives) < 2 or not query.is_searchable:
             return self._lex_merged(query, limit, collections), []
         scopes: list[str | None] = list(collections) if collections is not None else [None]
-        every_legs: list[list[Candidate]] = []
-        fill_legs: list[list[Candidate]] = []
+        parts: list[FilledHits] = []
         for scope in scopes:
             self._check()
             # one call per scope: an index may share work between the two rules (PostgreSQL
-            # reads the corpus figures once). A scope's every-term hits are all of them
-            # whenever the merged ones fall short of the limit, and its fill then leaves room
-            # for at least as many as the merged fill needs.
-            every, fill = self._lexical.search_lex_filled(query, limit, scope)
-            every_legs.append([Candidate(h.document, normalize_bm25(h.bm25)) for h in every])
-            fill_legs.append(
-                [Candidate(h.document, normalize_bm25(h.bm25), partial=True) for h in fill]
-            )
-        strict = _merge_best(every_legs, limit)
-        if len(strict) >= limit:
-            return strict, []
-        return strict, _merge_best(fill_legs, limit - len(strict))
+            # reads the corpus figures once)
+            parts.append(self._lexical.search_lex_filled(query, limit, scope))
+        every, fill = merge_filled(parts, limit)
+        return (
+            [Candidate(h.document, normalize_bm25(h.bm25)) for h in every],
+            [Candidate(h.document, normalize_bm25(h.bm25), partial=True) for h in fill],
+        )
 
     def _vec_leg(
         self, vector: Sequence[float], limit: int, collection: str | None
