@@ -177,7 +177,7 @@ def filled_rows(
 
 
 @dataclass(frozen=True)
-class Probe:
+class MatchProbe:
     """An all-terms query's text and where it is searched: `clause_stats` also says whether
     any row there matches it."""
 
@@ -186,7 +186,9 @@ class Probe:
     within: frozenset[int] | None
 
 
-def clause_stats(run: Runner, clauses: Sequence[str], probe: Probe | None = None) -> ClauseStats:
+def clause_stats(
+    run: Runner, clauses: Sequence[str], probe: MatchProbe | None = None
+) -> ClauseStats:
     """One statement: N and the average length (`fts_stats`), and each clause's kept df and
     bound. A clause parsing to one lexeme prints as 'lexeme', a prefix as 'lexeme':* (folded
     lexemes hold letters and digits only); anything else has neither.
@@ -397,7 +399,7 @@ class _Plan:
         to plan for ten clauses) runs."""
         probe = None
         if len(self.clauses) >= PROBE_CLAUSES:
-            probe = Probe(self.text, self.collection, self.within)
+            probe = MatchProbe(self.text, self.collection, self.within)
         return clause_stats(self.run, self.clauses, probe)
 
     def asks_apart(self, stats: ClauseStats) -> bool:
