@@ -1,24 +1,27 @@
 """The service's settings (`qmd mcp`, `qmd server`): flags, then the environment, then a
-`.env` file, then the defaults (docs/decisions/0032).
+`.env` file, then the defaults (docs/decisions/0032 and its 2026-11-29 amendment).
 
-The `.env` file is read only when named (`--env-file PATH` or `QMD_ENV_FILE`): a file in
-whatever folder the server happens to start in is not trusted to reconfigure it (the same
-reason a project-local `index.yml` needs approval). The exception is a surface whose seed
-says its service is configured through `.env` (LDIMS, seed 003 §7.1): it reads the working
-folder's `.env` when no file is named. Its variables fill in what the real
-environment leaves unset, for every `QMD_*` setting the process reads (models, token,
-allow-lists too), not only the ones below. The names seed 003 gives
-(`MCP_REQUEST_TIMEOUT_SECONDS`, `LOG_LEVEL`, `SEARCH_MAX_RESULTS_HARD_LIMIT`) are read too,
-after the `QMD_*` ones. A bad value is refused at start with `invalid-argument`, naming the
-variable and where it came from.
+A `.env` file named by the user (`--env-file PATH` or `QMD_ENV_FILE` in the real
+environment) is their choice: its variables fill in what the real environment leaves unset,
+for every setting the process reads. A surface whose seed configures its service through
+`.env` (LDIMS, seed 003 §7.1) also reads the working folder's `.env` when no file is named;
+that file came with the folder, so until the user approves it (`qmd trust FILE`, a digest of
+its bytes) only the seed's harmless settings are taken from it (`FOLDER_ENV_VARIABLES`,
+REQ-SEC-ENV-001) and every other variable it sets is refused and named (REQ-SEC-ENV-002).
+The names seed 003 gives (`MCP_REQUEST_TIMEOUT_SECONDS`, `LOG_LEVEL`,
+`SEARCH_MAX_RESULTS_HARD_LIMIT`) are read after the `QMD_*` ones. A bad value is refused at
+start with `invalid-argument`, naming the variable and where it came from.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import math
 import os
+import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from domain.errors import INVALID_ARGUMENT, QmdError
@@ -42,6 +45,11 @@ VARIABLES: dict[str, tuple[str, ...]] = {
     "models_idle_unload": ("QMD_MODELS_IDLE_UNLOAD",),
     "watch": ("QMD_WATCH",),
 }
+# What a working folder's `.env` may set before the user approves it (REQ-SEC-ENV-001): seed
+# 003 §7.1's service settings, which bound a request's time, the log's detail and the number
+# of results; none names a file, an address, a model, a key or a trust decision.
+FOLDER_SETTINGS = ("request_timeout", "log_level", "max_results")
+FOLDER_ENV_VARIABLES = frozenset(name for setting in FOLDER_SETTINGS for name in VARIABLES[setting])
 
 
 @dataclass(frozen=True)
@@ -55,38 +63,95 @@ class ServiceSettings:
     env_file: str | None = None
     # the time limit of a call that waits on the client (REQ-MEM-SAMPLING-001)
     sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S
+    # what an unapproved working-folder `.env` set and was refused (REQ-SEC-ENV-002)
+    refused: tuple[str, ...] = field(default=())
+
+    def refusal_notice(self) -> str | None:
+        """One stderr line naming every refused variable and the command that approves the
+        file, or None when nothing was refused."""
+        if not self.refused or self.env_file is None:
+            return None
+        allowed = ", ".join(sorted(FOLDER_ENV_VARIABLES))
+        return (
+            f"qmd: ignored {', '.join(self.refused)} from {self.env_file}: a working folder's "
+            f".env may set only {allowed} until you approve it; "
+            f"approve it with: qmd trust {shlex.quote(self.env_file)}"
+        )
 
 
-def read_env_file(path: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class EnvFileText:
+    """A `.env` file as read once: its variables and the digest of the bytes they came from
+    (what `qmd trust FILE` approves)."""
+
+    path: str
+    values: dict[str, str]
+    digest: str
+
+
+def read_env_file(path: str) -> EnvFileText:
     """`KEY=value` lines of a `.env` file (python-dotenv's syntax: quotes, `export`,
-    comments, `${VAR}` expansion); a missing or unreadable file is `invalid-argument`."""
+    comments, `${VAR}` expansion); a missing or unreadable file is `invalid-argument`. The
+    bytes are read once, so the digest is of exactly what was parsed."""
     from dotenv import dotenv_values
 
     if not os.path.isfile(path):
         raise QmdError(INVALID_ARGUMENT, f"env file not found: {path}")
     try:
-        with open(path, encoding="utf-8") as handle:
-            values = dotenv_values(stream=handle, interpolate=True)
+        with open(path, "rb") as handle:
+            data = handle.read()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise QmdError(INVALID_ARGUMENT, f"env file {path} cannot be read: {error}") from error
-    return {key: value for key, value in values.items() if value is not None}
+    values = dotenv_values(stream=io.StringIO(text), interpolate=True)
+    return EnvFileText(
+        path,
+        {key: value for key, value in values.items() if value is not None},
+        env_file_digest(data),
+    )
 
 
-def merged_environment(
-    environ: Mapping[str, str], env_file: str | None
-) -> tuple[dict[str, str], dict[str, str]]:
-    """(the environment with the file's variables under the real ones, the file's own)."""
-    path = env_file or environ.get(ENV_FILE_VAR) or None
-    from_file = read_env_file(path) if path else {}
-    return {**from_file, **environ}, from_file
+def env_file_digest(data: bytes) -> str:
+    """sha256 of the file's bytes: any edit asks for approval again."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def env_file_approved(env_file: EnvFileText, environ: Mapping[str, str]) -> bool:
+    """Approved by `qmd trust FILE`, in the trust file of the real environment's config
+    folder (never one the file itself names)."""
+    from adapters.config.trust import TrustStore
+
+    return TrustStore(environ).is_env_trusted(env_file.path, env_file.digest)
+
+
+def working_env_file(folder: str) -> str | None:
+    path = os.path.join(os.path.abspath(folder), WORKING_ENV_FILE)
+    return path if os.path.isfile(path) else None
 
 
 def resolve_settings(
-    flags: Mapping[str, Any], environ: Mapping[str, str], env_file: str | None = None
+    flags: Mapping[str, Any],
+    environ: Mapping[str, str],
+    env_file: str | None = None,
+    working_folder: str | None = None,
 ) -> ServiceSettings:
-    """`flags`: the command line's values (None where not given), keyed like VARIABLES."""
-    env, from_file = merged_environment(environ, env_file)
+    """`flags`: the command line's values (None where not given), keyed like VARIABLES.
+    `env_file` (else `QMD_ENV_FILE`) names the user's file, honoured in full; without one,
+    `working_folder` (given for a surface that reads it) supplies its `.env`, honoured in full
+    once approved and otherwise only for FOLDER_ENV_VARIABLES."""
     path = env_file or environ.get(ENV_FILE_VAR) or None
+    refused: tuple[str, ...] = ()
+    from_file: dict[str, str] = {}
+    if path:
+        from_file = read_env_file(path).values
+    elif working_folder is not None and (found := working_env_file(working_folder)):
+        path = found
+        text = read_env_file(found)
+        from_file = text.values
+        if not env_file_approved(text, environ):
+            from_file = {k: v for k, v in text.values.items() if k in FOLDER_ENV_VARIABLES}
+            refused = tuple(sorted(set(text.values) - FOLDER_ENV_VARIABLES))
+    env = {**from_file, **environ}
 
     def pick(setting: str, parse: Callable[[str], T], default: T) -> T:
         flag = flags.get(setting)
@@ -112,6 +177,7 @@ def resolve_settings(
         env=env,
         env_file=path,
         sampling_timeout_s=pick("sampling_timeout", positive_seconds, DEFAULT_SAMPLING_TIMEOUT_S),
+        refused=refused,
     )
 
 
