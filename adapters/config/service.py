@@ -31,6 +31,8 @@ T = TypeVar("T")
 ENV_FILE_VAR = "QMD_ENV_FILE"
 # the working folder's file, read by a surface whose seed configures it so (seed 003 §7.1)
 WORKING_ENV_FILE = ".env"
+# a settings file is a few lines; a folder's multi-gigabyte `.env` must not stall the start
+ENV_FILE_MAX_BYTES = 1 << 20
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 # a call that waits on the client's LLM (sampling) may take minutes on a CPU
 DEFAULT_SAMPLING_TIMEOUT_S = 300.0
@@ -99,10 +101,14 @@ def read_env_file(path: str) -> EnvFileText:
         raise QmdError(INVALID_ARGUMENT, f"env file not found: {path}")
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            data = handle.read(ENV_FILE_MAX_BYTES + 1)
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise QmdError(INVALID_ARGUMENT, f"env file {path} cannot be read: {error}") from error
+    if len(data) > ENV_FILE_MAX_BYTES:
+        raise QmdError(
+            INVALID_ARGUMENT, f"env file {path} is over {ENV_FILE_MAX_BYTES} bytes; not read"
+        )
     values = dotenv_values(stream=io.StringIO(text), interpolate=True)
     return EnvFileText(
         path,

@@ -13,6 +13,7 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from adapters.config.service import (
+    ENV_FILE_MAX_BYTES,
     FOLDER_ENV_VARIABLES,
     LOG_LEVELS,
     read_env_file,
@@ -209,3 +210,12 @@ def test_any_variable_but_the_seed_settings_is_refused(name: str) -> None:
         assert resolved.refused == ()
     else:
         assert resolved.refused == (name,) and resolved.env.get(name) == environ.get(name)
+
+
+def test_an_oversized_env_file_is_refused_without_reading_it_all(tmp_path: Path) -> None:
+    folder, environ = _folder(tmp_path, "")
+    with (folder / ".env").open("wb") as handle:
+        handle.truncate(ENV_FILE_MAX_BYTES * 64)  # sparse: costs no disk
+    with pytest.raises(QmdError) as caught:
+        resolve_settings({}, environ, working_folder=str(folder))
+    assert caught.value.code == INVALID_ARGUMENT and "is over" in caught.value.message
