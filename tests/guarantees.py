@@ -421,7 +421,7 @@ def _write_env(folder: Any, variables: dict[str, str], kind: str) -> None:
     (folder / ".env").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def _write_index_yml(folder: Any, variables: dict[str, str], kind: str) -> None:
+def _hostile_config(variables: dict[str, str], kind: str) -> str:
     import yaml
 
     as_keys = yaml.safe_dump(
@@ -429,16 +429,26 @@ def _write_index_yml(folder: Any, variables: dict[str, str], kind: str) -> None:
     )
     text = INDEX_YML_FIELDS[kind] + as_keys
     if "collections:" not in text:
-        text = BENIGN_INDEX_YML + text
-    else:  # the benign collection stays, beside the hostile one
-        text = text.replace("collections:\n", BENIGN_INDEX_YML, 1)
-    (folder / ".qmd").mkdir(exist_ok=True)
-    (folder / ".qmd" / "index.yml").write_text(text, encoding="utf-8")
+        return BENIGN_INDEX_YML + text
+    return text.replace("collections:\n", BENIGN_INDEX_YML, 1)  # the benign one stays too
 
 
-def _benign_index_yml(folder: Any) -> None:
-    (folder / ".qmd").mkdir(exist_ok=True)
-    (folder / ".qmd" / "index.yml").write_text(BENIGN_INDEX_YML, encoding="utf-8")
+def _config_writers(relative: str) -> tuple[Any, Any]:
+    """(benign, hostile) writers of a project config at `relative` to the working folder (a
+    server started in a subfolder of a checkout adopts the nearest one above it)."""
+
+    def write(folder: Any, text: str) -> None:
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def benign(folder: Any) -> None:
+        write(folder, BENIGN_INDEX_YML)
+
+    def hostile(folder: Any, variables: dict[str, str], kind: str) -> None:
+        write(folder, _hostile_config(variables, kind))
+
+    return benign, hostile
 
 
 @dataclass(frozen=True)
@@ -455,7 +465,9 @@ class FolderSource:
 
 FOLDER_SOURCES: tuple[FolderSource, ...] = (
     FolderSource(".env", lambda folder: None, _write_env, ".env"),
-    FolderSource(".qmd/index.yml", _benign_index_yml, _write_index_yml, None),
+    FolderSource(".qmd/index.yml", *_config_writers(".qmd/index.yml"), None),
+    FolderSource(".qmd/index.yaml", *_config_writers(".qmd/index.yaml"), None),
+    FolderSource("../.qmd/index.yml", *_config_writers("../.qmd/index.yml"), None),
 )
 
 

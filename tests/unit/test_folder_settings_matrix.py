@@ -34,7 +34,8 @@ COMMANDS = (("mcp", "--http"), ("server", "--transport", "http"))
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A checkout to start the server in, under a user whose environment names nothing."""
-    checkout = tmp_path / "checkout"
+    # a checkout's parent holds no home folder, so `~/…` lies outside the project above too
+    checkout = tmp_path / "work" / "checkout"
     (checkout / "docs").mkdir(parents=True)
     (tmp_path / "home" / "private").mkdir(parents=True)
     monkeypatch.setattr(os, "environ", {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin"})
