@@ -122,6 +122,14 @@ def opted_in(env: Mapping[str, str]) -> bool:
     return any(_truthy(env.get(name)) for name in OPT_IN_VARIABLES)
 
 
+def env_file_key(env_path: str) -> str:
+    """Where a `.env` lies, its folder's links resolved but not the file's own: an approval
+    holds for the file in that folder, so a `.env` elsewhere linked to an approved one is not
+    approved (its relative paths would name another folder's files)."""
+    absolute = os.path.abspath(env_path)
+    return os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
+
+
 class TrustStore:
     """`<config dir>/trusted.json`: {resolved config path: {hooks: digest, trustedAt}}."""
 
@@ -153,10 +161,10 @@ class TrustStore:
         self._record(config_path, "hooks", digest)
 
     def is_env_trusted(self, env_path: str, digest: str) -> bool:
-        return self.load().get(os.path.abspath(env_path), {}).get("env") == digest
+        return self.load().get(env_file_key(env_path), {}).get("env") == digest
 
     def record_env(self, env_path: str, digest: str) -> None:
-        self._record(env_path, "env", digest)
+        self._record(env_file_key(env_path), "env", digest)
 
     def _record(self, path: str, kind: str, digest: str) -> None:
         records = self.load()

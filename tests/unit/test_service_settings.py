@@ -219,3 +219,22 @@ def test_an_oversized_env_file_is_refused_without_reading_it_all(tmp_path: Path)
     with pytest.raises(QmdError) as caught:
         resolve_settings({}, environ, working_folder=str(folder))
     assert caught.value.code == INVALID_ARGUMENT and "is over" in caught.value.message
+
+
+def test_a_link_to_an_approved_env_elsewhere_is_not_approved(tmp_path: Path) -> None:
+    """Approval is for the file in its folder: a checkout linking `.env` to the user's
+    approved one would have its relative paths name the checkout's files."""
+    approved = tmp_path / "deploy"
+    approved.mkdir()
+    (approved / ".env").write_text("INDEX_PATH=./idx.sqlite\n", encoding="utf-8")
+    folder, environ = _folder(tmp_path, "")
+    (folder / ".env").unlink()
+    (folder / ".env").symlink_to(approved / ".env")
+    TrustStore(environ).record_env(
+        str(approved / ".env"), read_env_file(str(approved / ".env")).digest
+    )
+    assert resolve_settings({}, environ, working_folder=str(approved)).refused == ()
+    assert resolve_settings({}, environ, working_folder=str(folder)).refused == ("INDEX_PATH",)
+    # the folder itself reached through a link is the same folder
+    (tmp_path / "via").symlink_to(approved)
+    assert resolve_settings({}, environ, working_folder=str(tmp_path / "via")).refused == ()

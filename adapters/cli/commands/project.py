@@ -136,10 +136,10 @@ def _trust_env_file(file: str, revoke: bool) -> int:
     """Approve (or revoke) a `.env` file: its variables are then read in full by a server
     started in its folder, until the file changes (a digest of its bytes)."""
     from adapters.config.service import read_env_file
-    from adapters.config.trust import TrustStore
+    from adapters.config.trust import TrustStore, env_file_key
     from domain.errors import QmdError
 
-    path = os.path.abspath(file)
+    path = env_file_key(file)
     store = TrustStore(os.environ)
     if revoke:
         if store.revoke(path):
