@@ -83,20 +83,27 @@ class ServiceSettings:
 
 @dataclass(frozen=True)
 class EnvFileText:
-    """A `.env` file as read once: its variables and the digest of the bytes they came from
-    (what `qmd trust FILE` approves)."""
+    """A `.env` file as read once: its text and the digest of its bytes (what
+    `qmd trust FILE` approves), so the variables are always those of the approved bytes."""
 
     path: str
-    values: dict[str, str]
+    text: str
     digest: str
+
+    def variables(self, interpolate: bool = True) -> dict[str, str]:
+        """`interpolate`: expand `${VAR}` from the process environment; an unapproved file
+        gets none, so it cannot copy a secret of the environment into a value that an error
+        message or a log would show."""
+        from dotenv import dotenv_values
+
+        values = dotenv_values(stream=io.StringIO(self.text), interpolate=interpolate)
+        return {key: value for key, value in values.items() if value is not None}
 
 
 def read_env_file(path: str) -> EnvFileText:
-    """`KEY=value` lines of a `.env` file (python-dotenv's syntax: quotes, `export`,
-    comments, `${VAR}` expansion); a missing or unreadable file is `invalid-argument`. The
-    bytes are read once, so the digest is of exactly what was parsed."""
-    from dotenv import dotenv_values
-
+    """A `.env` file (python-dotenv's syntax: quotes, `export`, comments, `${VAR}`
+    expansion); a missing, unreadable or oversized file is `invalid-argument`. The bytes are
+    read once, so the digest is of exactly what is parsed."""
     if not os.path.isfile(path):
         raise QmdError(INVALID_ARGUMENT, f"env file not found: {path}")
     try:
@@ -109,12 +116,7 @@ def read_env_file(path: str) -> EnvFileText:
         raise QmdError(
             INVALID_ARGUMENT, f"env file {path} is over {ENV_FILE_MAX_BYTES} bytes; not read"
         )
-    values = dotenv_values(stream=io.StringIO(text), interpolate=True)
-    return EnvFileText(
-        path,
-        {key: value for key, value in values.items() if value is not None},
-        env_file_digest(data),
-    )
+    return EnvFileText(path, text, env_file_digest(data))
 
 
 def env_file_digest(data: bytes) -> str:
@@ -149,14 +151,16 @@ def resolve_settings(
     refused: tuple[str, ...] = ()
     from_file: dict[str, str] = {}
     if path:
-        from_file = read_env_file(path).values
+        from_file = read_env_file(path).variables()
     elif working_folder is not None and (found := working_env_file(working_folder)):
         path = found
         text = read_env_file(found)
-        from_file = text.values
-        if not env_file_approved(text, environ):
-            from_file = {k: v for k, v in text.values.items() if k in FOLDER_ENV_VARIABLES}
-            refused = tuple(sorted(set(text.values) - FOLDER_ENV_VARIABLES))
+        if env_file_approved(text, environ):
+            from_file = text.variables()
+        else:
+            variables = text.variables(interpolate=False)
+            from_file = {k: v for k, v in variables.items() if k in FOLDER_ENV_VARIABLES}
+            refused = tuple(sorted(set(variables) - FOLDER_ENV_VARIABLES))
     env = {**from_file, **environ}
 
     def pick(setting: str, parse: Callable[[str], T], default: T) -> T:

@@ -238,3 +238,20 @@ def test_a_link_to_an_approved_env_elsewhere_is_not_approved(tmp_path: Path) -> 
     # the folder itself reached through a link is the same folder
     (tmp_path / "via").symlink_to(approved)
     assert resolve_settings({}, environ, working_folder=str(tmp_path / "via")).refused == ()
+
+
+def test_an_unapproved_env_cannot_copy_a_secret_into_a_shown_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`${VAR}` is not expanded in an unapproved file: a bad value's error shows the text."""
+    folder, environ = _folder(tmp_path, "LOG_LEVEL=${QMD_HTTP_TOKEN}\n")
+    monkeypatch.setenv("QMD_HTTP_TOKEN", "s3cret-token")  # dotenv expands from the process's
+    with pytest.raises(QmdError) as caught:
+        resolve_settings({}, environ, working_folder=str(folder))
+    assert "s3cret-token" not in caught.value.message
+    assert "${QMD_HTTP_TOKEN}" in caught.value.message
+    path = str(folder / ".env")
+    TrustStore(environ).record_env(path, read_env_file(path).digest)
+    with pytest.raises(QmdError) as approved:
+        resolve_settings({}, environ, working_folder=str(folder))
+    assert "s3cret-token" in approved.value.message  # approved: expanded, as before

@@ -151,9 +151,10 @@ def _trust_env_file(file: str, revoke: bool) -> int:
         text = read_env_file(path)
     except QmdError as error:
         raise CommandError(f"qmd trust: {error.message}", code=1) from error
-    if text.values:
+    variables = text.variables(interpolate=False)  # as written: what is being approved
+    if variables:
         out("This .env file sets:\n")
-        out("".join(f"  {name}={_shown(name, value)}\n" for name, value in text.values.items()))
+        out("".join(f"  {name}={_shown(name, value)}\n" for name, value in variables.items()))
     store.record_env(path, text.digest)
     out(
         f"✓ Trusted {path}\n"
