@@ -68,6 +68,6 @@ ENTRYPOINT ["qmd"]
 # Listening on every interface needs an allow-list (QMD_ALLOWED_HOSTS / QMD_ALLOWED_ORIGINS)
 # or a bearer token (QMD_HTTP_TOKEN): without one `qmd` refuses to start (docs/spec/http.md).
 # With LDIMS_API_BASE_URL set, the same command serves from that LDIMS backend instead of
-# /data's index (deploy/README.md, two services). A `.env` in the working folder
-# (/home/qmd) configures it too.
+# /data's index (deploy/README.md, two services). A mounted `.env` is named with QMD_ENV_FILE
+# or --env-file; one in the working folder sets only the seed's three settings unapproved.
 CMD ["mcp", "--surface", "ldims", "--http", "--host", "0.0.0.0", "--port", "8181"]

@@ -11,6 +11,7 @@ from the tool's input schema. A new surface is covered by registering it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import queue
 import threading
@@ -351,3 +352,190 @@ def replies_of(reply: HttpReply) -> list[dict[str, Any]]:
         return [json.loads(reply.body)]
     text = reply.body.decode()
     return [json.loads(line[6:]) for line in text.split("\n") if line.startswith("data: ")]
+
+
+# -- a folder's files cannot change a server's security settings (REQ-SEC-ENV-004) ------------
+#
+# Declared tables: each class of security setting with the variables (and the hostile values)
+# a folder would use to change it, and each file a folder can carry that a server reads. The
+# matrix (tests/unit/test_folder_settings_matrix.py) is their product for every registered
+# surface: a new setting class, variable or source joins it by being declared here, and every
+# variable the code names joins the `.env` rows on its own (`process_variables`).
+
+SETTING_CLASSES: dict[str, dict[str, str]] = {
+    "trust": {"QMD_TRUST_LOCAL_CONFIG": "1", "QMD_TRUST_UPDATE_HOOKS": "1"},
+    "paths": {
+        "INDEX_PATH": "./idx.sqlite",
+        "QMD_CONFIG_DIR": "./cfg",
+        "XDG_CONFIG_HOME": "./xdg-config",
+        "XDG_CACHE_HOME": "./xdg-cache",
+        "XDG_DATA_HOME": "./xdg-data",
+        "QMD_MEMORY_DIR": "./memory",
+        "QMD_SESSIONS_DIR": "./sessions",
+        "QMD_SESSIONS_VAULT": "./vault",
+        "HOME": "./home",
+    },
+    "network": {
+        "QMD_HOST": "0.0.0.0",
+        "QMD_ALLOWED_ORIGINS": "*",
+        "QMD_ALLOWED_HOSTS": "*",
+        "QMD_HTTP_TOKEN": "folder-token",
+    },
+    "watch": {"QMD_WATCH": "1"},
+    "models": {
+        "QMD_EMBED_MODEL": "hf:folder/evil/embed.gguf",
+        "QMD_RERANK_MODEL": "hf:folder/evil/rerank.gguf",
+        "QMD_GENERATE_MODEL": "openai:folder-model",
+    },
+    "remote": {
+        "LDIMS_API_BASE_URL": "http://folder.example/api",
+        "QMD_OPENAI_BASE_URL": "http://folder.example/v1",
+        "OLLAMA_HOST": "folder.example:11434",
+        "HF_ENDPOINT": "http://folder.example",
+    },
+    "keys": {
+        "QMD_OPENAI_API_KEY": "sk-folder",
+        "OPENAI_API_KEY": "sk-folder",
+        "QMD_EMBED_API_KEY": "sk-folder",
+        "QMD_OPENAI_API_KEY_FILE": "./key",
+    },
+}
+
+# what a `.qmd/index.yml` can say for each class in its own fields, besides naming variables
+INDEX_YML_FIELDS: dict[str, str] = {
+    "trust": "trusted: true\ntrust: {hooks: true, paths: true, models: true}\n",
+    "paths": "index_url: postgresql://folder@folder.example/db?options=-csearch_path%3Dfolder\n"
+    "collections:\n  private:\n    path: ~/private\n    pattern: '**/*.md'\n",
+    "network": "host: 0.0.0.0\nallowed_origins: ['*']\nallowed_hosts: ['*']\ntoken: folder\n",
+    "watch": "watch: true\n",
+    "models": "models:\n  embed: hf:folder/evil/embed.gguf\n  rerank: hf:folder/evil/rerank.gguf\n"
+    "  generate: openai:folder-model?key_env=HOME\n",
+    "remote": "ldims_api_base_url: http://folder.example/api\n",
+    "keys": "api_key: sk-folder\n",
+}
+BENIGN_INDEX_YML = "collections:\n  docs:\n    path: docs\n    pattern: '**/*.md'\n"
+
+
+def _write_env(folder: Any, variables: dict[str, str], kind: str) -> None:
+    lines = [f"{name}={value}" for name, value in variables.items()]
+    (folder / ".env").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _hostile_config(variables: dict[str, str], kind: str) -> str:
+    import yaml
+
+    as_keys = yaml.safe_dump(
+        {"env": variables, **variables, **{k.lower(): v for k, v in variables.items()}}
+    )
+    text = INDEX_YML_FIELDS[kind] + as_keys
+    if "collections:" not in text:
+        return BENIGN_INDEX_YML + text
+    return text.replace("collections:\n", BENIGN_INDEX_YML, 1)  # the benign one stays too
+
+
+def _config_writers(relative: str) -> tuple[Any, Any]:
+    """(benign, hostile) writers of a project config at `relative` to the working folder (a
+    server started in a subfolder of a checkout adopts the nearest one above it)."""
+
+    def write(folder: Any, text: str) -> None:
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def benign(folder: Any) -> None:
+        write(folder, BENIGN_INDEX_YML)
+
+    def hostile(folder: Any, variables: dict[str, str], kind: str) -> None:
+        write(folder, _hostile_config(variables, kind))
+
+    return benign, hostile
+
+
+@dataclass(frozen=True)
+class FolderSource:
+    """A file a folder can carry that a server started there reads: how a benign folder has
+    it, how a hostile one sets a class of settings in it, and the file `qmd trust` approves
+    (None when approval is not the file's alone to give: a config's gated fields)."""
+
+    name: str
+    benign: Any  # (folder) -> None
+    hostile: Any  # (folder, {variable: value}, class) -> None
+    approvable: str | None
+
+
+FOLDER_SOURCES: tuple[FolderSource, ...] = (
+    FolderSource(".env", lambda folder: None, _write_env, ".env"),
+    FolderSource(".qmd/index.yml", *_config_writers(".qmd/index.yml"), None),
+    FolderSource(".qmd/index.yaml", *_config_writers(".qmd/index.yaml"), None),
+    FolderSource("../.qmd/index.yml", *_config_writers("../.qmd/index.yml"), None),
+)
+
+
+@functools.cache
+def process_variables() -> frozenset[str]:
+    """Every name in the code under adapters/ and domain/ that could be an environment
+    variable (an upper-case string constant with an underscore): more than the process reads,
+    never less, so a variable added to the code joins the matrix without being declared."""
+    import ast
+    import re
+    from pathlib import Path
+
+    shape = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+    root = Path(__file__).resolve().parent.parent
+    names: set[str] = set()
+    for folder in ("adapters", "domain"):
+        for path in (root / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                value = node.value if isinstance(node, ast.Constant) else None
+                if isinstance(value, str) and shape.fullmatch(value):
+                    names.add(value)
+    return frozenset(names)
+
+
+def server_view(argv: Sequence[str]) -> dict[str, Any]:
+    """What a server started in the working folder with `qmd <argv>` would run with, per
+    setting class, read through the code `qmd mcp`/`qmd server` run before they build
+    anything (the test sets the working folder and os.environ)."""
+    from adapters.bootstrap import builtin_models
+    from adapters.cli.commands.servers import startup_settings
+    from adapters.cli.parser import build_parser
+    from adapters.config.trust import TrustStore, decide, opted_in, untrusted_view
+    from adapters.config.yaml_config import cache_dir, config_dir, load_config
+    from adapters.http.guard import OriginPolicy
+    from adapters.locations import index_location, memory_folder, session_folders
+    from adapters.models.references import select_model_refs
+
+    parser, _commands = build_parser(argv[0])
+    _surface, settings, options = startup_settings(parser.parse_args(list(argv)))
+    env = settings.env
+    location, config_path = index_location(None, env)
+    config = load_config(config_path)
+    decision = decide(config, config_path, env, builtin_models())
+    usable = untrusted_view(config, decision)
+    variables = {name for table in SETTING_CLASSES.values() for name in table}
+    return {
+        # whether a checked-in config's gated fields are used shows in paths and models
+        "trust": (opted_in(env), TrustStore(env).path),
+        "paths": (
+            location,
+            config_path,
+            config_dir(env),
+            cache_dir(env),
+            memory_folder(location, env),
+            session_folders(env),
+            sorted((name, c.path) for name, c in usable.collections.items()),
+        ),
+        "network": (
+            options.host,
+            options.port,
+            options.token,
+            OriginPolicy.build(options.host, env, options.allow_origins, options.allow_hosts),
+        ),
+        "watch": settings.watch,
+        "models": select_model_refs(usable.models, env),
+        "remote": {name: env.get(name) for name in SETTING_CLASSES["remote"]},
+        "keys": {name: env.get(name) for name in SETTING_CLASSES["keys"]},
+        # every variable the process and its libraries would see (os.environ is updated
+        # from these, and never overrides the real environment)
+        "environment": {name: env.get(name) for name in sorted(variables | process_variables())},
+    }

@@ -13,6 +13,12 @@ per config file in `<config dir>/trusted.json` as a sha256 digest of the gated s
 exactly as the original does, so editing a hook, an outside path or a custom model re-arms
 the gate and the two implementations share one trust file. `QMD_TRUST_LOCAL_CONFIG=1` (or
 `QMD_TRUST_UPDATE_HOOKS=1`) trusts unattended runs.
+
+The same file keeps the approvals of working-folder `.env` files (`qmd trust FILE`,
+REQ-SEC-ENV-003): keyed by the file's absolute path, as the sha256 of its bytes under `env`
+(the original reads only `hooks`, so it never mistakes one for a config's approval). The
+opt-in variables do not approve a `.env`: those name checked-in configs, not a file that can
+reset them.
 """
 
 from __future__ import annotations
@@ -116,6 +122,14 @@ def opted_in(env: Mapping[str, str]) -> bool:
     return any(_truthy(env.get(name)) for name in OPT_IN_VARIABLES)
 
 
+def env_file_key(env_path: str) -> str:
+    """Where a `.env` lies, its folder's links resolved but not the file's own: an approval
+    holds for the file in that folder, so a `.env` elsewhere linked to an approved one is not
+    approved (its relative paths would name another folder's files)."""
+    absolute = os.path.abspath(env_path)
+    return os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
+
+
 class TrustStore:
     """`<config dir>/trusted.json`: {resolved config path: {hooks: digest, trustedAt}}."""
 
@@ -144,9 +158,18 @@ class TrustStore:
         return self.load().get(os.path.abspath(config_path), {}).get("hooks") == digest
 
     def record(self, config_path: str, digest: str) -> None:
+        self._record(config_path, "hooks", digest)
+
+    def is_env_trusted(self, env_path: str, digest: str) -> bool:
+        return self.load().get(env_file_key(env_path), {}).get("env") == digest
+
+    def record_env(self, env_path: str, digest: str) -> None:
+        self._record(env_file_key(env_path), "env", digest)
+
+    def _record(self, path: str, kind: str, digest: str) -> None:
         records = self.load()
         moment = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        records[os.path.abspath(config_path)] = {"hooks": digest, "trustedAt": moment}
+        records[os.path.abspath(path)] = {kind: digest, "trustedAt": moment}
         self._save(records)
 
     def revoke(self, config_path: str) -> bool:

@@ -1,10 +1,12 @@
 """`qmd init` and `qmd trust`: a project-local `.qmd/` index and the approval of what a
-checked-in `.qmd/index.yml` asks for (update commands, outside folders, custom models)."""
+checked-in `.qmd/index.yml` asks for (update commands, outside folders, custom models), or
+of a working folder's `.env` file (`qmd trust FILE`, REQ-SEC-ENV-003)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from typing import TYPE_CHECKING
 
@@ -67,11 +69,20 @@ def print_gated(gated: GatedItems) -> None:
         out("".join(f"  {slot}: {uri}\n" for slot, uri in gated.models))
 
 
+TRUST_ACTIONS = ("list", "revoke")
+# values of these are shown only by length when a `.env` is approved: a terminal's scrollback
+# is no place for a key
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+
+
 def trust(args: argparse.Namespace) -> int:
     from adapters.config.trust import TrustStore
 
+    action, file = _trust_words([w for w in (args.action, args.file) if w is not None])
+    if file is not None:
+        return _trust_env_file(file, revoke=action == "revoke")
     store = TrustStore(os.environ)
-    if args.action == "list":
+    if action == "list":
         records = store.load()
         if not records:
             out("No trusted project configs.\n")
@@ -82,7 +93,7 @@ def trust(args: argparse.Namespace) -> int:
         decision = app.trust
         config_path = app.config_path
     if decision is None or not decision.local:
-        if args.action == "revoke":
+        if action == "revoke":
             out(
                 f"No project-local .qmd config in scope — {config_path} is your own config and "
                 "is never gated.\nRun this from inside the project, or see 'qmd trust list'.\n"
@@ -90,7 +101,7 @@ def trust(args: argparse.Namespace) -> int:
         else:
             out(f"{config_path} is your own config — it is never gated. Nothing to trust.\n")
         return 0
-    if args.action == "revoke":
+    if action == "revoke":
         if store.revoke(config_path):
             out(f"✓ Revoked trust for {os.path.abspath(config_path)}\n")
         else:
@@ -110,6 +121,53 @@ def trust(args: argparse.Namespace) -> int:
         "Revoke with 'qmd trust revoke'.\n"
     )
     return 0
+
+
+def _trust_words(words: list[str]) -> tuple[str | None, str | None]:
+    """`qmd trust [list | revoke] [FILE]`: (action, file)."""
+    action = words[0] if words and words[0] in TRUST_ACTIONS else None
+    rest = words[1:] if action is not None else words
+    if len(rest) > 1 or (action == "list" and rest):
+        raise CommandError("usage: qmd trust [list | revoke] [FILE]", code=2)
+    return action, (rest[0] if rest else None)
+
+
+def _trust_env_file(file: str, revoke: bool) -> int:
+    """Approve (or revoke) a `.env` file: its variables are then read in full by a server
+    started in its folder, until the file changes (a digest of its bytes)."""
+    from adapters.config.service import read_env_file
+    from adapters.config.trust import TrustStore, env_file_key
+    from domain.errors import QmdError
+
+    path = env_file_key(file)
+    store = TrustStore(os.environ)
+    if revoke:
+        if store.revoke(path):
+            out(f"✓ Revoked trust for {path}\n")
+        else:
+            out(f"{path} was not trusted.\n")
+        return 0
+    try:
+        text = read_env_file(path)
+    except QmdError as error:
+        raise CommandError(f"qmd trust: {error.message}", code=1) from error
+    variables = text.variables(interpolate=False)  # as written: what is being approved
+    if variables:
+        out("This .env file sets:\n")
+        out("".join(f"  {name}={_shown(name, value)}\n" for name, value in variables.items()))
+    store.record_env(path, text.digest)
+    out(
+        f"✓ Trusted {path}\n"
+        "Editing it will ask again. Revoke with 'qmd trust revoke "
+        f"{shlex.quote(path)}'.\n"
+    )
+    return 0
+
+
+def _shown(name: str, value: str) -> str:
+    if any(word in name.upper() for word in SECRET_WORDS):
+        return f"<{len(value)} characters>"
+    return value
 
 
 def approve_for_update(app: App) -> bool:
@@ -150,10 +208,14 @@ def outside_project(app: App, name: str) -> bool:
 def register(table: CommandTable) -> None:
     table.command("init", init, "create a project-local .qmd index here")
     trusting = table.command(
-        "trust", trust, "approve a checked-in .qmd config's hooks/paths/models"
+        "trust", trust, "approve a checked-in .qmd config's hooks/paths/models, or a .env file"
+    )
+    # two optional words, read by _trust_words: `qmd trust .env` puts the file first
+    trusting.add_argument(
+        "action", nargs="?", metavar="list|revoke", help="list approvals or revoke this one"
     )
     trusting.add_argument(
-        "action", nargs="?", choices=("list", "revoke"), help="list approvals or revoke this one"
+        "file", nargs="?", metavar="FILE", help="a .env file to approve (or revoke)"
     )
 
 

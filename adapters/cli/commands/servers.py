@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from adapters.cli.errors import CommandError
@@ -41,11 +41,11 @@ def server(args: argparse.Namespace) -> int:
     return _serve(args, "stdio" if transport in ("mcp", "stdio") else transport)
 
 
-def _daemon_files(args: argparse.Namespace) -> Any:
+def _daemon_files(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Any:
     from adapters.config.yaml_config import cache_dir
     from adapters.http.daemon import DaemonFiles
 
-    return DaemonFiles.under(cache_dir(os.environ), args.index)
+    return DaemonFiles.under(cache_dir(os.environ if env is None else env), args.index)
 
 
 def _stop(args: argparse.Namespace) -> int:
@@ -76,19 +76,11 @@ def _surface_name(args: argparse.Namespace) -> str:
 
 def _settings(args: argparse.Namespace, surface: str) -> Any:
     """Flags, then the environment, then `--env-file`, then the defaults (0032). A surface
-    configured through `.env` (seed 003) reads the working folder's when no file is named."""
-    from adapters.config.service import ENV_FILE_VAR, WORKING_ENV_FILE, resolve_settings
+    configured through `.env` (seed 003) reads the working folder's when no file is named,
+    through the approval gate (REQ-SEC-ENV-001..003): what it may not set is named here."""
+    from adapters.config.service import resolve_settings
     from adapters.mcp.registry import reads_working_env_file
     from domain.errors import QmdError
-
-    env_file = args.env_file
-    if (
-        env_file is None
-        and not os.environ.get(ENV_FILE_VAR)
-        and reads_working_env_file(surface)
-        and os.path.isfile(WORKING_ENV_FILE)
-    ):
-        env_file = os.path.abspath(WORKING_ENV_FILE)
 
     flags = {
         "request_timeout": args.request_timeout,
@@ -98,10 +90,15 @@ def _settings(args: argparse.Namespace, surface: str) -> Any:
         "models_idle_unload": args.models_idle_unload,
         "watch": True if args.watch else None,
     }
+    working_folder = os.getcwd() if reads_working_env_file(surface) else None
     try:
-        return resolve_settings(flags, os.environ, env_file)
+        settings = resolve_settings(flags, os.environ, args.env_file, working_folder)
     except QmdError as error:
         raise CommandError(f"qmd: {error.code}: {error.message}", code=2) from error
+    notice = settings.refusal_notice()
+    if notice is not None:
+        print(notice, file=sys.stderr, flush=True)
+    return settings
 
 
 def _http_options(args: argparse.Namespace, settings: Any) -> Any:
@@ -118,7 +115,7 @@ def _http_options(args: argparse.Namespace, settings: Any) -> Any:
         timeout_s=settings.request_timeout_s,
         sampling_timeout_s=settings.sampling_timeout_s,
         env=dict(env),
-        daemon_files=_daemon_files(args),
+        daemon_files=_daemon_files(args, env),
     )
     if args.max_body_bytes:
         options = _replace(options, max_body_bytes=args.max_body_bytes)
@@ -135,6 +132,15 @@ def _daemon_child_args(argv: list[str]) -> list[str]:
     return [arg for arg in argv if arg != "--daemon"]
 
 
+def startup_settings(args: argparse.Namespace) -> tuple[str, Any, Any]:
+    """(surface, service settings, HTTP options): everything a server takes from its command
+    line, its environment and a `.env` before it builds anything; the guarantee that a
+    folder's files cannot change them reads them here (tests/guarantees.py, REQ-SEC-ENV-004)."""
+    surface = _surface_name(args)
+    settings = _settings(args, surface)
+    return surface, settings, _http_options(args, settings)
+
+
 def _serve(args: argparse.Namespace, transport: str) -> int:
     from adapters import stderr_log
     from adapters.bootstrap import (
@@ -149,11 +155,10 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
     force_root = os.path.realpath(args.force_root) if args.force_root else None
     if force_root is not None and not os.path.isdir(force_root):
         raise CommandError(f"--force-root: not a directory: {args.force_root}", code=2)
-    surface = _surface_name(args)
-    settings = _settings(args, surface)
-    # the file's variables reach every part of the process that reads the environment
+    surface, settings, options = startup_settings(args)
+    # the file's variables reach every part of the process that reads the environment (an
+    # unapproved working-folder file's refused ones are not among them: REQ-SEC-ENV-002)
     os.environ.update({k: v for k, v in settings.env.items() if k not in os.environ})
-    options = _http_options(args, settings)
     if args.daemon:
         from adapters.http.daemon import start
 
@@ -315,7 +320,8 @@ def _service_flags(parser: argparse.ArgumentParser) -> None:
         "--env-file",
         metavar="PATH",
         help="read settings from this .env file, below the environment (env QMD_ENV_FILE); "
-        "--surface ldims reads ./.env when no file is named",
+        "--surface ldims reads ./.env when no file is named, only its seed settings until "
+        "'qmd trust ./.env' approves it",
     )
 
 
