@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from adapters.backend import Backend, Opener
+from adapters.redaction import redact
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,7 @@ def open_backend(
 
 
 def redacted(location: str) -> str:
-    """`location` as people may see it: a database URL without its password (status lines,
-    lock files, refusals); a file path as it is."""
-    from adapters.postgres.url import redact  # URL parsing only, not the driver
-
-    return redact(location) if "://" in location else location
+    """An index location as people may see it: a database URL without its secrets, a file
+    path as it is (status lines, lock files, refusals), by the one set of rules
+    (adapters/redaction.py, REQ-SEC-SECRET-001)."""
+    return redact(location)

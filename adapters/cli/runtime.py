@@ -61,10 +61,10 @@ def lock_file_path(db_path: str, purpose: str) -> str:
 
 
 def _this_process() -> str:
-    """`pid N: qmd ARGS` for a lock file (URLs without their passwords)."""
+    """`pid N: qmd ARGS` for a lock file (URLs and passwords masked)."""
     from adapters.backends import redacted as redact
 
-    words = [redact(word) if "://" in word else word for word in sys.argv[1:]]
+    words = [redact(word) for word in sys.argv[1:]]
     return f"pid {os.getpid()}: " + " ".join(["qmd", *words])
 
 

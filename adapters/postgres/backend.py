@@ -9,10 +9,10 @@ from contextlib import ExitStack, contextmanager
 import psycopg
 
 from adapters.backend import Backend, IndexLock
-from adapters.postgres.connection import drop_schema, schema_exists
+from adapters.postgres.connection import drop_schema, schema_exists, unavailable
 from adapters.postgres.dump import PostgresDump
 from adapters.postgres.store import PostgresIndex
-from adapters.postgres.url import redact, split_schema
+from adapters.postgres.url import split_schema
 from domain.errors import CONFLICT, UNAVAILABLE, QmdError
 from domain.ports import MemoryRows
 
@@ -37,9 +37,7 @@ def open_backend(
     try:
         created = staged and split_schema(location)[1] is not None and not schema_exists(location)
     except psycopg.Error as exc:
-        raise QmdError(
-            UNAVAILABLE, f"cannot open the PostgreSQL index {redact(location)}: {exc}"
-        ) from exc
+        raise QmdError(UNAVAILABLE, unavailable(location, exc)) from exc
     try:
         index = PostgresIndex.open(location, env)
     except BaseException:

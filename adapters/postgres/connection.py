@@ -13,10 +13,12 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from adapters.postgres.schema import migrate
-from adapters.postgres.url import redact, split_schema
+from adapters.postgres.url import split_schema
+from adapters.redaction import redact
 from domain.errors import UNAVAILABLE, QmdError
 
 DEFAULT_EF_SEARCH = 100
@@ -56,6 +58,12 @@ def drop_schema(url: str) -> None:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
+def unavailable(url: str, error: BaseException) -> str:
+    """Why the index at `url` cannot be opened, without its secrets: libpq's own message can
+    quote what it could not read of the URL (REQ-SEC-SECRET-001)."""
+    return f"cannot open the PostgreSQL index {redact(url)}: {redact(str(error), url)}"
+
+
 class PgConnections:
     """One schema's pool (`?schema=` in the URL, else the user's default), migrated on open.
 
@@ -75,6 +83,9 @@ class PgConnections:
         self._local = threading.local()
         self._busy: set[psycopg.Connection[tuple[Any, ...]]] = set()
         try:
+            # a URL libpq cannot read fails here, at once, instead of in the pool's retries
+            # for its 30 s (whose log lines would quote libpq's complaint)
+            conninfo_to_dict(conninfo)
             if schema:
                 with psycopg.connect(conninfo, autocommit=True) as conn:
                     conn.execute(
@@ -91,9 +102,7 @@ class PgConnections:
                 finally:
                     conn.autocommit = False
         except psycopg.Error as exc:
-            raise QmdError(
-                UNAVAILABLE, f"cannot open the PostgreSQL index {redact(url)}: {exc}"
-            ) from exc
+            raise QmdError(UNAVAILABLE, unavailable(url, exc)) from exc
 
     @property
     def path(self) -> str:

@@ -29,8 +29,9 @@ from adapters.postgres.fts import fts_params, fts_row_sql
 from adapters.postgres.lexical import PgLexical
 from adapters.postgres.memory import PgMemoryRows
 from adapters.postgres.metadata import PgMetadata
-from adapters.postgres.url import is_postgres_url, redact, split_schema
+from adapters.postgres.url import is_postgres_url, split_schema
 from adapters.postgres.vectors import PgVectors, vector_literal
+from adapters.redaction import redact
 from adapters.store_rows import LLM_CACHE_KEEP
 from adapters.store_rows import now_iso as _now_iso
 

@@ -71,9 +71,10 @@ def test_a_run_folds_the_pending_list_and_a_large_one_refreshes_the_statistics()
         drop_schema(schema)
 
 
-def _as_role(url: str, role: str) -> str:
+def _as_role(url: str, role: str, password: str) -> str:
     parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rsplit('@', 1)[-1]}"))
+    where = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{role}:{password}@{where}"))
 
 
 def test_a_writer_that_does_not_own_the_tables_keeps_its_writes() -> None:
@@ -85,7 +86,12 @@ def test_a_writer_that_does_not_own_the_tables_keeps_its_writes() -> None:
     writer: PostgresIndex | None = None
     try:
         with owner.connection() as conn:
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+            # a password: scripts/postgres.sh's server asks every connection for one
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                    sql.Identifier(role), sql.Literal(role)
+                )
+            )
             for grant in (
                 "GRANT CREATE ON DATABASE {database} TO {role}",  # what opening one asks
                 "GRANT USAGE, CREATE ON SCHEMA {schema} TO {role}",
@@ -100,7 +106,7 @@ def test_a_writer_that_does_not_own_the_tables_keeps_its_writes() -> None:
                         role=sql.Identifier(role),
                     )
                 )
-        writer = PostgresIndex.open(_as_role(url, role), env={})
+        writer = PostgresIndex.open(_as_role(url, role, role), env={})
         with writer.transaction():
             writer.upsert_document("c", "a.md", "A", "ha", "kumquat pie", T0, T0)
             writer.tidy_lexical_index(1)

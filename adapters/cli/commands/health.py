@@ -100,8 +100,11 @@ def environment_overrides(env: Mapping[str, str]) -> list[str]:
     present = [name for name in ENVIRONMENT_EFFECTS if env.get(name)]
     if not present:
         return ["✓ environment overrides: none set"]
+    from adapters.redaction import redact
+
     lines = [f"⚠ environment overrides: {len(present)} set"]
-    lines += [f"  - {name}={env[name]}: {ENVIRONMENT_EFFECTS[name]}" for name in present]
+    # INDEX_PATH may be a database URL with its password (REQ-SEC-SECRET-001)
+    lines += [f"  - {name}={redact(env[name])}: {ENVIRONMENT_EFFECTS[name]}" for name in present]
     return lines
 
 
