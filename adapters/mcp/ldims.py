@@ -39,7 +39,7 @@ from domain.filters import (
 from domain.filters import (
     Group as FilterGroup,
 )
-from domain.lexquery import sanitize_term
+from domain.lexquery import contains_cjk, sanitize_term
 from domain.model import DocumentMeta, SearchResult
 from domain.paths import decode_uri_component
 from domain.ports import ExtractionStates
@@ -443,9 +443,13 @@ class LdimsSurface(BaseSurface):
         }
         return _json_text(payload, is_error=False)
 
-    def _sharing_a_word(self, query: str, request: SearchRequest) -> frozenset[int]:
+    def _sharing_a_word(self, query: str, request: SearchRequest) -> frozenset[int] | None:
         """The documents holding at least one of the query's words, function words left out
-        (a shared "the" or "how" is no sign of relevance)."""
+        (a shared "the" or "how" is no sign of relevance). None: every document counts as
+        sharing one, for a query in a script written without spaces (Chinese, Japanese),
+        whose words cannot be told from its function words here."""
+        if contains_cjk(query):
+            return None
         words = [w for w in (sanitize_term(t) for t in extract_intent_terms(query)) if w]
         if not words:
             return frozenset()
@@ -573,7 +577,7 @@ def _relevance(
 def _relevant(
     results: list[SearchResult],
     lexical: Mapping[int, float],
-    sharing: frozenset[int],
+    sharing: frozenset[int] | None,
     floor: float,
 ) -> list[SearchResult]:
     """The relevant results, in the engine's order, each scored by its relevance instead of
@@ -581,7 +585,8 @@ def _relevant(
     kept: list[SearchResult] = []
     for result in results:
         key = result.document.meta.id
-        relevance = _relevance(result, lexical.get(key), key in sharing, floor)
+        shares = sharing is None or key in sharing
+        relevance = _relevance(result, lexical.get(key), shares, floor)
         if relevance is not None:
             kept.append(replace(result, score=relevance))
     return kept

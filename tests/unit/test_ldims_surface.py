@@ -301,3 +301,5 @@ def test_a_document_sharing_no_word_needs_a_clearly_higher_similarity() -> None:
     # "the" is a function word: it is not a word shared with the query
     assert dict(_found(surface, "the zxqv quarterly")) == {"c/essay.md": 0.62, "c/plan.md": 0.4}
     assert "c/figures.pdf" not in dict(_found(surface, "the zxqv"))
+    # words written without spaces are not told apart: the floor alone applies
+    assert "c/figures.pdf" in dict(_found(surface, "季度销售策略"))
