@@ -174,6 +174,20 @@ MATCH_OPS = (
 def check_matcher(message: Any, matcher: dict[str, Any]) -> list[Difference]:
     path = matcher["path"]
     nodes = list(jsonpath.find(message, path))
+    inner = matcher.get("inJson")
+    if inner is not None:
+        # the nodes at `path` are strings holding JSON (a tool's text content, as seed 003's
+        # LDIMS answers are); the checks apply to the nodes at `inJson` inside them
+        parsed: list[tuple[str, Any]] = []
+        for where, value in nodes:
+            try:
+                document = json.loads(value) if isinstance(value, str) else MISSING
+            except ValueError:
+                document = MISSING
+            if document is MISSING:
+                return [Difference(where, "a string holding JSON", value, "not JSON")]
+            parsed += [(f"{where} {p}", v) for p, v in jsonpath.find(document, inner)]
+        nodes, path = parsed, f"{path} {inner}"
     if matcher.get("absent"):
         return [Difference(p, MISSING, v, "must be absent") for p, v in nodes]
     if not nodes:

@@ -33,14 +33,17 @@ ERROR_CODES: Final = frozenset(
 
 
 class QmdError(Exception):
-    """A failure with a stable, content-free code and a human message."""
+    """A failure with a stable, content-free code and a human message. `brief`: the cause in a
+    few words, with no path, URL or library error, for where the failure is a note beside an
+    answer rather than the answer (a search stage skipped for want of its model)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, brief: str = "") -> None:
         if code not in ERROR_CODES:
             raise ValueError(f"unknown error code {code!r}")
         super().__init__(message)
         self.code = code
         self.message = message
+        self.brief = brief
 
 
 def error_envelope(code: str, message: str) -> dict[str, Any]:

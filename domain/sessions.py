@@ -64,6 +64,13 @@ class Transcript:
     def total_turns(self) -> int:
         return self.turn_count if self.turn_count >= 0 else len(self.turns)
 
+    @property
+    def project(self) -> str:
+        """The folder the session worked in: the transcript's `cwd`; without one, the name of
+        the folder Claude Code filed it under (`-home-user-proj`, which cannot be decoded
+        back: a `-` there may have been `/`, `.` or `-`)."""
+        return self.cwd or self.ref.project
+
 
 def parse_iso(value: str) -> datetime | None:
     try:
@@ -133,7 +140,7 @@ def render_transcript(
     ref = transcript.ref
     header = [
         f"Session: {ref.session_id}",
-        f"Project: {ref.project}",
+        f"Project: {transcript.project}",
         f"Duration: {duration_text(transcript)}"
         + (f" ({transcript.started_at} to {transcript.ended_at})" if transcript.started_at else ""),
         "Files modified: " + (", ".join(transcript.files_modified) or "(none)"),
@@ -246,7 +253,7 @@ def summary_note(summary: SessionSummary, transcript: Transcript) -> str:
     lines = [
         "---",
         f"session_id: {json.dumps(ref.session_id)}",
-        f"project: {json.dumps(ref.project)}",
+        f"project: {json.dumps(transcript.project)}",
         f"date: {date}",
         "tags: [" + ", ".join(summary.tags) + "]",
         "---",

@@ -212,8 +212,8 @@ def parse_lines(
         if isinstance(stamp, str) and stamp and kind in ("user", "assistant", "system"):
             earliest = stamp if earliest is None or stamp < earliest else earliest
             latest = stamp if latest is None or stamp > latest else latest
-        if isinstance(record.get("cwd"), str):
-            cwd = record["cwd"]
+        if cwd is None and isinstance(record.get("cwd"), str) and record["cwd"]:
+            cwd = record["cwd"]  # where the session started: the project it is filed under
         if kind == "system" and record.get("subtype") == "compact_boundary":
             compactions += 1
             continue

@@ -165,7 +165,8 @@ def serve(
     before_forced_exit: Callable[[], None] | None = None,
 ) -> int:
     """Serve until SIGTERM/SIGINT. `beside(stop)` runs in a thread next to the server (the
-    stdio transport of `--transport both`); it calls `stop` when its client leaves.
+    stdio transport of `--transport both`, which leaves `stop` alone when its client leaves:
+    HTTP serves on, REQ-HTTP-BOTH-001).
     `before_forced_exit` runs when requests outlive the shutdown grace period, just before
     the process exits without them."""
     server = HttpServer(app, sock, limits, before_forced_exit)

@@ -8,6 +8,7 @@ a JSON body saying it was not found, is still processing or failed to extract.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import posixpath
@@ -24,25 +25,27 @@ from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError
 from adapters.version import package_version
 from domain.errors import INVALID_ARGUMENT, DocumentNotFoundError, QmdError
 from domain.filters import (
-    Condition as FilterCondition,
-)
-from domain.filters import (
+    DATE_KEYS,
     FilterNode,
     MetaValue,
     all_of,
-    document_date,
     of_format,
     since,
     until,
 )
 from domain.filters import (
+    Condition as FilterCondition,
+)
+from domain.filters import (
     Group as FilterGroup,
 )
+from domain.lexquery import contains_cjk, sanitize_term
 from domain.model import DocumentMeta, SearchResult
 from domain.paths import decode_uri_component
 from domain.ports import ExtractionStates
 from domain.profiles import COMMAND_LINE_STRICT, SEED_000
 from domain.scoring import js_round
+from domain.snippets import extract_intent_terms
 from domain.usecases.metadata import require as require_metadata
 from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services
@@ -68,6 +71,10 @@ DEFAULT_TIMEOUT_S = 30.0  # MCP_REQUEST_TIMEOUT_SECONDS
 # (all-MiniLM-L6-v2) by benchmarks/bench_ldims_floor.py; LDIMS_SEMANTIC_MIN_SCORE sets it for
 # another model.
 SEMANTIC_FLOOR = 0.35
+# A document that shares not one of the query's words with it needs this much more: a query
+# nothing in the index is about (gibberish, another topic) still lies nearest to something,
+# and short or noisy chunks (a PDF's page of figures) lie near everything (REQ-LDIMS-TOOL-006).
+SEMANTIC_ALONE_MARGIN = 0.15
 CONTEXT_CHARS = 300
 URI_PREFIX = "ldims://docs/"
 META_KEY = "ldims/metadata"
@@ -408,7 +415,10 @@ class LdimsSurface(BaseSurface):
                 # search's any-term fill would count a shared "the" (REQ-LDIMS-TOOL-006).
                 every_word = self._all_terms.lex_search(query, replace(request, trace=None))
                 lexical = {r.document.meta.id: r.score for r in every_word}
-                results = _relevant(fused, lexical, self.semantic_floor)
+                sharing = self._sharing_a_word(query, request)
+                results = _relevant(fused, lexical, sharing, self.semantic_floor)
+        # the most relevant first, as relevanceScore says (the engine's order breaks ties)
+        results = sorted(results, key=lambda r: r.score, reverse=True)
         elapsed = self._clock() - started
         page = results[:shown]
         found = (
@@ -432,6 +442,22 @@ class LdimsSurface(BaseSurface):
             "searchMetadata": search_metadata,
         }
         return _json_text(payload, is_error=False)
+
+    def _sharing_a_word(self, query: str, request: SearchRequest) -> frozenset[int] | None:
+        """The documents holding at least one of the query's words, function words left out
+        (a shared "the" or "how" is no sign of relevance). None: every document counts as
+        sharing one, for a query in a script written without spaces (Chinese, Japanese),
+        whose words cannot be told from its function words here."""
+        if contains_cjk(query):
+            return None
+        words = [w for w in (sanitize_term(t) for t in extract_intent_terms(query)) if w]
+        if not words:
+            return frozenset()
+        # the engine's all-words-then-any-word search over the content words alone
+        found = self._searcher.lex_search(
+            " ".join(words), replace(request, limit=request.candidate_limit, trace=None)
+        )
+        return frozenset(r.document.meta.id for r in found)
 
     def _item(self, result: SearchResult, metadata: Mapping[str, MetaValue]) -> dict[str, Any]:
         meta = result.document.meta
@@ -521,12 +547,15 @@ class LdimsSurface(BaseSurface):
         }
 
 
-def _relevance(result: SearchResult, lexical: float | None, floor: float) -> float | None:
+def _relevance(
+    result: SearchResult, lexical: float | None, shares_a_word: bool, floor: float
+) -> float | None:
     """How relevant a semantic-mode result is to the caller's own query (REQ-LDIMS-TOOL-006):
     the better of its BM25 score for all the query's words (`lexical`, normalised to 0..1; None
     when it lacks one of them) and the cosine similarity of the query's own vector list (not
     its expansions'). A document without every word counts only when its similarity reaches
-    `floor`; None: not relevant."""
+    `floor`, and one sharing none of the query's words (`shares_a_word` False) only when it
+    reaches the floor plus SEMANTIC_ALONE_MARGIN; None: not relevant."""
     explanation = result.explanation
     if explanation is None:
         return result.score if lexical is not None else None
@@ -538,31 +567,62 @@ def _relevance(result: SearchResult, lexical: float | None, floor: float) -> flo
         ),
         default=0.0,
     )
-    if lexical is None and semantic < floor:
-        return None
+    if lexical is None:
+        needed = floor if shares_a_word else floor + SEMANTIC_ALONE_MARGIN
+        if semantic < needed:
+            return None
     return max(lexical or 0.0, semantic)
 
 
 def _relevant(
-    results: list[SearchResult], lexical: Mapping[int, float], floor: float
+    results: list[SearchResult],
+    lexical: Mapping[int, float],
+    sharing: frozenset[int] | None,
+    floor: float,
 ) -> list[SearchResult]:
     """The relevant results, in the engine's order, each scored by its relevance instead of
     its place in the fused list."""
     kept: list[SearchResult] = []
     for result in results:
-        relevance = _relevance(result, lexical.get(result.document.meta.id), floor)
+        key = result.document.meta.id
+        shares = sharing is None or key in sharing
+        relevance = _relevance(result, lexical.get(key), shares, floor)
         if relevance is not None:
             kept.append(replace(result, score=relevance))
     return kept
 
 
+def seed_timestamp(value: str) -> str | None:
+    """An ISO 8601 date or time as seed 003 writes `createdAt`: `2023-12-01T10:00:00Z`, in
+    UTC to the second. A bare day is its midnight; a time without a zone is taken as UTC (the
+    extractors drop a PDF's or an Office file's zone). None: not an ISO date."""
+    try:
+        moment = dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _created_at(meta: DocumentMeta, metadata: Mapping[str, MetaValue]) -> str | None:
+    """The document's date (front matter `date`, an extractor's `created`, else the file's
+    `modified`: the first that is an ISO date), in the seed's one format."""
+    for key in DATE_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and (stamp := seed_timestamp(value)) is not None:
+            return stamp
+    return seed_timestamp(meta.modified_at)
+
+
 def _document_fields(meta: DocumentMeta, metadata: Mapping[str, MetaValue]) -> dict[str, Any]:
     """seed 003's result metadata from the document's: createdAt is its date (front matter
-    `date`, an extractor's `created`, else the file's `modified`); submitter is `author` (or
-    `submitter`); documentType is a `documentType` field, else the file format."""
+    `date`, an extractor's `created`, else the file's `modified`) in the seed's format;
+    submitter is `author` (or `submitter`); documentType is a `documentType` field, else the
+    file format."""
     fmt = metadata.get("format")
     return {
-        "createdAt": document_date(metadata) or meta.modified_at,
+        "createdAt": _created_at(meta, metadata),
         "submitter": _first_string(metadata, SUBMITTER_KEYS),
         "documentType": _first_string(metadata, TYPE_KEYS)
         or (fmt if isinstance(fmt, str) else posixpath.splitext(meta.path)[1].lstrip(".")),

@@ -404,7 +404,7 @@ class ProjmemSurface(BaseSurface):
             "sessions": [
                 {
                     "sessionId": s.ref.session_id,
-                    "project": s.ref.project,
+                    "project": s.project,
                     "hasSummary": s.has_summary,
                     "status": s.status,
                     "turnCount": s.turns,

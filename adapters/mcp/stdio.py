@@ -120,13 +120,15 @@ def serve_stdio(
     pools: WorkerPools | None = None,
     timeout_s: float | None = None,
     sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S,
+    ended: str = "Shutting down (stdin closed)...",
 ) -> int:
-    """Serve until stdin closes; returns the process exit code. With `pools`, requests that
-    read the index or run a model run concurrently (adapters/mcp/dispatch.py); without, one
-    at a time in arrival order on one worker thread. Either way this thread only reads: while
-    a tool waits for the client (a server-to-client request such as sampling), the client's
-    response is handed to the session's correlator as soon as it arrives
-    (docs/decisions/0039)."""
+    """Serve until stdin closes; returns the process exit code. `ended` is logged then and
+    says what the process does next (it shuts down, or, beside HTTP, goes on serving that).
+    With `pools`, requests that read the index or run a model run concurrently
+    (adapters/mcp/dispatch.py); without, one at a time in arrival order on one worker
+    thread. Either way this thread only reads: while a tool waits for the client (a
+    server-to-client request such as sampling), the client's response is handed to the
+    session's correlator as soon as it arrives (docs/decisions/0039)."""
     owns_stdout = stdout is None
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -151,7 +153,7 @@ def serve_stdio(
     dispatcher.close()
     if owns_stdout:
         writer.close()
-    log.info("Shutting down (stdin closed)...")
+    log.info(ended)
     if on_close is not None:
         on_close()
     return 0

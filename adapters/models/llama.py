@@ -101,6 +101,7 @@ def import_llama_cpp() -> Any:
             MODEL_UNAVAILABLE,
             "llama-cpp-python is not installed, so local models cannot run. Install it with "
             "`scripts/install_llama.sh` (CPU) or `QMD_LLAMA_CUDA=1 scripts/install_llama.sh`.",
+            brief="llama-cpp-python is not installed",
         ) from exc
     if _quiet_logger is None and not _truthy(os.environ.get("QMD_LLAMA_VERBOSE")):
         # llama-cpp-python's callback maps ggml's levels one step off, so with verbose=False
@@ -226,6 +227,7 @@ class _LazyModel:
                     MODEL_UNAVAILABLE,
                     f"The {self.role} model {self.reference!r} ({self.path}) could not be "
                     f"loaded by llama.cpp: {exc}",
+                    brief="llama.cpp could not load its file",
                 ) from exc
 
     def replace(self, llm: Any) -> None:

@@ -288,9 +288,11 @@ class ModelResolver:
     def _local(self, ref: ModelRef, role: str) -> Path:
         path = self._local_path(ref)
         if not path.is_file():
-            raise unavailable(role, ref.text, f"file {path} does not exist")
+            raise unavailable(role, ref.text, f"file {path} does not exist", "its file is missing")
         if not is_gguf(path):
-            raise unavailable(role, ref.text, f"{path} is not a GGUF file")
+            raise unavailable(
+                role, ref.text, f"{path} is not a GGUF file", "its file is not a GGUF model"
+            )
         return path
 
     def _url(self, ref: ModelRef) -> str:
@@ -321,7 +323,12 @@ class ModelResolver:
         url = self._url(ref)
         allowed, why = self._network_allowed(url)
         if not allowed:
-            raise unavailable(role, ref.text, f"it is not in {self.cache_dir} and {why}")
+            raise unavailable(
+                role,
+                ref.text,
+                f"it is not in {self.cache_dir} and {why}",
+                "not downloaded, and it cannot be downloaded now",
+            )
         target = cached_file_candidates(ref, self.cache_dir)[0]
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".part")
@@ -337,16 +344,22 @@ class ModelResolver:
                     out.write(block)
         except (OSError, urllib.error.URLError) as exc:
             partial.unlink(missing_ok=True)
-            raise unavailable(role, ref.text, f"download from {url} failed: {exc}") from exc
+            raise unavailable(
+                role, ref.text, f"download from {url} failed: {exc}", "its download failed"
+            ) from exc
         # A proxy or login page comes back as HTML with status 200; never keep that as a model.
         if not is_gguf(partial):
             partial.unlink(missing_ok=True)
-            raise unavailable(role, ref.text, f"{url} did not return a GGUF file")
+            raise unavailable(
+                role, ref.text, f"{url} did not return a GGUF file", "its download failed"
+            )
         os.replace(partial, target)
         return target
 
 
-def unavailable(role: str, reference: str, reason: str) -> QmdError:
+def unavailable(role: str, reference: str, reason: str, brief: str) -> QmdError:
+    """`reason` says what failed, paths and all (for the log and the command line); `brief`
+    says it in a few words without them (for a note in a search result)."""
     env = {str(k): v for k, v in ENV_VARS.items()}.get(role, "QMD_EMBED_MODEL")
     return QmdError(
         MODEL_UNAVAILABLE,
@@ -354,4 +367,5 @@ def unavailable(role: str, reference: str, reason: str) -> QmdError:
         f"Provide a local GGUF file with `models: {{{role}: /path/to/model.gguf}}` in index.yml "
         f"or the {env} environment variable, or place the file in the model cache. "
         "For the small test models run `python scripts/prepare_models.py`.",
+        brief=brief,
     )

@@ -671,14 +671,14 @@ class Searcher:
         if expander is not None and not strong and request.expand:
             self._check()
             with traced(request.trace, EXPANDING), stepped(trace, "query_expansion"):
-                expanded = (
-                    _optional_stage(
-                        self._degrade, lambda: expander.expand(query), request, "expansion"
-                    )
-                    or []
+                expanded = _optional_stage(
+                    self._degrade, lambda: expander.expand(query), request, "expansion"
                 )
-            expansions = [s for s in expanded if s.query != query]
-            if request.trace is not None:  # each distinct expansion once in the report
+            expansions = [s for s in expanded or [] if s.query != query]
+            # None: the model could not be had, so the stage did not run (it is skipped, with
+            # its reason, not reported as run with nothing out)
+            if request.trace is not None and expanded is not None:
+                # each distinct expansion once in the report
                 request.trace.expansions = list(
                     dict.fromkeys((s.type, s.query) for s in expansions)
                 )
@@ -816,9 +816,23 @@ def _optional_stage(
         return stage()
     except QmdError as error:
         if degrade and error.code == MODEL_UNAVAILABLE:
-            _degrade_note(request, name, error.message)
+            _degrade_note(request, name, unavailable_reason(name, error))
             return None
         raise
+
+
+# The model each skippable stage needs, as a note names it.
+STAGE_MODELS = {"expansion": "query-expansion", "vectors": "embedding", "rerank": "rerank"}
+
+
+def unavailable_reason(stage: str, error: QmdError) -> str:
+    """Why a stage was skipped for want of its model, in one short line a client may see: the
+    error's own message (the model cache's folder, a resolver's or llama.cpp's error, hundreds
+    of characters) is for the log and `qmd doctor`, not for a note in every result."""
+    missing = f"no {STAGE_MODELS.get(stage, stage)} model is available"
+    if error.brief:
+        return f"{missing} ({error.brief}); 'qmd doctor' says how to get it"
+    return f"{missing}; 'qmd doctor' says why"
 
 
 def _explanation(

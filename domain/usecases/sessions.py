@@ -39,6 +39,7 @@ class SessionListing:
     has_summary: bool
     turns: int
     skipped_lines: int
+    project: str = ""  # the folder the session worked in (Transcript.project)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,12 @@ class SessionMemory:
                 continue
             listed.append(
                 SessionListing(
-                    ref, state, summary, transcript.total_turns, transcript.skipped_lines
+                    ref,
+                    state,
+                    summary,
+                    transcript.total_turns,
+                    transcript.skipped_lines,
+                    transcript.project,
                 )
             )
             if len(listed) >= limit:

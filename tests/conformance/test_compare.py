@@ -99,6 +99,23 @@ def test_descending_by_checks_the_order_of_a_key() -> None:
     assert check_matcher({"results": 3}, by_score)
 
 
+def test_in_json_checks_nodes_inside_a_string_holding_json() -> None:
+    """Seed 003's LDIMS answers are JSON inside a text content item: `inJson` reaches in."""
+    text = '{"results": [{"relevanceScore": 0.492}, {"relevanceScore": 0.696}]}'
+    msg = {"result": {"content": [{"type": "text", "text": text}]}}
+    outer = "$.result.content[0].text"
+    ordered = {"path": outer, "inJson": "$.results", "descendingBy": "relevanceScore"}
+    [problem] = check_matcher(msg, ordered)
+    assert problem.path == f"{outer} $.results[1].relevanceScore" and problem.actual == 0.696
+    score = {"path": outer, "inJson": "$.results[*].relevanceScore", "type": "number"}
+    assert check_matcher(msg, score) == []
+    [missing] = check_matcher(msg, {"path": outer, "inJson": "$.total", "equals": 2})
+    assert missing.note == "no such node"
+    not_json = {"result": {"content": [{"type": "text", "text": "Found 2"}]}}
+    [bad] = check_matcher(not_json, score)
+    assert bad.note == "not JSON" and bad.path == outer
+
+
 def test_a_long_string_diff_shows_both_sides_around_the_first_difference() -> None:
     # The change sits at char 408 of a 900-character text: both sides show it, escaped,
     # with 80 characters of context each way and the cut ends marked.

@@ -3,6 +3,7 @@ the session use cases over fakes (REQ-PROJMEM-SESSION-001, REQ-PROJMEM-SESSION-0
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,10 @@ import pytest
 
 from adapters.fs.claude_sessions import ClaudeCodeSessions, parse_transcript
 from domain.errors import QmdError
-from domain.sessions import SessionRef, session_status
+from domain.sessions import SessionRef, session_status, summary_note, validate_summary
 from domain.usecases.sessions import SessionMemory
 from tests.fakes import FixedClock, InMemoryChunkIndex, InMemorySessions, InMemoryStore
-from tests.projmem_fixtures import PROJECT, install_sessions
+from tests.projmem_fixtures import CWD, PROJECT, install_sessions
 
 NEWER, OLDER = "2b9f1c7e-auth-4a1d-9c3e-000000000001", "9e4f6a10-bad0-4c2d-8e5f-000000000003"
 
@@ -84,3 +85,42 @@ def test_session_memory_over_fakes(tmp_path: Path) -> None:
         memory.list_sessions(limit=0)
     page = memory.transcript(None, 1, 2)
     assert page.next_turn == 3 and f"Session: {NEWER}" in page.text
+
+
+def test_the_project_is_the_folder_the_session_worked_in(source: Any, tmp_path: Path) -> None:
+    """REQ-PROJMEM-SESSION-003: `Project:` is the transcript's `cwd`, not the folder name
+    Claude Code encodes it as (`-home-dev-projmem`), in the transcript, the list and the
+    summary note alike."""
+    from adapters.fs.claude_sessions import VaultFolder
+    from domain.usecases.collections import CollectionManager
+    from tests.fakes import FakeContentSource, InMemoryConfigRepository
+
+    store = InMemoryStore()
+    manager = CollectionManager(
+        store, InMemoryConfigRepository(), FakeContentSource({}), FixedClock()
+    )
+    vault = VaultFolder(str(tmp_path / "vault"))
+    memory = SessionMemory(source, InMemoryChunkIndex(store), vault, manager, FixedClock())
+    page = memory.transcript(NEWER)
+    assert f"\nProject: {CWD}\n" in page.text, page.text[:200]
+    assert {s.project for s in memory.list_sessions(limit=10)} == {CWD}
+    lists = {"decisions": [], "outcomes": [], "openItems": [], "tags": ["auth"]}
+    summary = validate_summary(NEWER, {"overview": "Rotation.", **lists})
+    note = summary_note(summary, source.read_session(NEWER))
+    assert f"\nproject: {json.dumps(CWD)}\n" in note
+
+
+def test_the_first_cwd_names_the_project_and_the_folder_name_stands_in_for_none() -> None:
+    """A session that moves into a subfolder is still filed under the folder it started in;
+    a transcript without any `cwd` keeps the folder name it was found under."""
+    ref = SessionRef("s", "-home-dev-app", "2026-01-01T00:00:00.000Z")
+    moved = b"\n".join(
+        json.dumps(
+            {"type": "user", "cwd": cwd, "timestamp": f"2026-01-01T00:0{n}:00Z", "message": m}
+        ).encode()
+        for n, cwd in enumerate(["/home/dev/app", "/home/dev/app/src"])
+        for m in [{"content": f"turn {n}"}]
+    )
+    assert parse_transcript(moved, ref).project == "/home/dev/app"
+    bare = b'{"type":"user","timestamp":"2026-01-01T00:00:00Z","message":{"content":"hi"}}'
+    assert parse_transcript(bare, ref).project == "-home-dev-app"

@@ -139,3 +139,12 @@ def test_both_transports_share_one_process(tmp_path: Path) -> None:
     connection.close()
     process.send_signal(signal.SIGTERM)  # until SIGTERM
     assert process.wait(30) == 0
+    # REQ-HTTP-BOTH-002: what the log said when stdin closed was true: HTTP served on
+    log = process.stderr.read().decode()
+    ended = (
+        f"The stdio session ended (stdin closed); HTTP keeps serving on "
+        f"http://localhost:{port}/mcp until SIGTERM or SIGINT.\n"
+    )
+    assert ended in log, log
+    assert "stdin closed)..." not in log, log
+    assert log.index(ended) < log.index("Shutting down (SIGTERM)"), log

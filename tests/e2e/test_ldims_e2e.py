@@ -318,5 +318,9 @@ def test_semantic_mode_answers_nothing_for_a_question_nothing_is_about(tmp_path:
         assert SEMANTIC_FLOOR <= top["relevanceScore"] <= 1.0
         scores = [r["relevanceScore"] for r in found["results"]]
         assert all(s >= SEMANTIC_FLOOR for s in scores)
+        # REQ-LDIMS-TOOL-007: the most relevant first, on the hybrid search too
+        broad = search("the layers of the search service and its cache")
+        ranked = [r["relevanceScore"] for r in broad["results"]]
+        assert len(ranked) >= 2 and ranked == sorted(ranked, reverse=True), broad
     finally:
         ldims.kill()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from adapters.bootstrap import Models
 from adapters.mcp.ldims import LdimsSurface
 from domain.errors import UNAVAILABLE, QmdError
 from domain.extraction import ExtractionState
+from domain.model import Collection
 from domain.text import content_hash
 from domain.usecases.embedding import EmbedIndex
 from domain.usecases.services import Services
@@ -99,7 +101,7 @@ def test_filters_map_to_metadata() -> None:
     )
     by_id = {r["documentId"]: r["metadata"] for r in _text(result)["results"]}
     assert by_id["c/b.pdf"] == {
-        "createdAt": "2023-01-01",
+        "createdAt": "2023-01-01T00:00:00Z",
         "submitter": "Ana",
         "documentType": "pdf",
     }
@@ -204,3 +206,100 @@ def test_semantic_scores_mean_relevance_and_nothing_relevant_is_no_results() -> 
     nothing = surface.call_tool("searchDocuments", {"query": "zxqv blorptastic flumwhistle"})
     assert "isError" not in nothing
     assert _text(nothing)["results"] == [] and _text(nothing)["totalMatches"] == 0
+
+
+def test_created_at_has_the_seeds_one_format_whatever_the_source() -> None:
+    """REQ-LDIMS-TOOL-001: front matter's bare day, an extractor's zoneless time, a time with
+    an offset and the file's own `.000Z` time all read `2023-12-01T10:00:00Z` (UTC, to the
+    second); a `date` that is no ISO date gives way to the next date the document has."""
+    store = InMemoryStore()
+    dates: dict[str, dict[str, object]] = {
+        "day.md": {"date": "2024-05-01"},
+        "office.docx": {"created": "2023-01-01T10:30:00"},
+        "offset.md": {"date": "2024-05-01T12:00:00+02:00"},
+        "file.txt": {},
+        "vague.md": {"date": "spring 2024", "created": "2022-02-02"},
+    }
+    for path, meta in dates.items():
+        body = f"ledger {path}"
+        store.upsert_document("c", path, path, content_hash(body), body, T0, T0)
+        store.put_metadata("c", path, {"modified": T0, **meta})
+    store.put_collection(Collection(name="c", path="/c"))
+    surface = LdimsSurface(app_over(store).services())
+    result = surface.call_tool(
+        "searchDocuments",
+        {"query": "ledger", "maxResults": 10, "filters": {"searchMode": "exact"}},
+    )
+    created = {r["documentId"]: r["metadata"]["createdAt"] for r in _text(result)["results"]}
+    assert created == {
+        "c/day.md": "2024-05-01T00:00:00Z",
+        "c/office.docx": "2023-01-01T10:30:00Z",
+        "c/offset.md": "2024-05-01T10:00:00Z",
+        "c/file.txt": "2025-01-01T00:00:00Z",
+        "c/vague.md": "2022-02-02T00:00:00Z",
+    }
+
+
+class PlacedEmbedder(FakeEmbedder):
+    """Every query lies on one axis; a document whose text holds a key of `near` lies at that
+    cosine similarity from it (0 otherwise): similarities chosen, not hashed."""
+
+    def __init__(self, near: dict[str, float]) -> None:
+        super().__init__(dimensions=8)
+        self.near = near
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * 7 for _ in texts]
+
+    def embed_documents(self, items: Sequence[tuple[str, str]]) -> list[list[float]]:
+        vectors = []
+        for _title, text in items:
+            s = next((v for key, v in self.near.items() if key in text), 0.0)
+            vectors.append([s, math.sqrt(1 - s * s)] + [0.0] * 6)
+        return vectors
+
+
+# body, and the cosine similarity of its one chunk to any query
+PLACED = {
+    "figures.pdf": ("Table 7 12 44 91 figure appendix", 0.41),  # near everything, as noise is
+    "plan.md": ("Quarterly plan for growth and hiring", 0.40),
+    "report.md": ("Alpha report on quarterly numbers", 0.20),
+    "essay.md": ("Musings about nothing in particular", 0.62),
+}
+
+
+def _placed_surface() -> LdimsSurface:
+    store = InMemoryStore()
+    for path, (body, _near) in PLACED.items():
+        store.upsert_document("c", path, path, content_hash(body), body, T0, T0)
+    store.put_collection(Collection(name="c", path="/c"))
+    embedder = PlacedEmbedder(dict(PLACED.values()))
+    EmbedIndex(store, store, embedder, FixedClock()).run()
+    return LdimsSurface(app_over(store, Models(embedder=embedder)).services(), timeout_s=30)
+
+
+def _found(surface: LdimsSurface, query: str) -> list[tuple[str, float]]:
+    answer = _text(surface.call_tool("searchDocuments", {"query": query}))
+    assert answer["searchMetadata"].get("effectiveSearchMode") is None  # vectors were used
+    return [(r["documentId"], r["relevanceScore"]) for r in answer["results"]]
+
+
+def test_results_come_most_relevant_first() -> None:
+    """REQ-LDIMS-TOOL-006: relevanceScore never rises down the list, whatever order the fused
+    search had them in."""
+    found = _found(_placed_surface(), "quarterly report")
+    scores = [score for _id, score in found]
+    assert len(found) >= 3 and scores == sorted(scores, reverse=True), found
+
+
+def test_a_document_sharing_no_word_needs_a_clearly_higher_similarity() -> None:
+    """REQ-LDIMS-TOOL-006: a gibberish query finds nothing at the floor's similarity (the
+    noisy PDF at 0.41 is not a match), only a document at the floor plus the margin; a
+    document sharing one of the query's words with it needs the floor alone."""
+    surface = _placed_surface()
+    assert _found(surface, "zxqv blorptastic flumwhistle") == [("c/essay.md", 0.62)]
+    # "the" is a function word: it is not a word shared with the query
+    assert dict(_found(surface, "the zxqv quarterly")) == {"c/essay.md": 0.62, "c/plan.md": 0.4}
+    assert "c/figures.pdf" not in dict(_found(surface, "the zxqv"))
+    # words written without spaces are not told apart: the floor alone applies
+    assert "c/figures.pdf" in dict(_found(surface, "季度销售策略"))

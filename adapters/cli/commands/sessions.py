@@ -42,7 +42,7 @@ def session_list(args: argparse.Namespace) -> int:
         rows = [
             {
                 "sessionId": s.ref.session_id,
-                "project": s.ref.project,
+                "project": s.project,
                 "status": s.status,
                 "hasSummary": s.has_summary,
                 "turnCount": s.turns,
@@ -59,7 +59,7 @@ def session_list(args: argparse.Namespace) -> int:
     for s in listed:
         out(
             f"{s.ref.session_id}  {s.status:<9}  summary: {'yes' if s.has_summary else 'no '}  "
-            f"turns: {s.turns:<4}  last saved: {s.ref.modified_at}  ({s.ref.project})\n"
+            f"turns: {s.turns:<4}  last saved: {s.ref.modified_at}  ({s.project})\n"
         )
     return 0
 
