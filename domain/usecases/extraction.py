@@ -25,6 +25,7 @@ from domain.extraction import (
     MetadataValue,
     file_format,
     is_extracted,
+    skipped_detail,
 )
 from domain.model import SourceFile
 from domain.ports import Clock, DocumentExtractor, DocumentStore, ExtractionLedger
@@ -111,6 +112,7 @@ class DocumentExtraction:
             return self._failed(collection, file, failure, digest.sha256)
         metadata = dict(outcome.metadata)
         title = _title(outcome.text, metadata, file.relative_path)
+        skipped = skipped_detail(metadata)
         self._ledger.remember_extraction(
             CachedExtraction(
                 source_hash=digest.sha256,
@@ -120,10 +122,13 @@ class DocumentExtraction:
                 metadata=metadata,
                 pages=outcome.pages,
                 empty_pages=outcome.empty_pages,
+                detail=skipped,
             )
         )
         return Obtained(
-            self._state(collection, file, digest.sha256, outcome.empty_pages, outcome.pages),
+            self._state(
+                collection, file, digest.sha256, outcome.empty_pages, outcome.pages, skipped
+            ),
             outcome.text,
             title,
             metadata,
@@ -139,7 +144,9 @@ class DocumentExtraction:
             text = self._store.body(cached.text_hash)
         except QmdError:
             return None  # the text left the index (its documents were removed): extract again
-        state = self._state(collection, file, cached.source_hash, cached.empty_pages, cached.pages)
+        state = self._state(
+            collection, file, cached.source_hash, cached.empty_pages, cached.pages, cached.detail
+        )
         return Obtained(state, text, cached.title, dict(cached.metadata))
 
     def _failed(
@@ -164,11 +171,14 @@ class DocumentExtraction:
         source_hash: str,
         empty_pages: tuple[int, ...],
         pages: int,
+        skipped: str = "",
     ) -> ExtractionState:
+        # An extracted document's `detail` says what its text leaves out (REQ-EXTRACT-014).
         return ExtractionState(
             collection=collection,
             path=file.relative_path,
             status="ok",
+            detail=skipped,
             source_hash=source_hash,
             empty_pages=empty_pages,
             pages=pages,
@@ -221,4 +231,5 @@ class DocumentExtraction:
         return ExtractionReport(
             failed=tuple(s for s in states if s.status == "failed"),
             scanned=tuple(s for s in states if s.status == "ok" and s.empty_pages),
+            partial=tuple(s for s in states if s.status == "ok" and s.detail),
         )
