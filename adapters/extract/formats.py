@@ -21,6 +21,7 @@ import re
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from adapters.extract import ooxml
@@ -594,10 +595,11 @@ class _DocxReader:
                 boxes.append(child)
             elif tag == ooxml.MC + "AlternateContent":
                 # The same drawing twice: the modern one, and a VML copy for old readers.
-                choice = child.find(ooxml.MC + "Choice")
-                stack.append(iter([choice if choice is not None else child]))
-                if choice is None:
-                    stack[-1] = iter(child.findall(ooxml.MC + "Fallback"))
+                chosen = child.find(ooxml.MC + "Choice")
+                if chosen is None:
+                    chosen = child.find(ooxml.MC + "Fallback")
+                if chosen is not None:
+                    stack.append(iter(chosen))
             elif tag == ooxml.M + "oMathPara":
                 out.append(" $$" + ooxml.omml_latex(child) + "$$ ")
             elif tag == ooxml.M + "oMath":
@@ -838,14 +840,26 @@ def extract_docx(path: str) -> Result:
         return _parser_failure("python-docx", error)
     reader = _DocxReader(document)
     parts = reader.blocks(document.element.body, document.part)
-    footnotes = reader.notes_text("footnote") + reader.notes_text("endnote")
-    comments = reader.comments_text()
-    margins = reader.margins_text()
+    skipped = _skipped_note(reader.images, reader.objects)
+    footnotes = _aside("footnotes", partial(reader.notes_text, "footnote"), skipped)
+    endnotes = _aside("endnotes", partial(reader.notes_text, "endnote"), skipped)
+    comments = _aside("comments", reader.comments_text, skipped)
+    margins = _aside("headers and footers", reader.margins_text, skipped)
     metadata = _core_metadata(document.core_properties)
     if placeholder_title(str(metadata.get("title", ""))):
         _replace_title(metadata, _first_heading(parts))
-    _note_skipped(metadata, _skipped_note(reader.images, reader.objects))
-    return _finish([*parts, *footnotes, *comments, *margins], metadata)
+    _note_skipped(metadata, skipped)
+    return _finish([*parts, *footnotes, *endnotes, *comments, *margins], metadata)
+
+
+def _aside(what: str, read: Callable[[], list[str]], skipped: list[str]) -> list[str]:
+    """Text kept apart from the body (notes, comments, headers): a part of it the parser
+    cannot read is named in `skipped`, and costs the document none of its other text."""
+    try:
+        return read()
+    except Exception as error:
+        skipped.append(f"{what} (could not be read: {type(error).__name__}: {error})")
+        return []
 
 
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
@@ -859,6 +873,7 @@ class _PptxReader:
     def __init__(self, deck: Any) -> None:
         self.images = 0
         self.objects = 0
+        self.skipped: list[str] = []
         self.authors: dict[str, tuple[str, str]] = {}
         for rel in deck.part.rels.values():
             if rel.is_external or not rel.reltype.endswith(("/commentAuthors", "/authors")):
@@ -872,9 +887,11 @@ class _PptxReader:
                 )
 
     def shapes(self, shapes: Any, part: Any) -> list[str]:
+        from pptx.shapes.group import GroupShape
+
         lines: list[str] = []
         for shape in shapes:
-            if hasattr(shape, "shapes") and getattr(shape, "shape_type", None) == 6:  # a group
+            if isinstance(shape, GroupShape):  # (`shape_type` raises on unknown shapes)
                 lines.extend(self.shapes(shape.shapes, part))
             elif getattr(shape, "has_text_frame", False) and shape.text_frame.text.strip():
                 lines.append(_clean(shape.text_frame.text))
@@ -955,17 +972,23 @@ def _xlsx_merges(archive: zipfile.ZipFile, sheet_part: str) -> list[tuple[int, i
     return out
 
 
-def _fill_merges(rows: list[list[str]], merges: list[tuple[int, int, int, int]]) -> None:
-    """Repeat a merged range's value over its cells (rows and columns are 1-based here)."""
+def _fill_merges(grid: dict[int, list[str]], merges: list[tuple[int, int, int, int]]) -> None:
+    """Repeat a merged range's value over its cells, in the rows read (rows and columns are
+    1-based); a range that reaches past them adds no rows."""
     for first_row, first_col, last_row, last_col in merges:
-        if first_row > len(rows) or first_col > len(rows[first_row - 1]):
+        origin = grid.get(first_row)
+        if origin is None or first_col > len(origin) or not origin[first_col - 1]:
             continue
-        value = rows[first_row - 1][first_col - 1]
-        for r in range(first_row, min(last_row, len(rows)) + 1):
-            row = rows[r - 1]
+        value = origin[first_col - 1]
+        for number in range(first_row, last_row + 1):
+            row = grid.get(number)
+            if row is None:
+                if number > max(grid):
+                    break
+                row = grid[number] = [""] * last_col
             row.extend([""] * (last_col - len(row)))
-            for c in range(first_col, last_col + 1):
-                row[c - 1] = value
+            for column in range(first_col, last_col + 1):
+                row[column - 1] = value
 
 
 def extract_pptx(path: str) -> Result:
@@ -990,14 +1013,14 @@ def extract_pptx(path: str) -> Result:
             notes = _clean(slide.notes_slide.notes_text_frame.text)
             if notes:
                 lines.append(f"Notes: {notes}")
-        lines.extend(reader.comments(slide.part))
+        lines.extend(_aside("comments", partial(reader.comments, slide.part), reader.skipped))
         body = "\n\n".join(lines) if lines else "[no text on this slide]"
         parts.append(f"## Slide {number}\n\n{body}")
     metadata = _core_metadata(deck.core_properties)
     if placeholder_title(str(metadata.get("title", ""))):  # "PowerPoint Presentation"
         _replace_title(metadata, first_title)
     metadata["slides"] = len(parts)
-    _note_skipped(metadata, _skipped_note(reader.images, reader.objects))
+    _note_skipped(metadata, _skipped_note(reader.images, reader.objects) + reader.skipped)
     return _finish(parts, metadata, pages=len(parts))
 
 
@@ -1119,37 +1142,45 @@ def extract_xlsx(path: str) -> Result:
             people = _xlsx_people(archive)
             sheets = _xlsx_sheets(archive) or [(s.title, "") for s in book.worksheets]
             parts: list[str] = []
-            cuts: list[str] = []
+            skipped: list[str] = []
             names = set(book.sheetnames)
             for title, part in sheets:
                 blocks: list[str] = []
                 if title in names and book[title] in book.worksheets:
                     sheet = book[title]
-                    grid: list[list[str]] = []
+                    grid: dict[int, list[str]] = {}  # non-empty rows by 1-based number
                     cut = False
                     # From A1, so a merged range's address finds its cells in `grid`.
-                    for row in sheet.iter_rows(min_row=1, min_col=1, values_only=True):
+                    rows_read = sheet.iter_rows(min_row=1, min_col=1, values_only=True)
+                    for number, row in enumerate(rows_read, start=1):
+                        cells = ["" if v is None else str(v) for v in row]
+                        if not any(cells):
+                            continue
                         if len(grid) >= MAX_SHEET_ROWS:
                             cut = True
                             break
-                        grid.append(["" if v is None else str(v) for v in row])
+                        grid[number] = cells
                     if part:
                         _fill_merges(grid, _xlsx_merges(archive, part))
-                    rows = [cells for cells in grid if any(cells)]
+                    rows = [grid[number] for number in sorted(grid)]
                     if rows:
                         blocks.append(_table_markdown(rows))
                     if cut:
                         blocks.append(f"[cut after {MAX_SHEET_ROWS:,} rows]")
-                        cuts.append(f"rows after {MAX_SHEET_ROWS:,} of sheet {title}")
+                        skipped.append(f"rows after {MAX_SHEET_ROWS:,} of sheet {title}")
                 if part:
-                    blocks.extend(_xlsx_sheet_extras(archive, part, people))
+                    blocks += _aside(
+                        f"comments, charts and drawings of sheet {title}",
+                        partial(_xlsx_sheet_extras, archive, part, people),
+                        skipped,
+                    )
                 body = "\n\n".join(blocks) if blocks else "[empty sheet]"
                 parts.append(f"## Sheet: {title}\n\n{body}")
         metadata = _core_metadata(book.properties)
         if placeholder_title(str(metadata.get("title", ""))):
             _replace_title(metadata, "")
         metadata["sheets"] = len(parts)
-        _note_skipped(metadata, cuts)
+        _note_skipped(metadata, skipped)
         return _finish(parts, metadata, pages=len(parts))
     finally:
         book.close()
@@ -1200,6 +1231,9 @@ EXTRACTORS: dict[str, Callable[[str], Result]] = {
 }
 
 
+_PARSERS = {"pdf": "PDFium", "docx": "python-docx", "pptx": "python-pptx", "xlsx": "openpyxl"}
+
+
 def extract_file(path: str, file_format: str) -> Result:
     """Run the extractor for `file_format`; a parser's unexpected exception is a
     `parser-error` (or `corrupt` when the bytes are damaged)."""
@@ -1217,4 +1251,4 @@ def extract_file(path: str, file_format: str) -> Result:
     except OSError as error:
         return ExtractionFailure(UNREADABLE, f"cannot be read: {error.strerror or error}")
     except Exception as error:  # the parser's own limit, with its reason (REQ-EXTRACT-013)
-        return _parser_failure(file_format, error)
+        return _parser_failure(_PARSERS.get(file_format, file_format), error)

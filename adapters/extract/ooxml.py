@@ -13,7 +13,7 @@ import io
 import re
 import unicodedata
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 M = "{http://schemas.openxmlformats.org/officeDocument/2006/math}"
@@ -387,7 +387,3 @@ def markdown_table(rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(cells[0]) + " |", "|" + " --- |" * width]
     lines += ["| " + " | ".join(r) + " |" for r in cells[1:]]
     return "\n".join(lines)
-
-
-def joined(parts: Iterable[str]) -> str:
-    return "\n\n".join(p for p in parts if p)
