@@ -275,6 +275,24 @@ def test_a_file_the_parser_refuses_is_a_parser_error_with_its_reason(tmp_path: P
     assert "python-docx" in outcome.detail and "macroEnabled" in outcome.detail
 
 
+def test_a_table_python_docx_cannot_walk_is_read(tmp_path: Path) -> None:
+    """A vertical merge over a row that lacks the merged column's cell (as in unstructured's
+    `grid_offset_error.docx`): python-docx raises "no `tc` element at grid_offset=1", which
+    made the whole file 'corrupt'; the table's words are all there."""
+    cell = "<w:tc>{}{}</w:tc>"
+    restart = "<w:tcPr><w:vMerge w:val='restart'/></w:tcPr>"
+    follow = "<w:tcPr><w:vMerge/></w:tcPr>"
+    body = (
+        "<w:tbl><w:tblGrid><w:gridCol w:w='4320'/><w:gridCol w:w='4320'/></w:tblGrid>"
+        f"<w:tr>{cell.format('', para('Alpha'))}{cell.format(restart, para('Merged B1-B3'))}</w:tr>"
+        f"<w:tr>{cell.format('', para(''))}</w:tr>"
+        f"<w:tr>{cell.format('', para('Gamma'))}{cell.format(follow, para(''))}</w:tr>"
+        "</w:tbl>"
+    )
+    text = docx_text(write_docx_xml(tmp_path / "grid.docx", body))
+    assert "| Alpha | Merged B1-B3 |" in text and "| Gamma | Merged B1-B3 |" in text
+
+
 def test_a_damaged_file_is_corrupt(tmp_path: Path) -> None:
     whole = write_docx_xml(tmp_path / "whole.docx", para("Hello")).read_bytes()
     damaged = tmp_path / "damaged.docx"
