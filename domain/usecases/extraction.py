@@ -112,27 +112,18 @@ class DocumentExtraction:
             return self._failed(collection, file, failure, digest.sha256)
         metadata = dict(outcome.metadata)
         title = _title(outcome.text, metadata, file.relative_path)
-        skipped = skipped_detail(metadata)
-        self._ledger.remember_extraction(
-            CachedExtraction(
-                source_hash=digest.sha256,
-                status="ok",
-                text_hash=content_hash(outcome.text),
-                title=title,
-                metadata=metadata,
-                pages=outcome.pages,
-                empty_pages=outcome.empty_pages,
-                detail=skipped,
-            )
+        cached = CachedExtraction(
+            source_hash=digest.sha256,
+            status="ok",
+            text_hash=content_hash(outcome.text),
+            title=title,
+            metadata=metadata,
+            pages=outcome.pages,
+            empty_pages=outcome.empty_pages,
+            detail=skipped_detail(metadata),
         )
-        return Obtained(
-            self._state(
-                collection, file, digest.sha256, outcome.empty_pages, outcome.pages, skipped
-            ),
-            outcome.text,
-            title,
-            metadata,
-        )
+        self._ledger.remember_extraction(cached)
+        return Obtained(self._state(collection, file, cached), outcome.text, title, metadata)
 
     def _from_cache(
         self, collection: str, file: SourceFile, cached: CachedExtraction
@@ -144,9 +135,7 @@ class DocumentExtraction:
             text = self._store.body(cached.text_hash)
         except QmdError:
             return None  # the text left the index (its documents were removed): extract again
-        state = self._state(
-            collection, file, cached.source_hash, cached.empty_pages, cached.pages, cached.detail
-        )
+        state = self._state(collection, file, cached)
         return Obtained(state, text, cached.title, dict(cached.metadata))
 
     def _failed(
@@ -165,23 +154,18 @@ class DocumentExtraction:
         return Obtained(state)
 
     def _state(
-        self,
-        collection: str,
-        file: SourceFile,
-        source_hash: str,
-        empty_pages: tuple[int, ...],
-        pages: int,
-        skipped: str = "",
+        self, collection: str, file: SourceFile, outcome: CachedExtraction
     ) -> ExtractionState:
-        # An extracted document's `detail` says what its text leaves out (REQ-EXTRACT-014).
+        """The state of a file extracted now or before: an extracted document's `detail` says
+        what its text leaves out (REQ-EXTRACT-014)."""
         return ExtractionState(
             collection=collection,
             path=file.relative_path,
             status="ok",
-            detail=skipped,
-            source_hash=source_hash,
-            empty_pages=empty_pages,
-            pages=pages,
+            detail=outcome.detail,
+            source_hash=outcome.source_hash,
+            empty_pages=outcome.empty_pages,
+            pages=outcome.pages,
             extracted_at=self._clock.now_iso(),
         )
 
