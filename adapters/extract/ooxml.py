@@ -75,13 +75,18 @@ def compound_file_kind(path: str) -> str | None:
     'legacy' for any other compound file (a .doc/.xls/.ppt under an OOXML name), else None."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(8)
-            if head != _CFB_MAGIC:
+            head = handle.read(512)
+            if head[:8] != _CFB_MAGIC:
                 return None
-            # The directory holds the stream names; they sit in the first sectors of a
-            # small encrypted package, but read enough to find them in a larger one.
-            body = handle.read(4 * 1024 * 1024)
-    except OSError:
+            # Stream names live in the directory: its first sector (named in the header) holds
+            # the root's first entries, where Office puts EncryptionInfo and EncryptedPackage;
+            # the file's start is read too, for writers that put the directory there.
+            sector = 1 << min(int.from_bytes(head[30:32], "little"), 16)
+            first = int.from_bytes(head[48:52], "little")
+            body = handle.read(1024 * 1024)
+            handle.seek((first + 1) * sector)
+            body += handle.read(4 * sector)
+    except (OSError, ValueError, OverflowError):
         return None
     if any(name in body for name in _ENCRYPTED_STREAMS):
         return "encrypted"

@@ -28,6 +28,7 @@ from domain.extraction import (
 from tooling.docgen import write_pptx, write_xlsx
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "docling"
+ENCRYPTED_FILES = Path(__file__).resolve().parents[1] / "data" / "extraction"
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -241,19 +242,23 @@ def test_strict_ooxml_is_read() -> None:
 
 
 def _compound_file(path: Path, stream_names: tuple[str, ...]) -> Path:
-    """The head of an OLE compound file with a directory naming `stream_names`: what Office
-    writes for a password-protected package (EncryptionInfo, EncryptedPackage) or a .doc."""
+    """The head of an OLE compound file whose directory (sector 0, right after the header)
+    names `stream_names`, as a .doc's does: no library here writes a .doc."""
+    header = bytearray(512)
+    header[:8] = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+    header[30:32] = (9).to_bytes(2, "little")  # 512-byte sectors
+    header[48:52] = (0).to_bytes(4, "little")  # the directory starts at sector 0
     directory = b"".join(name.encode("utf-16-le").ljust(64, b"\0") + b"\0" * 64
                          for name in ("Root Entry", *stream_names))  # fmt: skip
-    path.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 504 + directory)
+    path.write_bytes(bytes(header) + directory)
     return path
 
 
 @pytest.mark.parametrize("file_format", ["docx", "xlsx", "pptx"])
-def test_an_encrypted_office_file_is_encrypted(tmp_path: Path, file_format: str) -> None:
-    path = _compound_file(
-        tmp_path / f"locked.{file_format}", ("EncryptionInfo", "EncryptedPackage")
-    )
+def test_an_encrypted_office_file_is_encrypted(file_format: str) -> None:
+    """Real password-protected files (tests/data/extraction/README.md says how they were
+    made), which used to be reported 'corrupt'."""
+    path = ENCRYPTED_FILES / f"encrypted.{file_format}"
     outcome = extract_file(str(path), file_format)
     assert isinstance(outcome, ExtractionFailure)
     assert outcome.reason == ENCRYPTED
