@@ -555,11 +555,12 @@ class _DocxReader:
         self.part = document.part
         self.styles = _DocxStyles(document.styles.element)
         numbering = None
-        with contextlib.suppress(Exception):  # a document without numbering definitions
+        with contextlib.suppress(NotImplementedError, KeyError):  # no numbering part
             numbering = self.part.numbering_part.element
         self.numbering = _DocxNumbering(numbering)
         self.images = 0
         self.objects = 0
+        self.skipped: list[str] = []
         self.notes: dict[str, list[str]] = {"footnote": [], "endnote": []}
 
     # -- text of one paragraph ----------------------------------------------------------------
@@ -646,7 +647,8 @@ class _DocxReader:
             return ""
         try:
             return ooxml.chart_text(blob) if kind == "chart" else ooxml.diagram_text(blob)
-        except Exception:  # a damaged chart must not cost the document's text
+        except Exception as error:  # a damaged chart must not cost the document's text
+            self.skipped.append(f"a {kind} (could not be read: {type(error).__name__})")
             return ""
 
     # -- blocks ------------------------------------------------------------------------------
@@ -840,7 +842,7 @@ def extract_docx(path: str) -> Result:
         return _parser_failure("python-docx", error)
     reader = _DocxReader(document)
     parts = reader.blocks(document.element.body, document.part)
-    skipped = _skipped_note(reader.images, reader.objects)
+    skipped = _skipped_note(reader.images, reader.objects) + reader.skipped
     footnotes = _aside("footnotes", partial(reader.notes_text, "footnote"), skipped)
     endnotes = _aside("endnotes", partial(reader.notes_text, "endnote"), skipped)
     comments = _aside("comments", reader.comments_text, skipped)
@@ -898,8 +900,10 @@ class _PptxReader:
             elif getattr(shape, "has_table", False):
                 lines.append(_table_markdown(_pptx_table(shape.table)))
             elif getattr(shape, "has_chart", False):
-                with contextlib.suppress(Exception):
+                try:
                     lines.append(ooxml.chart_text(shape.chart.part.blob))
+                except Exception as error:  # a damaged chart must not cost the deck's text
+                    self.skipped.append(f"a chart (could not be read: {type(error).__name__})")
             else:
                 lines.extend(self._graphic(shape, part))
         return [line for line in lines if line]
@@ -1054,9 +1058,10 @@ def _resolve(folder: str, target: str) -> str:
 def _xlsx_sheet_extras(
     archive: zipfile.ZipFile, sheet_part: str, people: dict[str, str]
 ) -> list[str]:
-    """Comments, threaded comments, charts and drawn text boxes of one sheet (or chart sheet),
-    which openpyxl's read-only cells do not give."""
-    out: list[str] = []
+    """Charts, drawn text boxes, comments and threaded comments of one sheet (or chart
+    sheet), which openpyxl's read-only cells do not give: drawings first, then comments."""
+    drawings: list[str] = []
+    threaded: list[str] = []
     threaded_cells: set[str] = set()
     legacy: list[tuple[str, str]] = []
     for kind, target in _rels(archive, sheet_part):
@@ -1068,7 +1073,7 @@ def _xlsx_sheet_extras(
             for comment in _xml(blob).iter(_TC + "threadedComment"):
                 threaded_cells.add(comment.get("ref", ""))
                 text = comment.find(_TC + "text")
-                out.append(
+                threaded.append(
                     ooxml.comment_line(
                         people.get(comment.get("personId", ""), ""),
                         comment.get("dT", ""),
@@ -1086,14 +1091,14 @@ def _xlsx_sheet_extras(
                 text = "".join(t.text or "" for t in comment.iter(_X + "t"))
                 legacy.append((comment.get("ref", ""), ooxml.comment_line(author, "", text)))
         elif kind.endswith("/drawing"):
-            out[:0] = ooxml.drawing_shapes_text(blob)
             for inner_kind, chart in _rels(archive, target):
                 if inner_kind.endswith("/chart"):
-                    with contextlib.suppress(Exception):
-                        out.insert(0, ooxml.chart_text(archive.read(chart)))
+                    with contextlib.suppress(KeyError):
+                        drawings.append(ooxml.chart_text(archive.read(chart)))
+            drawings += ooxml.drawing_shapes_text(blob)
     # Excel keeps a plain copy of each threaded comment for older readers: once is enough.
-    out = [line for ref, line in legacy if ref not in threaded_cells] + out
-    return [line for line in out if line]
+    comments = [line for ref, line in legacy if ref not in threaded_cells] + threaded
+    return [line for line in drawings + comments if line]
 
 
 def _xlsx_sheets(archive: zipfile.ZipFile) -> list[tuple[str, str]]:
