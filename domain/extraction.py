@@ -26,8 +26,10 @@ from domain.lazy_regex import LazyRegex
 EXTRACTED_FORMATS = frozenset({"pdf", "docx", "pptx", "xlsx", "html", "htm"})
 
 # Reason codes of a failed extraction (stable: stored in the index and shown on the wire).
-CORRUPT = "corrupt"  # the parser cannot read the file (damaged, truncated, not that format)
+CORRUPT = "corrupt"  # the bytes are damaged (truncated, a broken zip, XML not well formed)
 ENCRYPTED = "encrypted"  # password protected
+UNSUPPORTED_VARIANT = "unsupported-variant"  # a variant of the format no parser here reads
+PARSER_ERROR = "parser-error"  # a well-formed file the parser refused; the detail says why
 NO_TEXT_LAYER = "no-text-layer"  # a PDF whose pages are all images (scanned), nothing to index
 TOO_LARGE = "too-large"  # the file, or the text extracted from it, is over the limit
 TIMEOUT = "timeout"  # the parser ran past the per-file time limit and was stopped
@@ -40,6 +42,8 @@ EMPTY = "empty"  # extraction worked but found no text at all
 FAILURE_REASONS = (
     CORRUPT,
     ENCRYPTED,
+    UNSUPPORTED_VARIANT,
+    PARSER_ERROR,
     NO_TEXT_LAYER,
     TOO_LARGE,
     TIMEOUT,
@@ -51,6 +55,10 @@ FAILURE_REASONS = (
 )
 
 MetadataValue = str | int | float | bool | list[str]
+
+# The metadata key under which an extractor lists what the text leaves out of a document it
+# did extract (pictures, embedded objects, rows past the limit): REQ-EXTRACT-014.
+SKIPPED_KEY = "skipped"
 
 # Titles that producers write for every document, which name no document (REQ-EXTRACT-011).
 _PLACEHOLDER_TITLE = LazyRegex(
@@ -176,10 +184,11 @@ class ExtractionReport:
 
     failed: tuple[ExtractionState, ...] = ()
     scanned: tuple[ExtractionState, ...] = ()
+    partial: tuple[ExtractionState, ...] = ()  # indexed, with some content left out
 
     @property
     def empty(self) -> bool:
-        return not self.failed and not self.scanned
+        return not self.failed and not self.scanned and not self.partial
 
 
 def pages_phrase(pages: Sequence[int]) -> str:
@@ -198,6 +207,19 @@ def describe_scanned(state: ExtractionState) -> str:
     return f"{state.display_path}: no text layer on {pages_phrase(state.empty_pages)}"
 
 
+def skipped_detail(metadata: Mapping[str, MetadataValue]) -> str:
+    """The extractor's list of what a document's text leaves out, as one sentence for its
+    state's detail ("" when nothing was left out): REQ-EXTRACT-014."""
+    skipped = metadata.get(SKIPPED_KEY)
+    if isinstance(skipped, list):
+        return "; ".join(str(s) for s in skipped if str(s).strip())
+    return ""
+
+
+def describe_partial(state: ExtractionState) -> str:
+    return f"{state.display_path}: not read: {state.detail}"
+
+
 def report_lines(report: ExtractionReport, limit: int = 10) -> list[str]:
     """Human lines for `qmd status` and the `status` tool (the first `limit` of each list)."""
     lines: list[str] = []
@@ -214,6 +236,14 @@ def report_lines(report: ExtractionReport, limit: int = 10) -> list[str]:
             "(no text layer, scanned?):"
         )
         lines += [f"  - {describe_scanned(s)}" for s in report.scanned[:limit]]
+        if count > limit:
+            lines.append(f"  ... and {count - limit} more")
+    if report.partial:
+        count = len(report.partial)
+        lines.append(
+            f"{count} file{'s' if count != 1 else ''} indexed with some content not read as text:"
+        )
+        lines += [f"  - {describe_partial(s)}" for s in report.partial[:limit]]
         if count > limit:
             lines.append(f"  ... and {count - limit} more")
     return lines

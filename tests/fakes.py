@@ -29,6 +29,7 @@ from domain.extraction import (
     Extracted,
     ExtractionFailure,
     ExtractionState,
+    MetadataValue,
     SourceDigest,
 )
 from domain.filters import MetaValue, Probe
@@ -701,7 +702,8 @@ class InMemoryConfigRepository:
 
 class FakeExtractor:
     """DocumentExtractor over in-memory "files": `files` maps absolute path → content; a
-    content starting with `FAIL:reason:` fails with that reason. `calls` counts extractions."""
+    content starting with `FAIL:reason:` fails with that reason; one starting with `SKIP:note:`
+    is extracted with `note` in its `skipped` metadata. `calls` counts extractions."""
 
     def __init__(self, files: Mapping[str, str | None]) -> None:
         self.files = files
@@ -723,11 +725,15 @@ class FakeExtractor:
         if content.startswith("FAIL:"):
             _, reason, detail = content.split(":", 2)
             return ExtractionFailure(reason, detail)
+        metadata: dict[str, MetadataValue] = {"format": file_format}
+        if content.startswith("SKIP:"):
+            _, note, content = content.split(":", 2)
+            metadata["skipped"] = [note]
         pages = content.split("\f")
         empty = tuple(n for n, page in enumerate(pages, start=1) if not page.strip())
         text = "\n\n".join(f"## Page {n}\n\n{page or '[no text]'}" for n, page in
                             enumerate(pages, start=1))  # fmt: skip
-        return Extracted(text + "\n", {"format": file_format}, len(pages), empty)
+        return Extracted(text + "\n", metadata, len(pages), empty)
 
     def close(self) -> None:
         self.closed = True

@@ -40,8 +40,9 @@ if TYPE_CHECKING:
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 # Part of every cache key: changed whenever the parsers' output for the same bytes changes
 # (2: tracked changes, outline-level headings, titles from the document, blank pages; issue
-# #26), so `qmd update` re-extracts files an older version cached instead of keeping its text.
-EXTRACTION_VERSION = b"qmd-extraction 2\n"
+# #26; 3: text boxes, equations, comments, notes, charts, SmartArt, list numbers; #36), so
+# `qmd update` re-extracts files an older version cached instead of keeping its text.
+EXTRACTION_VERSION = b"qmd-extraction 3\n"
 READER_VERSION = EXTRACTION_VERSION.decode("ascii").strip()
 DEFAULT_TIMEOUT_S = 60.0
 TIMEOUT_ENV = "QMD_EXTRACT_TIMEOUT"

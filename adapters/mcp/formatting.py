@@ -269,5 +269,10 @@ def extraction_status(status: IndexStatus, payload: dict[str, Any]) -> dict[str,
             {"file": s.display_path, "pages": list(s.empty_pages)}
             for s in report.scanned[:STATUS_EXTRACTION_LISTED]
         ],
+        "notReadCount": len(report.partial),
+        "notRead": [
+            {"file": s.display_path, "detail": s.detail}
+            for s in report.partial[:STATUS_EXTRACTION_LISTED]
+        ],
     }
     return payload

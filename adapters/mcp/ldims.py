@@ -498,8 +498,9 @@ class LdimsSurface(BaseSurface):
                 },
             )
         if state is not None and state.status == "failed":  # REQ-LDIMS-RES-004
-            details = {
-                "reason": f"{state.reason}: {state.detail}" if state.detail else state.reason
+            details = {  # the stable code apart, for a client to branch on (REQ-EXTRACT-013)
+                "code": state.reason,
+                "reason": f"{state.reason}: {state.detail}" if state.detail else state.reason,
             }
             return _resource_json(
                 uri,

@@ -25,6 +25,7 @@ from domain.extraction import (
     MetadataValue,
     file_format,
     is_extracted,
+    skipped_detail,
 )
 from domain.model import SourceFile
 from domain.ports import Clock, DocumentExtractor, DocumentStore, ExtractionLedger
@@ -111,23 +112,18 @@ class DocumentExtraction:
             return self._failed(collection, file, failure, digest.sha256)
         metadata = dict(outcome.metadata)
         title = _title(outcome.text, metadata, file.relative_path)
-        self._ledger.remember_extraction(
-            CachedExtraction(
-                source_hash=digest.sha256,
-                status="ok",
-                text_hash=content_hash(outcome.text),
-                title=title,
-                metadata=metadata,
-                pages=outcome.pages,
-                empty_pages=outcome.empty_pages,
-            )
+        cached = CachedExtraction(
+            source_hash=digest.sha256,
+            status="ok",
+            text_hash=content_hash(outcome.text),
+            title=title,
+            metadata=metadata,
+            pages=outcome.pages,
+            empty_pages=outcome.empty_pages,
+            detail=skipped_detail(metadata),
         )
-        return Obtained(
-            self._state(collection, file, digest.sha256, outcome.empty_pages, outcome.pages),
-            outcome.text,
-            title,
-            metadata,
-        )
+        self._ledger.remember_extraction(cached)
+        return Obtained(self._state(collection, file, cached), outcome.text, title, metadata)
 
     def _from_cache(
         self, collection: str, file: SourceFile, cached: CachedExtraction
@@ -139,7 +135,7 @@ class DocumentExtraction:
             text = self._store.body(cached.text_hash)
         except QmdError:
             return None  # the text left the index (its documents were removed): extract again
-        state = self._state(collection, file, cached.source_hash, cached.empty_pages, cached.pages)
+        state = self._state(collection, file, cached)
         return Obtained(state, text, cached.title, dict(cached.metadata))
 
     def _failed(
@@ -158,20 +154,18 @@ class DocumentExtraction:
         return Obtained(state)
 
     def _state(
-        self,
-        collection: str,
-        file: SourceFile,
-        source_hash: str,
-        empty_pages: tuple[int, ...],
-        pages: int,
+        self, collection: str, file: SourceFile, outcome: CachedExtraction
     ) -> ExtractionState:
+        """The state of a file extracted now or before: an extracted document's `detail` says
+        what its text leaves out (REQ-EXTRACT-014)."""
         return ExtractionState(
             collection=collection,
             path=file.relative_path,
             status="ok",
-            source_hash=source_hash,
-            empty_pages=empty_pages,
-            pages=pages,
+            detail=outcome.detail,
+            source_hash=outcome.source_hash,
+            empty_pages=outcome.empty_pages,
+            pages=outcome.pages,
             extracted_at=self._clock.now_iso(),
         )
 
@@ -221,4 +215,5 @@ class DocumentExtraction:
         return ExtractionReport(
             failed=tuple(s for s in states if s.status == "failed"),
             scanned=tuple(s for s in states if s.status == "ok" and s.empty_pages),
+            partial=tuple(s for s in states if s.status == "ok" and s.detail),
         )

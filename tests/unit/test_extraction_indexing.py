@@ -128,3 +128,36 @@ def test_without_an_extractor_nothing_changes_for_markdown() -> None:
     assert app.extraction is None
     assert app.status.status().extraction.empty
     assert isinstance(app.store.get_collection("docs"), Collection)
+
+
+def test_content_left_out_is_reported_for_an_indexed_document_cached_or_not() -> None:
+    """REQ-EXTRACT-014: what an extracted document's text leaves out reaches `status`, in its
+    text and its structured answer, also when the outcome comes from the cache."""
+    from adapters.mcp.formatting import extraction_status
+
+    note = "2 pictures (text in images is not read)"
+    files: dict[str, str | None] = {
+        f"{ROOT}/flow.docx": f"SKIP:{note}:report within 24 hours",
+        f"{ROOT}/plain.docx": "only words",
+    }
+    app, extractor, _ = _app(files)
+    app.collections.add(ROOT, "docs", MASK)
+    files[f"{ROOT}/copy.docx"] = files[f"{ROOT}/flow.docx"]  # same bytes: from the cache
+    app.collections.update()
+    assert len(extractor.calls) == 2
+
+    status = app.status.status()
+    assert [(s.path, s.detail) for s in status.extraction.partial] == [
+        ("copy.docx", note),
+        ("flow.docx", note),
+    ]
+    payload = extraction_status(
+        status, {"content": [{"type": "text", "text": "Index"}], "structuredContent": {}}
+    )
+    assert "2 files indexed with some content not read as text:" in payload["content"][0]["text"]
+    assert "docs/flow.docx: not read: " + note in payload["content"][0]["text"]
+    extraction = payload["structuredContent"]["extraction"]
+    assert extraction["notReadCount"] == 2
+    assert extraction["notRead"][1] == {"file": "docs/flow.docx", "detail": note}
+    assert app.extraction is not None
+    assert app.extraction.metadata_of("docs", "flow.docx")["skipped"] == [note]

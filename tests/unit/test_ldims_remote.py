@@ -95,7 +95,7 @@ def test_extraction_states_travel_as_202_and_409(base: str) -> None:
     }
     failed = _read(surface, "c%2Fgone.pdf")
     assert failed["errorCode"] == "CONTENT_UNAVAILABLE_OR_FAILED"
-    assert failed["errorDetails"] == {"reason": "corrupt: bad xref"}
+    assert failed["errorDetails"] == {"code": "corrupt", "reason": "corrupt: bad xref"}
     ok = surface.read_resource("ldims://docs/c%2Fb.pdf/extracted_content")["contents"][0]
     assert ok["text"] == "alpha slides" and ok["metadata"]["format"] == "pdf"
 

@@ -78,7 +78,8 @@ def test_extraction_states_answer_processing_and_failed() -> None:
     failed = surface.read_resource("ldims://docs/c%2Fgone.pdf/extracted_content")["contents"][0]
     assert json.loads(failed["text"])["errorCode"] == "CONTENT_UNAVAILABLE_OR_FAILED"
     assert json.loads(failed["text"])["errorDetails"] == {
-        "reason": "no-text-layer: no page has a text layer"
+        "code": "no-text-layer",
+        "reason": "no-text-layer: no page has a text layer",
     }
     ok = surface.read_resource("ldims://docs/c/b.pdf/extracted_content")["contents"][0]
     assert ok["text"] == "alpha slides" and ok["metadata"]["format"] == "pdf"
