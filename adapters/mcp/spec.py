@@ -6,7 +6,6 @@ Requirement IDs are in docs/spec/; the ones this module implements are cited inl
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from typing import Any
 
@@ -23,7 +22,7 @@ from adapters.mcp.formatting import (
     status_payload,
     status_text_spec,
 )
-from adapters.mcp.surface import BaseSurface, error_result
+from adapters.mcp.surface import BaseSurface, error_result, outside_templates, resource_failure
 from adapters.mcp.tools import READ_ONLY, ToolFacts, hybrid_query_runs_model, tool
 from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError
@@ -31,7 +30,6 @@ from domain.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,
     QmdError,
-    error_envelope,
 )
 from domain.metadata import as_json
 from domain.model import DocumentMeta, SearchResult, SubQuery
@@ -165,6 +163,8 @@ _PROMPT = {
 
 class SpecSurface(BaseSurface):
     name = "spec"
+    # seed 001: an unknown tool or URI is data (REQ-SPEC-ERR-002, REQ-SPEC-ERR-003)
+    failures_as_data = True
     answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
     templates = (RESOURCE_TEMPLATE,)
 
@@ -506,22 +506,15 @@ class SpecSurface(BaseSurface):
     # -- resources ------------------------------------------------------------------------
 
     def read_resource(self, uri: str) -> dict[str, Any]:
-        if not uri.startswith("qmd://"):
-            raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+        foreign = outside_templates(uri, self.resource_templates())
+        if foreign is not None:  # the Session answers these first (failures_as_data)
+            return foreign
         path = decode_uri_component(uri[len("qmd://") :])
         uri = "qmd://" + expand_reserved(uri[len("qmd://") :])
         try:
             meta = self._find(path, path)
         except QmdError as error:
-            return {
-                "contents": [
-                    {
-                        "uri": uri,
-                        "mimeType": "application/json",
-                        "text": json.dumps(error_envelope(error.code, error.message)),
-                    }
-                ]
-            }
+            return resource_failure(uri, error.code, error.message)
         fetched = self._services.retrieval.fetch(meta)
         text = get_body(fetched.body, None, None, True, SPEC_DOCUMENT_CHARS)  # REQ-BOUND-DOC-001
         return resource_contents(uri, meta, text, fetched.context)
