@@ -91,6 +91,58 @@ FILTER_SCHEMA: dict[str, Any] = {
 
 MAX_SEARCHES = 10
 
+# What `search`, `vsearch` and `query` put in `structuredContent` (MCP's `outputSchema`): seed
+# 000's items plus this surface's own keys. A fill result's `partial` is said here and in a
+# note, never inside the seed's `#id NN% path - Title` line (REQ-SPEC-SEARCH-006).
+RESULTS_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "docid": {"type": "string", "description": "Short id, e.g. #abc123"},
+                    "file": {"type": "string", "description": "collection/relative path"},
+                    "title": {"type": "string"},
+                    "score": {"type": "number", "description": "Relevance 0-1, 2 decimals"},
+                    "context": {"type": ["string", "null"]},
+                    "snippet": {"type": "string", "description": "Lines as 'N: content'"},
+                    "partial": {
+                        "type": "boolean",
+                        "description": "Present and true when the document matches only some "
+                        "of the query's terms (the any-term fill after the documents that "
+                        "match them all); absent otherwise",
+                    },
+                    "metadata": {
+                        "type": "object",
+                        "description": "The document's metadata fields, when it has some",
+                    },
+                },
+                "required": ["docid", "file", "title", "score", "context", "snippet"],
+            },
+        },
+        "truncated": {
+            "type": "boolean",
+            "description": "Whether the server's result limit cut the list",
+        },
+        "remaining": {
+            "type": "integer",
+            "description": "When truncated: how many more results there were",
+        },
+        "degraded": {
+            "type": "array",
+            "description": "Search stages skipped, with why",
+            "items": {
+                "type": "object",
+                "properties": {"stage": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["stage", "reason"],
+            },
+        },
+    },
+    "required": ["results", "truncated"],
+}
+
 
 def with_degradations(payload: dict[str, Any], trace: SearchTrace) -> dict[str, Any]:
     """Say which stages a search skipped, in a second text item and as `degraded` in the
@@ -103,6 +155,16 @@ def with_degradations(payload: dict[str, Any], trace: SearchTrace) -> dict[str, 
         {"stage": d.stage, "reason": d.reason} for d in trace.degradations
     ]
     return payload
+
+
+def partial_note(count: int, total: int) -> str:
+    """The note beside the result lines when `count` of the `total` results are partial."""
+    results = "result" if total == 1 else "results"
+    match = "matches" if count == 1 else "match"
+    return (
+        f"Note: {count} of {total} {results} {match} only some of the query's terms "
+        "(partial: true in structuredContent)"
+    )
 
 
 def _query_schema() -> dict[str, Any]:
@@ -223,6 +285,9 @@ class SpecSurface(BaseSurface):
         results = searched[: self._max_results]
         remaining = len(searched) - len(results)
         payload = results_payload(results, query, with_line=False)
+        partial = sum(1 for r in results if r.partial)
+        if partial:  # REQ-SPEC-SEARCH-006: said beside the seed's lines, not inside them
+            payload["content"].append({"type": "text", "text": partial_note(partial, len(results))})
         # seed 001's bounded output (REQ-SPEC-BOUND-001): `truncated`, and when truncated
         # `remaining`, beside the results
         payload["structuredContent"]["truncated"] = bool(remaining)
@@ -253,6 +318,7 @@ class SpecSurface(BaseSurface):
         "Fast keyword search over the BM25 full-text index. Best for exact words, names and "
         'phrases. Supports prefix terms, "phrases" and -exclusions.',
         title="Search (BM25)",
+        output_schema=RESULTS_OUTPUT_SCHEMA,
         schema=_search_schema(0, "Keywords to search for"),
         annotations=READ_ONLY,
     )
@@ -272,6 +338,7 @@ class SpecSurface(BaseSurface):
         "Semantic search with vector embeddings: finds documents by meaning even without "
         "shared keywords. Needs `qmd embed` to have run.",
         title="Vector Search (Semantic)",
+        output_schema=RESULTS_OUTPUT_SCHEMA,
         schema=_search_schema(0.3, "A natural-language question or description"),
         annotations=READ_ONLY,
         facts=ToolFacts(runs_model=True),
@@ -295,6 +362,7 @@ class SpecSurface(BaseSurface):
         "reciprocal-rank fusion and LLM reranking. Falls back to BM25 when no vector index or "
         "models are available.",
         title="Hybrid Query (Best Quality)",
+        output_schema=RESULTS_OUTPUT_SCHEMA,
         schema=_query_schema(),
         annotations=READ_ONLY,
         facts=ToolFacts(runs_model=hybrid_query_runs_model),
