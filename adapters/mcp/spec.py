@@ -38,7 +38,7 @@ from domain.profiles import SEED_000
 from domain.scoring import js_round
 from domain.usecases.metadata import require as require_metadata
 from domain.usecases.retrieval import merge_get_arguments
-from domain.usecases.search import SearchRequest
+from domain.usecases.search import SearchRequest, primary_query
 from domain.usecases.services import Services
 from domain.usecases.trace import SearchTrace
 
@@ -169,10 +169,20 @@ def partial_note(count: int, total: int) -> str:
 
 def _query_schema() -> dict[str, Any]:
     """`query`'s seed-000 arguments plus documented extensions (REQ-SPEC-QUERY-004..006):
-    `rerank`, `intent`, `candidateLimit` and typed `searches`, all optional."""
-    schema = _search_schema(0, "A natural-language query")
+    `rerank`, `intent`, `candidateLimit` and typed `searches`, all optional; and the
+    original's call shape, `searches` without `query` and `collections` (REQ-SPEC-QUERY-009)."""
+    schema = _search_schema(
+        0, "A natural-language query (may be left out when `searches` is given)"
+    )
+    del schema["required"]  # `query`, `searches` or both: checked by the handler
     schema["properties"].update(
         {
+            "collections": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Only search these collections (any of them); the original "
+                "QMD's spelling, an alternative to `collection`",
+            },
             "rerank": {
                 "type": "boolean",
                 "default": True,
@@ -194,7 +204,8 @@ def _query_schema() -> dict[str, Any]:
                 "maxItems": MAX_SEARCHES,
                 "description": "Typed searches to run instead of expanding `query` "
                 "(lex: keywords, vec: a question, hyde: an answer-like sentence); `query` "
-                "then ranks chunks and snippets",
+                "then ranks chunks and snippets (without `query`: the first lex search, "
+                "else the first vec one)",
                 "items": {
                     "type": "object",
                     "properties": {
@@ -269,14 +280,19 @@ class SpecSurface(BaseSurface):
         if not 0 <= min_score <= 1:
             raise QmdError(INVALID_ARGUMENT, "minScore must be between 0 and 1")
         collection = args.get("collection")
+        named = list(dict.fromkeys(args.get("collections") or []))  # `query` only
+        if collection and named:
+            raise QmdError(
+                INVALID_ARGUMENT, "give collection (one) or collections (any of several), not both"
+            )
         if collection:
-            # Under --force-root an outside collection is absent from the store, so it is
-            # "not found" like one that does not exist.
-            if self._services.store.get_collection(collection) is None:
-                raise QmdError(NOT_FOUND, f"Collection not found: {collection}")
-            collections = [collection]
-        else:
-            collections = self._searcher.default_collections()
+            named = [collection]
+        # Under --force-root an outside collection is absent from the store, so it is
+        # "not found" like one that does not exist.
+        for name in named:
+            if self._services.store.get_collection(name) is None:
+                raise QmdError(NOT_FOUND, f"Collection not found: {name}")
+        collections = named or self._searcher.default_collections()
         # Searched up to the requested limit (within a horizon) so that a list the hard limit
         # cuts can say how many more there were; `_payload` applies the limit.
         return query, min(limit, REMAINING_HORIZON), min_score, collections
@@ -368,6 +384,19 @@ class SpecSurface(BaseSurface):
         facts=ToolFacts(runs_model=hybrid_query_runs_model),
     )
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
+        typed = [SubQuery(s["type"], s["query"].strip()) for s in args.get("searches") or []]
+        for index, sub_query in enumerate(typed):
+            if not sub_query.query:
+                raise QmdError(INVALID_ARGUMENT, f"searches[{index}]: query must not be empty")
+        if "query" not in args:
+            # the original's call shape: typed searches alone (REQ-SPEC-QUERY-009); the
+            # first lex search (else vec) ranks chunks and snippets, as there
+            if not typed:
+                raise QmdError(
+                    INVALID_ARGUMENT,
+                    "give query (a natural-language query) or searches (typed sub-queries)",
+                )
+            args = {**args, "query": primary_query(typed)}
         query, limit, min_score, collections = self._search_args(args)
         within = self._within(args, collections)
         if not collections:
@@ -386,12 +415,7 @@ class SpecSurface(BaseSurface):
             trace=SearchTrace(),
             within=within,
         )
-        searches = args.get("searches") or []
-        if searches:
-            typed = [SubQuery(s["type"], s["query"].strip()) for s in searches]
-            for index, sub_query in enumerate(typed):
-                if not sub_query.query:
-                    raise QmdError(INVALID_ARGUMENT, f"searches[{index}]: query must not be empty")
+        if typed:
             results = self._searcher.structured_query(
                 typed, request, label=lambda i: f"searches[{i}]", primary=query
             )

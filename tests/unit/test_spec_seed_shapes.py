@@ -1,5 +1,7 @@
-"""The default surface's result text, wired through the composition root over in-memory
-fakes: seed 000's result line carries nothing of this project's own (REQ-SPEC-SEARCH-006)."""
+"""The default surface's result text and `query` call shapes, wired through the composition
+root over in-memory fakes: seed 000's result line carries nothing of this project's own
+(REQ-SPEC-SEARCH-006), and `query` takes the original's call shape beside the seed's
+(REQ-SPEC-QUERY-009)."""
 
 from __future__ import annotations
 
@@ -93,3 +95,73 @@ def test_the_search_tools_declare_partial_in_their_output_schema() -> None:
         item = _output_schema(session, name)["properties"]["results"]["items"]
         assert item["properties"]["partial"]["type"] == "boolean", name
         assert "partial" not in item["required"], name
+
+
+# -- REQ-SPEC-QUERY-009: the original's call shape -----------------------------------------
+
+
+def test_query_takes_searches_without_query_as_the_original_does() -> None:
+    session = _session()
+    result = _call(session, "query", {"searches": [{"type": "lex", "query": "pagination"}]})
+    assert "isError" not in result
+    assert set(_files(result)) == {"notes/both.md", "notes/one.md"}
+    assert result["content"][0]["text"].startswith('Found 2 results for "pagination":\n\n#')
+    jsonschema.validate(result["structuredContent"], _output_schema(session, "query"))
+
+
+def test_without_query_the_first_lex_search_ranks_and_names_the_answer() -> None:
+    searches = [
+        {"type": "vec", "query": "how are long lists split"},
+        {"type": "lex", "query": "cursor"},
+    ]
+    result = _call(_session(), "query", {"searches": searches, "rerank": False})
+    assert "isError" not in result
+    assert result["content"][0]["text"].startswith('Found 1 result for "cursor":')
+    assert _files(result) == ["notes/both.md"]
+
+
+def test_query_takes_the_originals_collections() -> None:
+    session = _session()
+    lex = [{"type": "lex", "query": "pagination"}]
+    assert _files(_call(session, "query", {"searches": lex, "collections": ["old"]})) == [
+        "old/legacy.md"
+    ]
+    both = _call(session, "query", {"query": "pagination", "collections": ["notes", "old"]})
+    assert set(_files(both)) == {"notes/both.md", "notes/one.md", "old/legacy.md"}
+
+
+def test_query_refusals_are_envelopes_that_say_what_to_send() -> None:
+    session = _session()
+    lex = [{"type": "lex", "query": "pagination"}]
+    refusals = [
+        (
+            {},
+            "invalid-argument",
+            "give query (a natural-language query) or searches (typed sub-queries)",
+        ),
+        (
+            {"searches": []},
+            "invalid-argument",
+            "give query (a natural-language query) or searches (typed sub-queries)",
+        ),
+        ({"searches": lex, "collections": ["nope"]}, "not-found", "Collection not found: nope"),
+        (
+            {"searches": lex, "collection": "notes", "collections": ["old"]},
+            "invalid-argument",
+            "give collection (one) or collections (any of several), not both",
+        ),
+        (
+            {"searches": [{"type": "lex", "query": " "}]},
+            "invalid-argument",
+            "searches[0]: query must not be empty",
+        ),
+    ]
+    for arguments, code, message in refusals:
+        result = _call(session, "query", arguments)
+        assert result["isError"] is True, arguments
+        assert result["structuredContent"]["error"] == {"code": code, "message": message}
+
+
+def test_the_seed_shape_still_requires_nothing_new() -> None:
+    result = _call(_session(), "query", {"query": "pagination", "collection": "notes"})
+    assert set(_files(result)) == {"notes/both.md", "notes/one.md"}
