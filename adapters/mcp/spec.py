@@ -93,7 +93,9 @@ MAX_SEARCHES = 10
 
 # What `search`, `vsearch` and `query` put in `structuredContent` (MCP's `outputSchema`): seed
 # 000's items plus this surface's own keys. A fill result's `partial` is said here and in a
-# note, never inside the seed's `#id NN% path - Title` line (REQ-SPEC-SEARCH-006).
+# note, never inside the seed's `#id NN% path - Title` line (REQ-SPEC-SEARCH-006). A failure
+# carries seed 001's envelope there instead, and clients check an isError result's structured
+# content against this schema too, so the schema admits both.
 RESULTS_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -139,8 +141,15 @@ RESULTS_OUTPUT_SCHEMA: dict[str, Any] = {
                 "required": ["stage", "reason"],
             },
         },
+        "success": {"type": "boolean", "description": "Only on a failure (isError): false"},
+        "error": {
+            "type": "object",
+            "description": "Only on a failure (isError): its stable code and message",
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+            "required": ["code", "message"],
+        },
     },
-    "required": ["results", "truncated"],
+    "anyOf": [{"required": ["results", "truncated"]}, {"required": ["success", "error"]}],
 }
 
 

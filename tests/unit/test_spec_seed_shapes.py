@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import jsonschema
+import pytest
 
 from adapters.mcp.protocol import Session
 from adapters.mcp.registry import SurfaceContext, create_surface
@@ -95,6 +96,25 @@ def test_the_search_tools_declare_partial_in_their_output_schema() -> None:
         item = _output_schema(session, name)["properties"]["results"]["items"]
         assert item["properties"]["partial"]["type"] == "boolean", name
         assert "partial" not in item["required"], name
+
+
+def test_a_failure_envelope_passes_the_output_schema_too() -> None:
+    """Clients (the TypeScript SDK, the MCP Inspector) check an isError result's structured
+    content against the tool's output schema as well."""
+    session = _session()
+    failures = [
+        ("search", {"query": "pagination", "limit": 0}),
+        ("vsearch", {"query": "pagination"}),  # no vector index
+        ("query", {}),
+    ]
+    for name, arguments in failures:
+        result = _call(session, name, arguments)
+        assert result["isError"] is True, name
+        jsonschema.validate(result["structuredContent"], _output_schema(session, name))
+    with_results = _call(session, "query", {"query": "pagination"})
+    jsonschema.validate(with_results["structuredContent"], _output_schema(session, "query"))
+    with pytest.raises(jsonschema.ValidationError):  # neither shape: `truncated` is missing
+        jsonschema.validate({"results": []}, _output_schema(session, "search"))
 
 
 # -- REQ-SPEC-QUERY-009: the original's call shape -----------------------------------------
