@@ -11,8 +11,6 @@ from domain.scoring import percent, round_score
 from domain.text import LineWindow, add_line_numbers, window_lines
 
 TEXT_MARKDOWN = "text/markdown"
-# after a result line of the any-term fill (REQ-SPEC-SEARCH-006)
-PARTIAL_NOTE = " (partial match: not every term)"
 
 # The one resource template both surfaces serve; there is no resource listing.
 RESOURCE_TEMPLATE: dict[str, Any] = {
@@ -183,11 +181,8 @@ def results_payload(results: list[SearchResult], query: str, with_line: bool) ->
     else:
         plural = "" if len(results) == 1 else "s"
         lines = [f'Found {len(results)} result{plural} for "{query}":\n']
-        lines += [
-            f"#{r.docid} {percent(r.score)}% {r.display_path} - {r.title}"
-            + (PARTIAL_NOTE if r.partial else "")
-            for r in results
-        ]
+        # seed 000's line exactly; a fill result's `partial` is in the structured item
+        lines += [f"#{r.docid} {percent(r.score)}% {r.display_path} - {r.title}" for r in results]
         text = "\n".join(lines)
     return {
         "content": [{"type": "text", "text": text}],

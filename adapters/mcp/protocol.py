@@ -24,6 +24,7 @@ from adapters.mcp.outgoing import (
 )
 from adapters.mcp.progress import WaitProgress, progress_token
 from adapters.mcp.subscriptions import SubscriptionHub
+from adapters.mcp.surface import outside_templates, unknown_tool
 from adapters.mcp.tools import SurfaceFacts
 from adapters.mcp.validation import js_type
 from adapters.mcp.wire import (
@@ -441,7 +442,10 @@ class Session:
         if not isinstance(name, str):
             got = "undefined" if "name" not in params else js_type(name)
             raise self.surface.wording.bad_param("tools/call", ["params", "name"], "string", got)
-        if name not in {tool["name"] for tool in self.surface.tools()}:
+        listed = [tool["name"] for tool in self.surface.tools()]
+        if name not in listed:
+            if self.surface.facts.failures_as_data:  # seed 001 (REQ-SPEC-ERR-002)
+                return unknown_tool(name, listed)
             raise JsonRpcError(INVALID_PARAMS, f"Tool {name} not found")
         call_with = getattr(self.surface, "call_tool_with", None)
         if call_with is None:
@@ -550,6 +554,10 @@ class Session:
             got = "undefined" if absent else js_type(uri)
             path = ["params", "uri"] if isinstance(params, dict) else ["params"]
             raise self.surface.wording.bad_param("resources/read", path, "string", got)
+        if self.surface.facts.failures_as_data:  # seed 001 (REQ-SPEC-ERR-003)
+            foreign = outside_templates(uri, self.surface.resource_templates())
+            if foreign is not None:
+                return foreign
         return self.surface.read_resource(uri)
 
     def _prompts_list(self, _params: Any) -> dict[str, Any]:

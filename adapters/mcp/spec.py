@@ -6,7 +6,6 @@ Requirement IDs are in docs/spec/; the ones this module implements are cited inl
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from typing import Any
 
@@ -23,7 +22,7 @@ from adapters.mcp.formatting import (
     status_payload,
     status_text_spec,
 )
-from adapters.mcp.surface import BaseSurface, error_result
+from adapters.mcp.surface import BaseSurface, error_result, outside_templates, resource_failure
 from adapters.mcp.tools import READ_ONLY, ToolFacts, hybrid_query_runs_model, tool
 from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError
@@ -31,7 +30,6 @@ from domain.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,
     QmdError,
-    error_envelope,
 )
 from domain.metadata import as_json
 from domain.model import DocumentMeta, SearchResult, SubQuery
@@ -40,7 +38,7 @@ from domain.profiles import SEED_000
 from domain.scoring import js_round
 from domain.usecases.metadata import require as require_metadata
 from domain.usecases.retrieval import merge_get_arguments
-from domain.usecases.search import SearchRequest
+from domain.usecases.search import SearchRequest, primary_query
 from domain.usecases.services import Services
 from domain.usecases.trace import SearchTrace
 
@@ -93,6 +91,67 @@ FILTER_SCHEMA: dict[str, Any] = {
 
 MAX_SEARCHES = 10
 
+# What `search`, `vsearch` and `query` put in `structuredContent` (MCP's `outputSchema`): seed
+# 000's items plus this surface's own keys. A fill result's `partial` is said here and in a
+# note, never inside the seed's `#id NN% path - Title` line (REQ-SPEC-SEARCH-006). A failure
+# carries seed 001's envelope there instead, and clients check an isError result's structured
+# content against this schema too, so the schema admits both.
+RESULTS_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "docid": {"type": "string", "description": "Short id, e.g. #abc123"},
+                    "file": {"type": "string", "description": "collection/relative path"},
+                    "title": {"type": "string"},
+                    "score": {"type": "number", "description": "Relevance 0-1, 2 decimals"},
+                    "context": {"type": ["string", "null"]},
+                    "snippet": {"type": "string", "description": "Lines as 'N: content'"},
+                    "partial": {
+                        "type": "boolean",
+                        "description": "Present and true when the document matches only some "
+                        "of the query's terms (the any-term fill after the documents that "
+                        "match them all); absent otherwise",
+                    },
+                    "metadata": {
+                        "type": "object",
+                        "description": "The document's metadata fields, when it has some",
+                    },
+                },
+                "required": ["docid", "file", "title", "score", "context", "snippet"],
+            },
+        },
+        "truncated": {
+            "type": "boolean",
+            "description": "Whether the server's result limit cut the list",
+        },
+        "remaining": {
+            "type": "integer",
+            "description": "When truncated: how many more results there were",
+        },
+        "degraded": {
+            "type": "array",
+            "description": "Search stages skipped, with why",
+            "items": {
+                "type": "object",
+                "properties": {"stage": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["stage", "reason"],
+            },
+        },
+        "success": {"type": "boolean", "description": "Only on a failure (isError): false"},
+        "error": {
+            "type": "object",
+            "description": "Only on a failure (isError): its stable code and message",
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+            "required": ["code", "message"],
+        },
+    },
+    "anyOf": [{"required": ["results", "truncated"]}, {"required": ["success", "error"]}],
+}
+
 
 def with_degradations(payload: dict[str, Any], trace: SearchTrace) -> dict[str, Any]:
     """Say which stages a search skipped, in a second text item and as `degraded` in the
@@ -107,12 +166,32 @@ def with_degradations(payload: dict[str, Any], trace: SearchTrace) -> dict[str, 
     return payload
 
 
+def partial_note(count: int, total: int) -> str:
+    """The note beside the result lines when `count` of the `total` results are partial."""
+    results = "result" if total == 1 else "results"
+    match = "matches" if count == 1 else "match"
+    return (
+        f"Note: {count} of {total} {results} {match} only some of the query's terms "
+        "(partial: true in structuredContent)"
+    )
+
+
 def _query_schema() -> dict[str, Any]:
     """`query`'s seed-000 arguments plus documented extensions (REQ-SPEC-QUERY-004..006):
-    `rerank`, `intent`, `candidateLimit` and typed `searches`, all optional."""
-    schema = _search_schema(0, "A natural-language query")
+    `rerank`, `intent`, `candidateLimit` and typed `searches`, all optional; and the
+    original's call shape, `searches` without `query` and `collections` (REQ-SPEC-QUERY-009)."""
+    schema = _search_schema(
+        0, "A natural-language query (may be left out when `searches` is given)"
+    )
+    del schema["required"]  # `query`, `searches` or both: checked by the handler
     schema["properties"].update(
         {
+            "collections": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Only search these collections (any of them); the original "
+                "QMD's spelling, an alternative to `collection`",
+            },
             "rerank": {
                 "type": "boolean",
                 "default": True,
@@ -134,7 +213,8 @@ def _query_schema() -> dict[str, Any]:
                 "maxItems": MAX_SEARCHES,
                 "description": "Typed searches to run instead of expanding `query` "
                 "(lex: keywords, vec: a question, hyde: an answer-like sentence); `query` "
-                "then ranks chunks and snippets",
+                "then ranks chunks and snippets (without `query`: the first lex search, "
+                "else the first vec one)",
                 "items": {
                     "type": "object",
                     "properties": {
@@ -165,6 +245,8 @@ _PROMPT = {
 
 class SpecSurface(BaseSurface):
     name = "spec"
+    # seed 001: an unknown tool or URI is data (REQ-SPEC-ERR-002, REQ-SPEC-ERR-003)
+    failures_as_data = True
     answers_shutdown = True  # seed 001's handshake (REQ-SPEC-SHUTDOWN-001)
     templates = (RESOURCE_TEMPLATE,)
 
@@ -207,14 +289,19 @@ class SpecSurface(BaseSurface):
         if not 0 <= min_score <= 1:
             raise QmdError(INVALID_ARGUMENT, "minScore must be between 0 and 1")
         collection = args.get("collection")
+        named = list(dict.fromkeys(args.get("collections") or []))  # `query` only
+        if collection and named:
+            raise QmdError(
+                INVALID_ARGUMENT, "give collection (one) or collections (any of several), not both"
+            )
         if collection:
-            # Under --force-root an outside collection is absent from the store, so it is
-            # "not found" like one that does not exist.
-            if self._services.store.get_collection(collection) is None:
-                raise QmdError(NOT_FOUND, f"Collection not found: {collection}")
-            collections = [collection]
-        else:
-            collections = self._searcher.default_collections()
+            named = [collection]
+        # Under --force-root an outside collection is absent from the store, so it is
+        # "not found" like one that does not exist.
+        for name in named:
+            if self._services.store.get_collection(name) is None:
+                raise QmdError(NOT_FOUND, f"Collection not found: {name}")
+        collections = named or self._searcher.default_collections()
         # Searched up to the requested limit (within a horizon) so that a list the hard limit
         # cuts can say how many more there were; `_payload` applies the limit.
         return query, min(limit, REMAINING_HORIZON), min_score, collections
@@ -223,6 +310,9 @@ class SpecSurface(BaseSurface):
         results = searched[: self._max_results]
         remaining = len(searched) - len(results)
         payload = results_payload(results, query, with_line=False)
+        partial = sum(1 for r in results if r.partial)
+        if partial:  # REQ-SPEC-SEARCH-006: said beside the seed's lines, not inside them
+            payload["content"].append({"type": "text", "text": partial_note(partial, len(results))})
         # seed 001's bounded output (REQ-SPEC-BOUND-001): `truncated`, and when truncated
         # `remaining`, beside the results
         payload["structuredContent"]["truncated"] = bool(remaining)
@@ -253,6 +343,7 @@ class SpecSurface(BaseSurface):
         "Fast keyword search over the BM25 full-text index. Best for exact words, names and "
         'phrases. Supports prefix terms, "phrases" and -exclusions.',
         title="Search (BM25)",
+        output_schema=RESULTS_OUTPUT_SCHEMA,
         schema=_search_schema(0, "Keywords to search for"),
         annotations=READ_ONLY,
     )
@@ -272,6 +363,7 @@ class SpecSurface(BaseSurface):
         "Semantic search with vector embeddings: finds documents by meaning even without "
         "shared keywords. Needs `qmd embed` to have run.",
         title="Vector Search (Semantic)",
+        output_schema=RESULTS_OUTPUT_SCHEMA,
         schema=_search_schema(0.3, "A natural-language question or description"),
         annotations=READ_ONLY,
         facts=ToolFacts(runs_model=True),
@@ -295,11 +387,25 @@ class SpecSurface(BaseSurface):
         "reciprocal-rank fusion and LLM reranking. Falls back to BM25 when no vector index or "
         "models are available.",
         title="Hybrid Query (Best Quality)",
+        output_schema=RESULTS_OUTPUT_SCHEMA,
         schema=_query_schema(),
         annotations=READ_ONLY,
         facts=ToolFacts(runs_model=hybrid_query_runs_model),
     )
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
+        typed = [SubQuery(s["type"], s["query"].strip()) for s in args.get("searches") or []]
+        for index, sub_query in enumerate(typed):
+            if not sub_query.query:
+                raise QmdError(INVALID_ARGUMENT, f"searches[{index}]: query must not be empty")
+        if "query" not in args:
+            # the original's call shape: typed searches alone (REQ-SPEC-QUERY-009); the
+            # first lex search (else vec) ranks chunks and snippets, as there
+            if not typed:
+                raise QmdError(
+                    INVALID_ARGUMENT,
+                    "give query (a natural-language query) or searches (typed sub-queries)",
+                )
+            args = {**args, "query": primary_query(typed)}
         query, limit, min_score, collections = self._search_args(args)
         within = self._within(args, collections)
         if not collections:
@@ -318,12 +424,7 @@ class SpecSurface(BaseSurface):
             trace=SearchTrace(),
             within=within,
         )
-        searches = args.get("searches") or []
-        if searches:
-            typed = [SubQuery(s["type"], s["query"].strip()) for s in searches]
-            for index, sub_query in enumerate(typed):
-                if not sub_query.query:
-                    raise QmdError(INVALID_ARGUMENT, f"searches[{index}]: query must not be empty")
+        if typed:
             results = self._searcher.structured_query(
                 typed, request, label=lambda i: f"searches[{i}]", primary=query
             )
@@ -506,22 +607,15 @@ class SpecSurface(BaseSurface):
     # -- resources ------------------------------------------------------------------------
 
     def read_resource(self, uri: str) -> dict[str, Any]:
-        if not uri.startswith("qmd://"):
-            raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+        foreign = outside_templates(uri, self.resource_templates())
+        if foreign is not None:  # the Session answers these first (failures_as_data)
+            return foreign
         path = decode_uri_component(uri[len("qmd://") :])
         uri = "qmd://" + expand_reserved(uri[len("qmd://") :])
         try:
             meta = self._find(path, path)
         except QmdError as error:
-            return {
-                "contents": [
-                    {
-                        "uri": uri,
-                        "mimeType": "application/json",
-                        "text": json.dumps(error_envelope(error.code, error.message)),
-                    }
-                ]
-            }
+            return resource_failure(uri, error.code, error.message)
         fetched = self._services.retrieval.fetch(meta)
         text = get_body(fetched.body, None, None, True, SPEC_DOCUMENT_CHARS)  # REQ-BOUND-DOC-001
         return resource_contents(uri, meta, text, fetched.context)

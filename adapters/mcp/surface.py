@@ -10,6 +10,7 @@ adapters/mcp/registry.py; the Session (adapters/mcp/protocol.py) serves it uncha
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from adapters.mcp.formatting import not_found_text, text_result
@@ -25,6 +26,7 @@ from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, P
 from domain.errors import (
     INTERNAL_ERROR,
     INVALID_ARGUMENT,
+    NOT_FOUND,
     DocumentNotFoundError,
     QmdError,
     error_envelope,
@@ -36,6 +38,34 @@ def error_result(code: str, message: str) -> ToolResult:
     result = text_result(message, is_error=True)
     result["structuredContent"] = error_envelope(code, message)
     return result
+
+
+def resource_failure(uri: str, code: str, message: str) -> dict[str, Any]:
+    """Seed 001: a resource failure is data too: the envelope as an `application/json`
+    resource under the requested URI."""
+    envelope = json.dumps(error_envelope(code, message))
+    return {"contents": [{"uri": uri, "mimeType": "application/json", "text": envelope}]}
+
+
+def unknown_tool(name: str, known: list[str]) -> ToolResult:
+    """Seed 001's answer to a call of a tool the surface does not list: an isError result,
+    naming the tools there are so that an agent can correct itself."""
+    return error_result(NOT_FOUND, f"Tool {name} not found (tools: {', '.join(known)})")
+
+
+def template_prefix(template: dict[str, Any]) -> str:
+    """The literal start every URI of an RFC 6570 template shares (`qmd://` of
+    `qmd://{+path}`)."""
+    return str(template["uriTemplate"]).split("{", 1)[0]
+
+
+def outside_templates(uri: str, templates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Seed 001's answer to a URI that no resource template of the surface holds (None when
+    one does): a resource holding the `not-found` envelope, naming the templates."""
+    if any(uri.startswith(template_prefix(t)) for t in templates):
+        return None
+    served = ", ".join(str(t["uriTemplate"]) for t in templates) or "none"
+    return resource_failure(uri, NOT_FOUND, f"Resource not found: {uri} (resources: {served})")
 
 
 class EnvelopeErrors:
@@ -66,6 +96,8 @@ class BaseSurface:
     original: ClassVar[str | None] = None
     # its service reads `.env` in the working folder when no `--env-file` names another
     reads_working_env_file: ClassVar[bool] = False
+    # an unknown tool or resource URI is answered as data (seed 001), not -32602
+    failures_as_data: ClassVar[bool] = False
     answers_malformed_messages: bool = True
     answers_shutdown: ClassVar[bool] = False  # seed 001's `shutdown` (REQ-SPEC-SHUTDOWN-001)
     wording: ProtocolWording = JsonRpcWording()
@@ -101,6 +133,7 @@ class BaseSurface:
             {t.name: t.facts for t in declared},
             original=cls.original,
             reads_working_env_file=cls.reads_working_env_file,
+            failures_as_data=cls.failures_as_data,
         )
 
     # -- tools --------------------------------------------------------------------------------

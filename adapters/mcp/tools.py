@@ -90,6 +90,10 @@ class SurfaceFacts:
     # the surface's service is configured by a `.env` in the working folder when no
     # `--env-file` names another (seed 003 §7.1)
     reads_working_env_file: bool = False
+    # seed 001: an unknown tool name and a resource URI outside the surface's templates are
+    # failures as data (an isError tool result, a resource holding the error envelope), not
+    # JSON-RPC errors; False keeps -32602 (the original's answer)
+    failures_as_data: bool = False
 
     def tool(self, name: Any) -> ToolFacts:
         return self.tools.get(name, PLAIN_TOOL) if isinstance(name, str) else PLAIN_TOOL

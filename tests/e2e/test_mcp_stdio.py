@@ -224,8 +224,16 @@ def test_resource_read_found_encoded_and_not_found(server: StdioServer) -> None:
         "success": False,
         "error": {"code": "not-found", "message": "Document not found: handbook/nope.md"},
     }
-    foreign = server.request("resources/read", {"uri": "file:///etc/hosts"})
-    assert foreign["error"]["code"] == -32602
+    # seed 001: a resource failure is data, a URI outside qmd:// too (REQ-SPEC-ERR-003)
+    foreign = server.request("resources/read", {"uri": "file:///etc/hosts"})["result"]
+    assert foreign["contents"][0]["mimeType"] == "application/json"
+    assert json.loads(foreign["contents"][0]["text"]) == {
+        "success": False,
+        "error": {
+            "code": "not-found",
+            "message": "Resource not found: file:///etc/hosts (resources: qmd://{+path})",
+        },
+    }
 
 
 # -- JSON-RPC rules (seed 001) --------------------------------------------------------------
@@ -264,11 +272,18 @@ def test_oversized_line_is_rejected_and_the_server_keeps_serving(server: StdioSe
     assert server.request("ping")["result"] == {}
 
 
-def test_unknown_tool_is_a_jsonrpc_error(server: StdioServer) -> None:
+def test_unknown_tool_is_an_error_result(server: StdioServer) -> None:
+    """Seed 001: tool failures are data, an unknown tool too (REQ-SPEC-ERR-002)."""
     server.initialize()
-    assert server.request("tools/call", {"name": "nosuch", "arguments": {}})["error"] == {
-        "code": -32602,
-        "message": "Tool nosuch not found",
+    result = server.request("tools/call", {"name": "nosuch", "arguments": {}})["result"]
+    message = "Tool nosuch not found (tools: search, vsearch, query, get, multi_get, status)"
+    assert result == {
+        "content": [{"type": "text", "text": message}],
+        "isError": True,
+        "structuredContent": {
+            "success": False,
+            "error": {"code": "not-found", "message": message},
+        },
     }
 
 

@@ -192,10 +192,12 @@ def test_one_log_line_per_request(caplog: pytest.LogCaptureFixture) -> None:
         _handshake(pipes)
         pipes.call(1, "status", {})
         assert pipes.reply()["id"] == 1
-        pipes.call(2, "nosuchtool", {})
+        # a tools/call naming no tool is still a JSON-RPC error (an unknown tool is data on
+        # this surface, REQ-SPEC-ERR-002)
+        pipes.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}})
         assert pipes.reply()["id"] == 2
         pipes.close()
     lines = [r.getMessage() for r in caplog.records if " stdio " in r.getMessage()]
     assert any(re.search(r" stdio initialize ok \(\d+ms\)$", line) for line in lines), lines
     assert any(re.search(r" stdio tools/call status ok \(\d+ms\)$", line) for line in lines)
-    assert any(re.search(r" stdio tools/call nosuchtool error -32602 \(\d+ms\)$", x) for x in lines)
+    assert any(re.search(r" stdio tools/call None error -32602 \(\d+ms\)$", x) for x in lines)
