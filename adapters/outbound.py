@@ -200,13 +200,6 @@ def origin(url: str) -> tuple[str, str, int | None]:
     return (scheme, (parts.hostname or "").lower(), port)
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number out of range: {text[:40]}")
-    return value
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -217,31 +210,32 @@ def strict_json(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     nested deeper than `max_depth`."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        value = json.loads(text, parse_constant=_no_constant)
     except RecursionError:  # deeper than the decoder's own stack allows
         raise ValueError(f"nested deeper than {max_depth} levels") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"not UTF-8: {error}") from None
-    if _depth_over(value, max_depth):
-        raise ValueError(f"nested deeper than {max_depth} levels")
+    _check_tree(value, max_depth)
     return value
 
 
-def _depth_over(value: Any, limit: int) -> bool:
-    """Whether arrays and objects nest deeper than `limit` (walked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+def _check_tree(value: Any, limit: int) -> None:
+    """ValueError if arrays and objects nest deeper than `limit`, or a number overflowed to
+    infinity (a literal beyond a double, which the decoder takes); walked without recursion,
+    one pass for both."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
+        children: Any = item.values() if isinstance(item, dict) else item
         if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+            raise ValueError(f"nested deeper than {limit} levels")
+        for child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+            elif isinstance(child, float) and not math.isfinite(child):
+                raise ValueError("a number out of range")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("a number out of range")
 
 
 def strict_dumps(value: Any, **options: Any) -> str:
