@@ -194,11 +194,11 @@ def _remote_within(url: str, timeout_s: float = 5) -> LdimsSurface:
 
 
 def _read_body(surface: LdimsSurface) -> dict[str, Any]:
-    return _in_time(lambda: _read(surface, "c%2Fa.md"), 10)  # type: ignore[no-any-return]
+    return _in_time(lambda: _read(surface, "c%2Fa.md"), 10)
 
 
 def _search_body(surface: LdimsSurface) -> dict[str, Any]:
-    return _in_time(lambda: _search(surface), 10)  # type: ignore[no-any-return]
+    return _in_time(lambda: _search(surface), 10)
 
 
 def test_a_dripping_backend_is_search_timeout_at_the_deadline_and_let_go() -> None:
