@@ -128,3 +128,27 @@ def test_the_end_of_input_ends_the_service_while_the_backend_drips(
         assert _payload(server.receive(1))["errorCode"] == "SEARCH_TIMEOUT"
     finally:
         server.kill()
+
+
+def test_a_read_from_a_dripping_backend_is_the_seeds_server_error_in_time(
+    backend: tuple[Backend, ScriptedPeer], tmp_path: Path
+) -> None:
+    """REQ-LDIMS-DEPLOY-006: `resources/read` has the transport's limit (not the tool's own
+    budget); the exchange ends before it, so the answer is the seed's SERVER_ERROR body
+    naming SEARCH_TIMEOUT, not the transport's -32001."""
+    _script, peer = backend
+    server = _server(tmp_path, peer)
+    try:
+        reply = server.request(
+            "resources/read",
+            {"uri": "ldims://docs/ldims%2Fa.md/extracted_content"},
+            timeout=TIMEOUT_S + 5,
+        )
+        assert "result" in reply, reply
+        body = json.loads(reply["result"]["contents"][0]["text"])
+        assert body["errorCode"] == "SERVER_ERROR"
+        assert body["errorDetails"]["backendErrorCode"] == "SEARCH_TIMEOUT"
+        assert peer.wait_dripping(0, 2)
+        assert server.close(timeout=15) == 0
+    finally:
+        server.kill()
