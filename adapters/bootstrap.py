@@ -362,10 +362,16 @@ LDIMS_BACKEND_VAR = "LDIMS_API_BASE_URL"
 def document_backend(env: Mapping[str, str], timeout_s: float) -> DocumentBackend | None:
     """Seed 003's LDIMS backend named by `LDIMS_API_BASE_URL` (e.g. `http://10.0.0.5:8181/api`),
     reached over HTTP with the service's request timeout; None when unset (the LDIMS surface
-    serves this index). A URL that is not http(s) is `invalid-argument`."""
+    serves this index). A URL that is not http(s) is `invalid-argument`. Each exchange also
+    ends with the request it serves: sooner when less of its time is left, at once when it
+    is given up (REQ-LDIMS-DEPLOY-006)."""
     url = env.get(LDIMS_BACKEND_VAR, "").strip()
     if not url:
         return None
+    from adapters.fs.deadline import RequestTimeBudget
     from adapters.ldims_api.client import HttpDocumentBackend  # HTTP code only when named
 
-    return HttpDocumentBackend(url, timeout_s)
+    budget = RequestTimeBudget()
+    return HttpDocumentBackend(
+        url, timeout_s, time_left=budget.seconds_left, stop_check=budget.check
+    )

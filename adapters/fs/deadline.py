@@ -83,6 +83,31 @@ class LeftBehindError(OverBudgetError):
         self.ended = ended
 
 
+# the `ended` events of the bounded stages whose threads are still running: what the end of a
+# server must wait for before the interpreter is torn down (`wait_stages_ended`)
+_running_stages: set[threading.Event] = set()
+_running_lock = threading.Lock()
+
+
+def wait_stages_ended(timeout: float) -> bool:
+    """Wait up to `timeout` seconds for every bounded stage still running (one left behind by
+    its request, maybe inside a native model call) to return; False if one still runs. A
+    process must not finalize its interpreter under such a thread: llama.cpp crashes when its
+    globals are torn down, or its log callback calls into a finalized interpreter, while a
+    load or a decode is under way (REQ-SPEC-STDIO-003)."""
+    end = time.monotonic() + max(0.0, timeout)
+    while True:
+        with _running_lock:
+            running = list(_running_stages)
+        if not running:
+            return True
+        for ended in running:
+            if not ended.wait(max(0.0, end - time.monotonic())):
+                return False
+        with _running_lock:
+            _running_stages.difference_update(running)
+
+
 def _bounded(seconds: float, work: Callable[[], T], *, interrupt_sql: bool) -> T:
     """`work` on a thread of its own, in a part of the current request that ends after
     `seconds`; past them that part is given up (and, with `interrupt_sql`, its running SQL
@@ -106,8 +131,12 @@ def _bounded(seconds: float, work: Callable[[], T], *, interrupt_sql: bool) -> T
         except BaseException as error:  # handed to the waiting request as it is
             failure.append(error)
         finally:
+            with _running_lock:
+                _running_stages.discard(ended)
             ended.set()
 
+    with _running_lock:
+        _running_stages.add(ended)
     threading.Thread(target=run, name="qmd-bounded-stage", daemon=True).start()
     if not ended.wait(max(0.0, seconds)):
         part.cancelled.set()

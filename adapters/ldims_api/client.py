@@ -5,23 +5,29 @@ service uses when `LDIMS_API_BASE_URL` names one (docs/spec/ldims.md REQ-LDIMS-D
     GET {base}/document-files/{file_id}/content               one file's extracted content
 
 On the standard library, like the model client (ADR 0013); no credentials (the seed's
-backend needs none) and no proxy (the seed reaches the backend by IP and port). Each request
-is bounded by the service's request timeout. Failures are the seed's codes: a timeout is
-`SEARCH_TIMEOUT`; a backend that cannot be reached, answers 5xx, an unknown status or JSON
-that is not the seed's shape is `BACKEND_API_ERROR`, with the status and the backend's own
-message (shortened) but never the URL, which stays in the service's log.
+backend needs none) and no proxy (the seed reaches the backend by IP and port).
+
+One deadline bounds each exchange, connect and send and every read together: the service's
+request timeout, or less when the request it serves must be answered sooner, and an exchange
+whose request is given up is abandoned within 50 ms (adapters/outbound.py,
+REQ-LDIMS-DEPLOY-006): a backend that drips its answer cannot keep a worker. A redirect is
+followed only within the backend's own origin, the answer is read as strict JSON (no `NaN`,
+no nesting past 64), and every failure is one of the seed's codes (REQ-LDIMS-DEPLOY-003,
+REQ-LDIMS-DEPLOY-007): a timeout is `SEARCH_TIMEOUT`; a backend that cannot be reached, does
+not speak HTTP, redirects elsewhere, answers 5xx, an unknown status or JSON that is not the
+seed's shape is `BACKEND_API_ERROR`, with the status and the backend's own message
+(shortened) but never the URL, which stays in the service's log.
 """
 
 from __future__ import annotations
 
-import json
+import http.client
 import logging
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from adapters.outbound import bounded, origin, strict_json
 from domain.document_backend import (
     BACKEND_API_ERROR,
     FILTER_NAMES,
@@ -36,6 +42,17 @@ from domain.errors import INVALID_ARGUMENT, QmdError
 log = logging.getLogger("qmd.ldims")
 MESSAGE_CHARS = 200
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a document's text; more is not a sane answer
+MAX_REDIRECTS = 3  # within the backend's origin
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# what an exchange leaves of its request's time for writing the answer, so the answer is the
+# seed's (SEARCH_TIMEOUT) and not the transport's -32001
+ANSWER_MARGIN_S = 0.25
+UNREACHABLE = "the LDIMS backend cannot be reached"
+NOT_HTTP = "the LDIMS backend's answer is not HTTP"
+
+
+def _no_limit() -> float | None:
+    return None
 
 
 def base_url(raw: str) -> str:
@@ -53,11 +70,22 @@ def base_url(raw: str) -> str:
 
 
 class HttpDocumentBackend:
-    def __init__(self, base: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        base: str,
+        timeout_s: float,
+        *,
+        time_left: Callable[[], float | None] = _no_limit,
+        stop_check: Callable[[], None] | None = None,
+    ) -> None:
+        """`timeout_s`: the longest one exchange may take; `time_left`: what is left of the
+        request being served (None: no limit), which may end an exchange sooner;
+        `stop_check`: raises once that request is given up (the composition root hands in
+        the request's; None: never)."""
         self.base = base_url(base)
         self.timeout_s = timeout_s
-        # no proxy from the environment: the backend is a peer on the service's network
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        self._time_left = time_left
+        self._stop_check = stop_check
 
     def search(self, request: BackendSearch) -> Mapping[str, Any]:
         params = {"query": request.query, "maxResults": str(request.max_results)}
@@ -106,33 +134,79 @@ class HttpDocumentBackend:
     def _get(self, path: str) -> tuple[int, Any]:
         """(status, the answer's JSON or None); BackendError when no answer came."""
         url = self.base + path
-        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        seconds = self.timeout_s
+        left = self._time_left()
+        if left is not None:
+            seconds = min(seconds, max(0.0, left - ANSWER_MARGIN_S))
         try:
-            with self._opener.open(request, timeout=self.timeout_s) as response:
-                return response.status, _json(response.read(MAX_ANSWER_BYTES + 1))
-        except urllib.error.HTTPError as answer:
-            with answer:
-                return answer.code, _json(answer.read(MAX_ANSWER_BYTES + 1))
-        except TimeoutError as error:
-            log.warning("LDIMS backend %s: no answer in %g s (%s)", url, self.timeout_s, error)
+            with bounded(seconds, self._stop_check) as exchange:
+                for _hop in range(MAX_REDIRECTS + 1):
+                    status, location, raw = _exchange(url, exchange.left(), exchange.attach)
+                    if status not in REDIRECTS or location is None:
+                        return status, _json(raw)
+                    target = urllib.parse.urljoin(url, location)
+                    if origin(target) != origin(self.base):
+                        log.warning("LDIMS backend %s redirected to %s: refused", url, target)
+                        raise BackendError(
+                            BACKEND_API_ERROR,
+                            {
+                                "backend_status": status,
+                                "message": "the backend redirected to another origin",
+                            },
+                        )
+                    url = target
+                raise BackendError(
+                    BACKEND_API_ERROR,
+                    {"backend_status": status, "message": "the backend redirected too often"},
+                )
+        except BackendError:
+            raise
+        except TimeoutError as error:  # the deadline, or a socket timeout on the way
+            log.warning("LDIMS backend %s: no answer in %g s (%s)", url, seconds, error)
             raise BackendError(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s}) from None
-        except (urllib.error.URLError, OSError, ValueError) as error:
-            reason = getattr(error, "reason", error)
-            if isinstance(reason, TimeoutError):
-                log.warning("LDIMS backend %s: no answer in %g s", url, self.timeout_s)
-                raise BackendError(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s}) from None
-            log.warning("LDIMS backend %s unreachable: %s", url, reason)
-            raise BackendError(
-                BACKEND_API_ERROR, {"reason": "the LDIMS backend cannot be reached"}
-            ) from None
+        except http.client.RemoteDisconnected:
+            log.warning("LDIMS backend %s closed the connection without answering", url)
+            raise BackendError(BACKEND_API_ERROR, {"reason": UNREACHABLE}) from None
+        except http.client.HTTPException as error:
+            log.warning("LDIMS backend %s: not an HTTP answer (%r)", url, error)
+            raise BackendError(BACKEND_API_ERROR, {"reason": NOT_HTTP}) from None
+        except (OSError, ValueError) as error:
+            log.warning("LDIMS backend %s unreachable: %s", url, error)
+            raise BackendError(BACKEND_API_ERROR, {"reason": UNREACHABLE}) from None
+        except Exception as error:  # the request was given up (the stop check's error)
+            log.info("LDIMS backend %s: exchange abandoned (%s)", url, error)
+            raise BackendError(SEARCH_TIMEOUT, {"timeoutSeconds": self.timeout_s}) from None
+
+
+def _exchange(
+    url: str, seconds: float, attach: Callable[[Any], None]
+) -> tuple[int, str | None, bytes]:
+    """One GET: (status, Location, body). `attach` receives the connected socket, so that
+    the deadline can shut it down whatever the backend does."""
+    parts = urllib.parse.urlsplit(url)
+    factory = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    # no proxy: the backend is a peer on the service's network
+    connection = factory(parts.hostname or "", parts.port, timeout=seconds)
+    try:
+        connection.connect()
+        attach(connection.sock)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        connection.request("GET", target, headers={"Accept": "application/json"})
+        response = connection.getresponse()
+        raw = response.read(MAX_ANSWER_BYTES + 1)
+        return response.status, response.getheader("Location"), raw
+    finally:
+        connection.close()
 
 
 def _json(raw: bytes) -> Any:
+    """The answer's JSON, None when it is too long or not strict JSON (a non-finite number,
+    nesting past 64 levels: REQ-LDIMS-DEPLOY-007)."""
     if len(raw) > MAX_ANSWER_BYTES:
         return None
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        return strict_json(raw)
+    except ValueError:
         return None
 
 

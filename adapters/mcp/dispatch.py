@@ -117,6 +117,7 @@ class Dispatcher:
         self._in_flight: dict[tuple[str, Any], list[_InFlight]] = {}
         self._idle = threading.Condition(self._lock)
         self._count = 0
+        self._writing = 0  # replies decided and being written
         self._serial: queue.Queue[Admitted | None] | None = None
         self._serial_thread: threading.Thread | None = None
         if pools is None:
@@ -196,6 +197,7 @@ class Dispatcher:
                 if entry.job.cancel():
                     entry.done = True
                     cancelled.append(entry)
+                    self._idle.notify_all()
                 else:
                     log.info("not cancelling request %r: its write has committed", request_id)
         for entry in cancelled:
@@ -209,6 +211,20 @@ class Dispatcher:
         """Wait until no request is in flight (at the end of the input)."""
         with self._idle:
             return self._idle.wait_for(lambda: self._count == 0, timeout)
+
+    def wait_answered(self, timeout: float | None = None) -> bool:
+        """Wait until every request has been answered, cancelled or timed out, though its
+        work may still run (a worker stuck past its answer): the end of the input waits for
+        this, not for the work (REQ-SPEC-STDIO-003)."""
+        with self._idle:
+            return self._idle.wait_for(self._all_answered, timeout)
+
+    def _all_answered(self) -> bool:
+        if self._serial is not None:
+            return self._count == 0
+        return self._writing == 0 and all(
+            entry.done for entries in self._in_flight.values() for entry in entries
+        )
 
     # -- the workers' side ------------------------------------------------------------------
 
@@ -273,8 +289,14 @@ class Dispatcher:
             if not entry.job.cancel():  # its write committed: it is answered when it ends
                 entry.done = False
                 return
+            self._writing += 1
         reply = Session.error(entry.request.id, TIMED_OUT, f"Request timed out after {limit:g} s")
-        self._write(reply)
+        try:
+            self._write(reply)
+        finally:
+            with self._lock:  # answered now, though its work may still run
+                self._writing -= 1
+                self._idle.notify_all()
         log_request(entry.request, reply, entry.began)
 
     def _settle(self, entry: _InFlight, reply: Reply | None) -> None:
@@ -283,11 +305,13 @@ class Dispatcher:
         with self._lock:
             write = not entry.done and reply is not None
             entry.done = True
+            self._writing += write
         if write:
             assert reply is not None
             self._write(reply)
             log_request(entry.request, reply, entry.began)
         with self._lock:
+            self._writing -= write
             key = id_key(entry.request.id)
             entries = self._in_flight.get(key, [])
             if entry in entries:

@@ -124,7 +124,9 @@ class LdimsError(Exception):
 
 
 def _json_text(payload: Mapping[str, Any], is_error: bool) -> dict[str, Any]:
-    text = json.dumps(payload, ensure_ascii=False)
+    # the seed's JSON text is strict JSON: a non-finite number is refused (ValueError, the
+    # surface's BACKEND_API_ERROR), never written as NaN (REQ-LDIMS-DEPLOY-007)
+    text = json.dumps(payload, ensure_ascii=False, allow_nan=False)
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
     if is_error:
         result["isError"] = True
@@ -636,7 +638,7 @@ def _resource_json(uri: str, body: Mapping[str, Any]) -> dict[str, Any]:
             {
                 "uri": uri,
                 "mimeType": "application/json",
-                "text": json.dumps(body, ensure_ascii=False),
+                "text": json.dumps(body, ensure_ascii=False, allow_nan=False),
             }
         ]
     }

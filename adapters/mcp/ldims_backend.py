@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import posixpath
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -34,6 +35,8 @@ from domain.document_backend import (
     DocumentBackend,
     DocumentFile,
 )
+
+log = logging.getLogger("qmd.ldims")
 
 FORBIDDEN_MESSAGE = (  # seed 003 §4.2, word for word
     "You do not have permission to perform this search or access the requested search scope."
@@ -108,11 +111,16 @@ class RemoteLdims:
 
     def read(self, uri: str, document_id: str) -> dict[str, Any]:
         """The backend's file as the resource; its states as the seed's bodies; a backend
-        that fails as the seed's SERVER_ERROR body, saying why."""
+        that fails as the seed's SERVER_ERROR body, saying why (REQ-LDIMS-DEPLOY-003,
+        REQ-LDIMS-DEPLOY-007)."""
         try:
             found = self.backend.document_file(document_id)
         except BackendError as error:
             details = {"backendErrorCode": error.code, **error.details}
+            return _resource_json(uri, {**SERVER_ERROR_BODY, "errorDetails": details})
+        except Exception:  # a failure the backend's adapter did not foresee: still the seed's
+            log.exception("LDIMS backend read of %r failed", document_id)
+            details = {"backendErrorCode": BACKEND_API_ERROR}
             return _resource_json(uri, {**SERVER_ERROR_BODY, "errorDetails": details})
         if found.status == "completed":
             described = {

@@ -14,9 +14,11 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from adapters.fs.deadline import wait_stages_ended
 from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
@@ -27,6 +29,9 @@ from adapters.mcp.workers import WorkerPools
 __all__ = ["MAX_LINE_BYTES", "OVERSIZED", "encode_frame", "read_lines", "serve_stdio"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# how long work still running after its request was answered (a backend exchange being
+# abandoned, a model load or a decode step in llama.cpp) may take to stop at the end of input
+EXIT_GRACE_S = 3.0
 _READ_CHUNK = 1 << 16
 
 log = logging.getLogger("qmd.mcp")
@@ -121,6 +126,8 @@ def serve_stdio(
     timeout_s: float | None = None,
     sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S,
     ended: str = "Shutting down (stdin closed)...",
+    on_stuck: Callable[[], None] | None = None,
+    exit_grace_s: float = EXIT_GRACE_S,
 ) -> int:
     """Serve until stdin closes; returns the process exit code. `ended` is logged then and
     says what the process does next (it shuts down, or, beside HTTP, goes on serving that).
@@ -128,7 +135,10 @@ def serve_stdio(
     (adapters/mcp/dispatch.py); without, one at a time in arrival order on one worker
     thread. Either way this thread only reads: while a tool waits for the client (a
     server-to-client request such as sampling), the client's response is handed to the
-    session's correlator as soon as it arrives (docs/decisions/0039)."""
+    session's correlator as soon as it arrives (docs/decisions/0039). At the end of the
+    input, `on_close` runs once every request is answered and its work has ended;
+    `on_stuck` instead (when given) if work still runs `exit_grace_s` after its answer,
+    which nothing may then close under it."""
     owns_stdout = stdout is None
     if stdout is None:
         stdout = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -148,12 +158,21 @@ def serve_stdio(
             break  # seed 001: the session ends as at the end of input (REQ-SPEC-SHUTDOWN-001)
     # nobody is left to answer a request of ours: a tool waiting for one ends now
     outgoing.close("the client closed stdin before answering")
-    if not writer.closed:
-        dispatcher.wait_idle()
+    if writer.closed:  # nobody reads an answer: give the work up (a committed write ends)
+        dispatcher.cancel_all()
+    # every request in flight is answered, each within its own time limit; work still
+    # running past its answer (a stuck backend, a native model call) is given up and has a
+    # moment to stop (REQ-SPEC-STDIO-003)
+    dispatcher.wait_answered()
+    dispatcher.cancel_all()
+    end = time.monotonic() + exit_grace_s
+    settled = dispatcher.wait_idle(exit_grace_s) and wait_stages_ended(end - time.monotonic())
     dispatcher.close()
     if owns_stdout:
         writer.close()
     log.info(ended)
-    if on_close is not None:
+    if not settled and on_stuck is not None:
+        on_stuck()
+    elif on_close is not None:
         on_close()
     return 0

@@ -2,8 +2,13 @@
 
 * One keep-alive connection per thread and host (`http.client`), so a batch of requests on
   loopback costs no handshakes; a connection that failed is dropped and opened again.
-* Each request is bounded by `timeout` seconds per socket operation; a timeout is not retried,
-  so the caller hears about a stuck server within the configured time.
+* Each attempt is bounded by `timeout` seconds for the whole exchange, connect, send and
+  every read together (adapters/outbound.py, REQ-SEARCH-OUTBOUND-001): a server that drips
+  its answer cannot hold the caller longer; a timeout is not retried, so the caller hears
+  about a stuck server within the configured time. An attempt whose request is given up is
+  abandoned within 50 ms.
+* Answers are read as strict JSON (no `NaN`/`Infinity`, nothing nested past 64 levels) and
+  requests written so; redirects are not followed (a 3xx is an error status).
 * 429 and 5xx answers and refused or reset connections are retried with exponential backoff,
   honouring `Retry-After`; a wait longer than `timeout` is not taken (the error says why).
 * Failures are `QmdError(MODEL_UNAVAILABLE)` naming the URL without credentials and the
@@ -14,7 +19,6 @@ from __future__ import annotations
 
 import email.utils
 import http.client
-import json
 import re
 import socket
 import threading
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.models.idle import WAIT_CHECK_S, never_given_up
+from adapters.outbound import bounded, strict_dumps, strict_json
 from domain.errors import QmdError
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -116,7 +121,12 @@ class JsonHttpClient:
         """Decoded JSON of a 2xx answer; raises `HttpStatusError` for other statuses
         (after retries where they apply) and the `describe` error for transport failures."""
         url_path = self._prefix + path if path.startswith("/") else path
-        payload = None if body is None else json.dumps(body).encode("utf-8")
+        try:
+            payload = None if body is None else strict_dumps(body).encode("utf-8")
+        except ValueError as exc:  # NaN or Infinity: not JSON, never sent
+            raise self.describe(
+                f"{method} {self._public(url_path)}: the request holds a non-finite number"
+            ) from exc
         headers = {"Accept": "application/json", "User-Agent": "qmd-reference"}
         if payload is not None:
             headers["Content-Type"] = "application/json"
@@ -145,11 +155,11 @@ class JsonHttpClient:
                 ) from exc
             if 200 <= status < 300:
                 try:
-                    return json.loads(raw.decode("utf-8"))
+                    return strict_json(raw)
                 except ValueError as exc:
                     raise self.describe(
                         f"{method} {self._public(url_path)} answered with something that "
-                        "is not JSON"
+                        f"is not strict JSON ({exc})"
                     ) from exc
             text = self.redact(raw.decode("utf-8", errors="replace"))
             if retry and status in RETRYABLE_STATUS and attempt < self.max_attempts:
@@ -210,15 +220,17 @@ class JsonHttpClient:
         parts = urllib.parse.urlsplit(self.base_url)
         return public_url(urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", "")))
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
         connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        if connection is not None and connection.sock is None:
+            connection = None  # closed under us: open another
         if connection is None:
             factory = (
                 http.client.HTTPSConnection
                 if self._scheme == "https"
                 else http.client.HTTPConnection
             )
-            connection = factory(self._host, self._port, timeout=self.timeout)
+            connection = factory(self._host, self._port, timeout=timeout)
             connection.connect()
             # Without this, Nagle's algorithm holds back the request body until the server
             # ACKs the headers, which a delayed ACK postpones: 25-45 ms per request on a
@@ -230,11 +242,15 @@ class JsonHttpClient:
     def _exchange(
         self, method: str, path: str, payload: bytes | None, headers: Mapping[str, str]
     ) -> tuple[int, str, Mapping[str, str], bytes]:
+        # a stop check that can never stop needs no watching
+        stop = None if self.stop_check is never_given_up else self.stop_check
         try:
-            connection = self._connection()
-            connection.request(method, path, body=payload, headers=dict(headers))
-            response = connection.getresponse()
-            raw = response.read()
+            with bounded(self.timeout, stop) as exchange:
+                connection = self._connection(exchange.left())
+                exchange.attach(connection.sock)
+                connection.request(method, path, body=payload, headers=dict(headers))
+                response = connection.getresponse()
+                raw = response.read()
         except BaseException:
             # A half-used connection cannot carry the next request.
             self.close()
@@ -258,7 +274,7 @@ def _describe_os_error(exc: BaseException) -> str:
 def _server_message(body: str) -> str:
     """The server's own error text, from OpenAI-style `{"error": {...}}` or plain text."""
     try:
-        data = json.loads(body)
+        data = strict_json(body)
     except ValueError:
         return body.strip()[:300]
     if isinstance(data, dict):

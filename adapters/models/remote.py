@@ -47,6 +47,7 @@ from adapters.models.references import (
     RemoteModelRef,
     parse_remote_ref,
 )
+from adapters.outbound import strict_json
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, QmdError
 from domain.model import SubQuery, SubQueryType
 from domain.ports import LlmCache
@@ -852,7 +853,7 @@ def parse_expansion_answer(text: str) -> list[SubQuery]:
     if fenced:
         stripped = fenced.group(1)
     try:
-        data = json.loads(stripped)
+        data = strict_json(stripped)  # the model's text: no depth past 64, no NaN
     except ValueError:
         return parse_expansion(text)
     if isinstance(data, dict):

@@ -10,6 +10,7 @@ import os
 import queue
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -62,6 +63,7 @@ class Pipes:
         surface: str = "spec",
         context: SurfaceContext = CONTEXT,
         interrupt: Callable[[], None] = lambda: None,
+        **serve_options: Any,
     ) -> None:
         """`interrupt`: what aborts a worker's running statement (a fake store's, or none)."""
         self.app = app
@@ -81,7 +83,7 @@ class Pipes:
         self.thread = threading.Thread(
             target=serve_stdio,
             args=(session, self.stdin, self.stdout),
-            kwargs={"pools": self.pools, "timeout_s": timeout_s},
+            kwargs={"pools": self.pools, "timeout_s": timeout_s, **serve_options},
             daemon=True,
         )
         self.thread.start()
@@ -201,3 +203,64 @@ def test_one_log_line_per_request(caplog: pytest.LogCaptureFixture) -> None:
     assert any(re.search(r" stdio initialize ok \(\d+ms\)$", line) for line in lines), lines
     assert any(re.search(r" stdio tools/call status ok \(\d+ms\)$", line) for line in lines)
     assert any(re.search(r" stdio tools/call None error -32602 \(\d+ms\)$", x) for x in lines)
+
+
+class NativeCall(GatedEmbedder):
+    """A model call that no cancel reaches (a load or a decode inside llama.cpp): it ends when
+    the gate opens, whatever happened to its request."""
+
+
+def test_the_end_of_input_does_not_wait_for_work_past_its_answer(gate: threading.Event) -> None:
+    """REQ-SPEC-STDIO-003: the request is answered (-32001), stdin closes, and serving ends
+    within the grace although the worker is still inside its model call."""
+    embedder = NativeCall(gate)
+    pipes = Pipes(_app(embedder), timeout_s=0.3)
+    _handshake(pipes)
+    pipes.call(1, "vsearch", {"query": "alpha"})
+    assert embedder.entered.wait(10)
+    assert pipes.reply()["error"]["code"] == -32001
+    started = time.monotonic()
+    os.close(pipes._write_in)
+    pipes.thread.join(8)
+    assert not pipes.thread.is_alive(), "serving waited for the stuck model call"
+    assert time.monotonic() - started < 4.5  # the grace is 3 s
+    gate.set()
+    pipes.pools.shutdown()
+
+
+def test_work_stuck_past_the_grace_ends_the_process_instead_of_closing(
+    gate: threading.Event,
+) -> None:
+    """REQ-SPEC-STDIO-003: with work still running after the grace, `on_stuck` (the real
+    server's immediate exit) is called, never `on_close`, which would close the index and
+    the models under it; with none, `on_close` is."""
+    calls: list[str] = []
+    embedder = NativeCall(gate)
+    pipes = Pipes(
+        _app(embedder),
+        timeout_s=0.3,
+        on_close=lambda: calls.append("close"),
+        on_stuck=lambda: calls.append("stuck"),
+        exit_grace_s=0.2,
+    )
+    _handshake(pipes)
+    pipes.call(1, "vsearch", {"query": "alpha"})
+    assert pipes.reply()["id"] == 1
+    os.close(pipes._write_in)
+    pipes.thread.join(5)
+    assert calls == ["stuck"]
+    gate.set()
+    pipes.pools.shutdown()
+    calls.clear()
+    pipes = Pipes(
+        _app(FakeEmbedder()),
+        on_close=lambda: calls.append("close"),
+        on_stuck=lambda: calls.append("stuck"),
+    )
+    _handshake(pipes)
+    pipes.call(1, "vsearch", {"query": "alpha"})
+    assert "result" in pipes.reply()
+    os.close(pipes._write_in)
+    pipes.thread.join(5)
+    assert calls == ["close"]
+    pipes.pools.shutdown()
