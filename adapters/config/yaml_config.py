@@ -385,7 +385,7 @@ def first_own_config(
 
 
 class ConfigMirror(Protocol):
-    """What `sync_config_to_store` needs from the index (SqliteIndex and the test fake)."""
+    """What `sync_config_to_store` needs from the index (each backend's store and the test fake)."""
 
     def list_collections(self) -> list[Collection]: ...
     def put_collection(self, collection: Collection) -> None: ...

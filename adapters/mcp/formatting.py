@@ -12,7 +12,7 @@ from domain.text import LineWindow, add_line_numbers, window_lines
 
 TEXT_MARKDOWN = "text/markdown"
 
-# The one resource template both surfaces serve; there is no resource listing.
+# The one resource template the default and compat surfaces serve; there is no resource listing.
 RESOURCE_TEMPLATE: dict[str, Any] = {
     "name": "document",
     "uriTemplate": "qmd://{+path}",
