@@ -57,16 +57,28 @@ def test_an_empty_query_is_refused_with_the_usage_line(
     assert "No results found" not in captured.out
 
 
-def test_a_mask_that_matches_nothing_is_pointed_out(
+def test_a_mask_that_matches_nothing_is_refused(
     isolated: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Before, a mistyped mask made an empty collection with only "Indexed: 0 new" to say so."""
-    assert main(["collection", "add", str(HANDBOOK), "--name", "typo", "--mask", "**/*.MD"]) == 0
-    said = capsys.readouterr().err
-    assert f"No file in {HANDBOOK} matches the mask '**/*.MD'" in said
-    assert "'qmd collection remove typo'" in said
+    """REQ-INDEX-MASK-001. Before, a mistyped mask made an empty collection (an index.yml
+    entry, a collection row) with only "Indexed: 0 new" to say so."""
+    assert main(["collection", "add", str(HANDBOOK), "--name", "typo", "--mask", "**/*.MD"]) == 1
+    said = capsys.readouterr()
+    assert f"No file in {HANDBOOK} matches the mask '**/*.MD'; nothing was added." in said.err
+    assert " .md" in said.err and "--mask '**/*.md'" in said.err  # the kinds found, a hint
+    assert "created successfully" not in said.out
+    config = isolated / "config" / "index.yml"
+    assert not config.exists() or "typo" not in config.read_text(encoding="utf-8")
+    assert main(["collection", "list"]) == 0
+    assert "typo" not in capsys.readouterr().out
+    # an empty folder is added: it is being set up to be filled later
+    empty = isolated / "inbox"
+    empty.mkdir()
+    assert main(["collection", "add", str(empty), "--name", "inbox", "--mask", "*.txt"]) == 0
+    said = capsys.readouterr()
+    assert "holds no file yet" in said.err and "created successfully" in said.out
     assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
-    assert "matches the mask" not in capsys.readouterr().err
+    assert "nothing was added" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("what", ["not a database", "a folder", "under a file"])
