@@ -129,3 +129,19 @@ def test_cli_reference_table_matches_the_grammar() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_get_suggests_a_file_typed_without_its_folders(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REQ-SPEC-GET-NAME-001: `qmd get v18.0.md` in a blog whose release notes live under
+    `release/` suggests `release/v18.0.0.md` (the whole path is ten edits away)."""
+    blog = isolated / "blog"
+    (blog / "release").mkdir(parents=True)
+    for version in ("v18.0.0", "v18.1.0", "v20.0.0"):
+        (blog / "release" / f"{version}.md").write_text(f"# Node {version}\n", encoding="utf-8")
+    assert main(["collection", "add", str(blog), "--name", "blog"]) == 0
+    capsys.readouterr()
+    assert main(["get", "v18.0.md"]) == 1
+    said = capsys.readouterr().err
+    assert said.startswith("Document not found: v18.0.md\nSimilar files:\n  release/v18.0.0.md\n")
