@@ -14,11 +14,15 @@ target (at most 0.5).
 
 A real SQLite index (in a temporary folder) gets `--docs` documents whose paths look like a
 documentation tree (`area/topic/word-word.md`, words from the benchmark vocabulary), then
-`Retrieval.find` (what `qmd get` and the MCP `get` tool call) is timed on misses:
+`Retrieval.find` (what `qmd get` and the MCP `get` tool call) is timed on misses, with this
+project's suggestion rules (`own_suggestions`) unless said otherwise:
 
-* `relative`: a collection-relative path with one or two letters changed (the original's rule);
+* `relative`: a collection-relative path with one or two letters changed;
 * `qualified`: the same as `collection/path` and `qmd://collection/path` (search results' spelling);
-* `far`: a path close to nothing (every candidate must be ruled out).
+* `far`: a path close to nothing (every candidate must be ruled out);
+* `name`: the file name alone, mistyped, compared by name too (REQ-SPEC-GET-NAME-001: `qmd
+  get` and the spec surface), with how often the file meant is suggested; `name/2.8.3`: the
+  same misses by the original's whole-path rule (the compat surface).
 
 It prints the median and p95 per kind, the first miss separately (what a one-off `qmd get` in a
 fresh process pays: a scan, no index), and the time the unbounded full-matrix Levenshtein over
@@ -105,12 +109,12 @@ def near_misses(path: str, rng: random.Random) -> list[str]:
     return out
 
 
-def time_miss(retrieval: Retrieval, reference: str) -> tuple[float, int]:
+def time_miss(retrieval: Retrieval, reference: str, own: bool = True) -> tuple[float, list[str]]:
     started = time.perf_counter()
     try:
-        retrieval.find(reference, qualified=True)
+        retrieval.find(reference, own_suggestions=own)
     except DocumentNotFoundError as missed:
-        return (time.perf_counter() - started) * 1000, len(missed.suggestions)
+        return (time.perf_counter() - started) * 1000, missed.suggestions
     raise SystemExit(f"{reference!r} was found; the benchmark needs misses")
 
 
@@ -150,19 +154,30 @@ def main(argv: list[str] | None = None) -> int:
             ],
             "far": [f"zz/qq/{'xy' * (6 + i % 5)}.md" for i in range(options.misses)],
         }
+        # a mistyped file name without its folders, as `qmd get` and the spec surface take
+        # it (REQ-SPEC-GET-NAME-001): does the file meant come back, and at what cost
+        names = [(typo(p, rng).rsplit("/", 1)[-1], p) for p in samples]
+        lowered = [q.lower() for q in paths]  # the suffix lookup would find these
+        names = [(n, p) for n, p in names if not any(q.endswith(n.lower()) for q in lowered)]
         first_ms, _ = time_miss(retrieval, relative[0])
         print(f"suggestions for a missed get: {len(paths):,} documents, SQLite index")
         print(f"  first miss (a one-off `qmd get`: scan, no index): {first_ms:.1f} ms")
-        for kind, references in kinds.items():
-            timings, found = [], 0
-            for reference in references:
-                elapsed, count = time_miss(retrieval, reference)
+        first_ms, _ = time_miss(Retrieval(index), names[0][0])
+        print(f"  first miss by file name (a one-off `qmd get`): {first_ms:.1f} ms")
+        runs = [(kind, [(r, None) for r in refs], True) for kind, refs in kinds.items()]
+        runs += [("name", names, True), ("name/2.8.3", names, False)]
+        for kind, references, own in runs:
+            timings, found, meant = [], 0, 0
+            for reference, path in references:
+                elapsed, suggestions = time_miss(retrieval, reference, own)
                 timings.append(elapsed)
-                found += count > 0
+                found += bool(suggestions)
+                meant += path in suggestions
             p95 = statistics.quantiles(timings, n=20)[-1]
+            hits = f", the file meant in {meant}" if kind.startswith("name") else ""
             print(
                 f"  {kind:<10} median {statistics.median(timings):6.1f} ms   p95 {p95:6.1f} ms"
-                f"   ({found}/{len(references)} with suggestions)"
+                f"   ({found}/{len(references)} with suggestions{hits})"
             )
         started = time.perf_counter()
         for reference in relative[:5]:

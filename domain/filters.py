@@ -332,12 +332,20 @@ def of_format(types: Sequence[str]) -> FilterNode:
     return Condition("format", "in", wanted)
 
 
+# Front matter names a document's labels in more than one way: `tags` (Obsidian, Hugo),
+# `category`/`categories` (Jekyll, Hugo, WordPress exports); a person asking for a tag means
+# any of them (REQ-FILTER-TAG-001).
+TAG_KEYS = ("tags", "category", "categories")
+
+
 def tagged(tags: Sequence[str]) -> FilterNode:
-    """Documents whose `tags` hold every one of `tags`."""
+    """Documents labelled with every one of `tags`, each in `tags`, `category` or
+    `categories` (a list holding it, or the value itself)."""
     wanted = tuple(dict.fromkeys(t.strip() for t in tags if t.strip()))
     if not wanted:
         raise QmdError(INVALID_ARGUMENT, "tag must not be empty")
-    return Condition("tags", "all", wanted)
+    each = [Group("or", tuple(Condition(key, "eq", tag) for key in TAG_KEYS)) for tag in wanted]
+    return each[0] if len(each) == 1 else Group("and", tuple(each))
 
 
 # ---------------------------------------------------------------- narrowing (REQ-FILTER-009)

@@ -13,6 +13,10 @@ that a miss costs milliseconds even where every path is close to every other
    exceeds the farthest answer held;
 3. the survivors get a banded edit distance that stops as soon as every cell of a row exceeds
    the bound, after stripping the common prefix and suffix.
+
+`near_names` is this project's own surfaces' rule (REQ-SPEC-GET-NAME-001): the same search run
+a second time over each path's last segments, so a file name typed without its folders finds
+the file; the compat surface keeps the original's answer.
 """
 
 from __future__ import annotations
@@ -107,9 +111,14 @@ class NameIndex:
     bound could still beat the answers found so far get an edit distance, nearest bound first.
     """
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], compared: Iterable[str] | None = None) -> None:
+        """`compared`: the text each path is compared by, in the same order (by default the
+        path itself; a path's last segments when misses are compared by file name)."""
         self.paths = tuple(paths)
-        self._texts = [_units(path.lower()) for path in self.paths]
+        texts = self.paths if compared is None else tuple(compared)
+        if len(texts) != len(self.paths):
+            raise ValueError("one compared text per path")
+        self._texts = [_units(text.lower()) for text in texts]
         self._uses = 0
         self._bits: dict[str, int] | None = None  # bigram -> its bit
         self._masks: list[int] = []
@@ -126,18 +135,20 @@ class NameIndex:
 
     def similar(self, query: str, max_distance: int, limit: int) -> list[str]:
         """Paths within `max_distance` of `query`, nearest first, stable for ties."""
+        return [self.paths[number] for _, number in self.scored(query, max_distance, limit)]
+
+    def scored(self, query: str, max_distance: int, limit: int) -> list[tuple[int, int]]:
+        """(distance, the path's position) of the paths `similar` answers, in its order."""
         if limit <= 0 or max_distance < 0:
             return []
         wanted = _units(query.lower())
         self._uses += 1
         if self._bits is None and self._uses < 2:
             # a one-off miss (`qmd get` in a fresh process): one pass, no masks to build
-            ranked = self._scan(wanted, max_distance, limit)
-        else:
-            if self._bits is None:
-                self._bits = self._build_masks()  # a second miss: a server; masks once
-            ranked = self._bounded(wanted, max_distance, limit, self._bits)
-        return [self.paths[number] for _, number in ranked]
+            return self._scan(wanted, max_distance, limit)
+        if self._bits is None:
+            self._bits = self._build_masks()  # a second miss: a server; masks once
+        return self._bounded(wanted, max_distance, limit, self._bits)
 
     def _scan(self, wanted: str, max_distance: int, limit: int) -> list[tuple[int, int]]:
         """Every path once, in order, the bound shrinking as the `limit` nearest fill up:
@@ -203,3 +214,52 @@ class NameIndex:
 def similar_paths(query: str, paths: Iterable[str], max_distance: int, limit: int) -> list[str]:
     """Case-insensitive distance; keep <= max_distance, nearest first, stable for ties."""
     return NameIndex(paths).similar(query, max_distance, limit)
+
+
+def _stem_extends(query_name: str, name: str) -> bool:
+    """Whether one file name's stem continues the other's (`v18.0` and `v18.0.0`, `notes` and
+    `notes-2024`): a person who typed the shorter one most likely means the longer."""
+    dot = name.rfind(".")
+    stem, extension = (name[:dot], name[dot:]) if dot > 0 else (name, "")
+    wanted = (
+        query_name[: -len(extension)]
+        if extension and query_name.endswith(extension)
+        else query_name
+    )
+    return bool(wanted) and bool(stem) and (stem.startswith(wanted) or wanted.startswith(stem))
+
+
+def tail(path: str, segments: int) -> str:
+    """The last `segments` `/`-separated segments of `path` (all of it when it has fewer)."""
+    return "/".join(path.split("/")[-segments:])
+
+
+def near_names(
+    query: str, whole: NameIndex, tails: NameIndex | None, max_distance: int, limit: int
+) -> list[str]:
+    """Paths near `query` as a person means it (REQ-SPEC-GET-NAME-001): each path's distance
+    is the smaller of the original's (the whole path) and that of its last segments, as many
+    as the query has, to the query (`tails`, None when the query has as many segments as any
+    path), counted only within a third of the query's length (at least 1); so `v18.0.md`
+    finds `release/v18.0.0.md`. Within `max_distance`, nearest first; among equally near
+    paths, one whose file name continues the query's (`v18.0` -> `v18.0.0`) first, then in
+    the paths' order. `whole` and `tails` list the same paths in the same order."""
+    if limit <= 0 or max_distance < 0:
+        return []
+    pool = limit * 2  # equally near paths beyond `limit`, for the tie-break to choose from
+    best: dict[int, int] = {}
+    for distance, number in whole.scored(query, max_distance, pool):
+        best[number] = distance
+    if tails is not None:
+        wanted = tail(query, query.count("/") + 1)
+        # a third of what was typed: five edits make any two short names alike
+        reach = min(max_distance, max(1, len(wanted) // 3))
+        for distance, number in tails.scored(wanted, reach, pool):
+            best[number] = min(distance, best.get(number, distance))
+    name = query.rsplit("/", 1)[-1].lower()
+
+    def rank(number: int) -> tuple[int, bool, int]:
+        path_name = whole.paths[number].rsplit("/", 1)[-1].lower()
+        return best[number], not _stem_extends(name, path_name), number
+
+    return [whole.paths[number] for number in sorted(best, key=rank)[:limit]]

@@ -20,8 +20,12 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def pdf_bytes(pages: Sequence[Page], title: str = "", author: str = "") -> bytes:
-    """A valid PDF 1.4 with one page per entry of `pages`."""
+def pdf_bytes(
+    pages: Sequence[Page], title: str = "", author: str = "", heading: Sequence[str] = ()
+) -> bytes:
+    """A valid PDF 1.4 with one page per entry of `pages`. `heading`: lines set large above
+    the first text page's lines, as many producers write them (the font at size 1, scaled to
+    24 points by the text matrix)."""
     objects: list[bytes] = []
 
     def add(body: bytes) -> int:
@@ -48,7 +52,13 @@ def pdf_bytes(pages: Sequence[Page], title: str = "", author: str = "") -> bytes
         elif not page:
             stream, resources = b"", b"<< >>"
         else:
-            ops = ["BT /F1 12 Tf 14 TL 72 720 Td"]
+            ops = []
+            if heading:
+                ops.append("BT /F1 1 Tf 24 0 0 24 72 740 Tm 1.2 TL")
+                ops += [f"({_escape(line)}) Tj T*" for line in heading]
+                ops.append("ET")
+                heading = ()
+            ops.append("BT /F1 12 Tf 14 TL 72 660 Td" if ops else "BT /F1 12 Tf 14 TL 72 720 Td")
             ops += [f"({_escape(line)}) Tj T*" for line in page]
             ops.append("ET")
             stream = "\n".join(ops).encode("latin-1")
@@ -86,8 +96,14 @@ def pdf_bytes(pages: Sequence[Page], title: str = "", author: str = "") -> bytes
     return bytes(out)
 
 
-def write_pdf(path: Path, pages: Sequence[Page], title: str = "", author: str = "") -> Path:
-    path.write_bytes(pdf_bytes(pages, title, author))
+def write_pdf(
+    path: Path,
+    pages: Sequence[Page],
+    title: str = "",
+    author: str = "",
+    heading: Sequence[str] = (),
+) -> Path:
+    path.write_bytes(pdf_bytes(pages, title, author, heading))
     return path
 
 

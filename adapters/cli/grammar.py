@@ -157,7 +157,9 @@ def filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--type", action="append", metavar="EXT", help="file type (md, pdf, ...), repeatable"
     )
-    parser.add_argument("--tag", action="append", metavar="TAG", help="tag, repeatable")
+    parser.add_argument(
+        "--tag", action="append", metavar="TAG", help="in tags, category or categories; repeatable"
+    )
 
 
 class CommandTable:

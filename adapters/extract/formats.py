@@ -192,7 +192,7 @@ def _pdf_page_title(textpage: Any) -> str:
             continue
         chars.append(char)
         if char.isalpha():
-            font = round(float(pdfium_c.FPDFText_GetFontSize(textpage.raw, index)), 1)
+            font = round(_pdf_char_size(textpage, index, pdfium_c), 1)
             size = max(size, font)
             weights[font] = weights.get(font, 0) + 1
     if chars:
@@ -212,10 +212,26 @@ def _pdf_page_title(textpage: Any) -> str:
     for text, font in lines:
         if abs(font - largest) <= 0.5 and text:
             title.append(text)
-        elif title:
+        elif title and text:  # a blank line between a title's lines does not end it
             break
     joined = " ".join(title)
     return joined if len(joined) <= MAX_TITLE_CHARS else title[0]
+
+
+def _pdf_char_size(textpage: Any, index: int, pdfium_c: Any) -> float:
+    """A letter's size as printed: its font size scaled by its text matrix. Many producers
+    set every font at size 1 and scale it with the matrix, where the font size alone makes
+    every line look alike and a two-line title was cut to its first line."""
+    import ctypes
+    import math
+
+    font = float(pdfium_c.FPDFText_GetFontSize(textpage.raw, index))
+    matrix = pdfium_c.FS_MATRIX()
+    if pdfium_c.FPDFText_GetMatrix(textpage.raw, index, ctypes.byref(matrix)):
+        scale = math.hypot(matrix.c, matrix.d)  # the length of the letter's upward axis
+        if scale > 0:
+            return font * scale
+    return font
 
 
 def _pdf_metadata(document: Any) -> dict[str, MetadataValue]:
@@ -223,7 +239,7 @@ def _pdf_metadata(document: Any) -> dict[str, MetadataValue]:
     metadata: dict[str, MetadataValue] = {}
     for key, name in (("Title", "title"), ("Author", "author"), ("Subject", "subject")):
         if raw.get(key):
-            metadata[name] = raw[key]
+            metadata[name] = " ".join(raw[key].split())  # a title set over two lines: one
     if raw.get("Keywords"):
         metadata["keywords"] = [k.strip() for k in re.split(r"[,;]", raw["Keywords"]) if k.strip()]
     for key, name in (("CreationDate", "created"), ("ModDate", "modified")):

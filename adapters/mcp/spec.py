@@ -438,7 +438,7 @@ class SpecSurface(BaseSurface):
         return self._services.retrieval.find(
             reference,
             original=shown,
-            qualified=True,
+            own_suggestions=True,  # REQ-SPEC-GET-006, REQ-SPEC-GET-NAME-001
             encoded_uris=encoded_uris,
             unicode_forms=True,  # REQ-SPEC-GET-NFC-001
         )

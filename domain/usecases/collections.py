@@ -34,6 +34,8 @@ from domain.text import content_hash, extract_title
 from domain.usecases.extraction import DocumentExtraction
 from domain.usecases.metadata import MetadataRecorder
 
+MASK_HINT_KINDS = 5  # file kinds named when a mask matches nothing (REQ-INDEX-MASK-001)
+
 
 @dataclass(frozen=True)
 class IndexProgress:
@@ -106,8 +108,11 @@ class CollectionManager:
         name: str | None = None,
         pattern: str = DEFAULT_PATTERN,
         progress: ProgressCallback | None = None,
+        *,
+        refuse_unmatched: bool = False,
     ) -> tuple[Collection, UpdateCounts]:
-        """Register a folder and index it immediately."""
+        """Register a folder and index it immediately. With `refuse_unmatched`, a mask that
+        matches none of the files the folder holds adds nothing (REQ-INDEX-MASK-001)."""
         root = path.rstrip("/") or "/"
         if not self._source.is_directory(root):
             raise QmdError(NOT_FOUND, f"Collection path is not a directory: {root}")
@@ -123,11 +128,43 @@ class CollectionManager:
                 )
         collection = Collection(name=chosen, path=root, pattern=pattern)
         self._require_admitted(collection)
+        scan = self._source.scan(collection)
+        if refuse_unmatched and not scan.files and not scan.skipped:
+            self._refuse_unmatched(collection)
         self._config.save_collection(collection)
         self._store.put_collection(collection)
         if self._cache is not None:
             self._cache.clear()
-        return collection, self.index(collection, progress)
+        return collection, self._index_scanned(collection, scan, progress, {})
+
+    def _refuse_unmatched(self, collection: Collection) -> None:
+        """Refuse a mask that matches nothing in a folder that holds files: a mistyped mask
+        (`*.MD`, `*.markdown` for `.md` notes) would otherwise leave an empty collection that
+        every later update keeps empty. The error lists the kinds of file the folder holds. A
+        folder with no file at all is added: it is being set up to be filled."""
+        everything = self._source.scan(replace(collection, pattern="**/*"))
+        if not everything.files:
+            return
+        kinds: dict[str, int] = {}
+        for found in everything.files:
+            name = found.relative_path.rsplit("/", 1)[-1]
+            dot = name.rfind(".")
+            kind = name[dot:] if dot > 0 else "(no extension)"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        ranked = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
+        listed = ", ".join(f"{count} {kind}" for kind, count in ranked[:MASK_HINT_KINDS])
+        if len(ranked) > MASK_HINT_KINDS:
+            listed += f", {len(ranked) - MASK_HINT_KINDS} more kinds"
+        first = next((kind for kind, _ in ranked if kind.startswith(".")), None)
+        hint = f" (for example --mask '**/*{first}')" if first else ""
+        total = len(everything.files)
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"No file in {collection.path} matches the mask '{collection.pattern}'; nothing "
+            f"was added.\nThe folder holds {total} file{'s' if total != 1 else ''}: {listed}.\n"
+            f"Masks are case-sensitive globs; add the folder again with a mask that names "
+            f"them{hint}.",
+        )
 
     def name_taken(self, name: str) -> bool:
         """A collection of that name exists in the index or the config, seen or not: a
@@ -262,11 +299,23 @@ class CollectionManager:
         extractor's title, author, pages...), merged into the documents' metadata. `tidy`:
         end by tidying the lexical index for what this pass wrote, in its transaction."""
         self._require_admitted(collection)
-        scan = self._source.scan(collection)
+        return self._index_scanned(
+            collection, self._source.scan(collection), progress, extra_metadata or {}, tidy=tidy
+        )
+
+    def _index_scanned(
+        self,
+        collection: Collection,
+        scan: ScanResult,
+        progress: ProgressCallback | None,
+        extra_metadata: Mapping[str, Mapping[str, Any]],
+        *,
+        tidy: bool = True,
+    ) -> UpdateCounts:
         # One transaction per collection: several times faster than a commit per file, and
         # an interrupted update leaves the previous state intact.
         with self._store.transaction():
-            counts = self._index_files(collection, scan, progress, extra_metadata or {})
+            counts = self._index_files(collection, scan, progress, extra_metadata)
             if tidy and counts.written:
                 self._store.tidy_lexical_index(counts.written)
             return counts

@@ -28,7 +28,7 @@ from domain.paths import (
 )
 from domain.ports import DocumentStore
 from domain.scoring import js_round
-from domain.suggest import NameIndex
+from domain.suggest import NameIndex, near_names, tail
 from domain.text import resolve_context
 
 GET_SUGGESTION_DISTANCE = 5
@@ -100,6 +100,8 @@ class Retrieval:
         # (the pairs they were built from, the names), reused while the paths stay the same
         self._names: tuple[tuple[tuple[str, str], ...], NameIndex] | None = None
         self._qualified: tuple[tuple[tuple[str, str], ...], NameIndex] | None = None
+        # (the pairs, the number of segments compared, the paths by their last segments)
+        self._tails: tuple[tuple[tuple[str, str], ...], int, NameIndex | None] | None = None
 
     def _name_index(self, pairs: Sequence[tuple[str, str]], qualified: bool = False) -> NameIndex:
         """Suggestion candidates: collection-relative paths (the original's), or with
@@ -122,6 +124,25 @@ class Retrieval:
         else:
             self._names = (listed, names)
         return names
+
+    def _near_names(self, pairs: Sequence[tuple[str, str]], target: str) -> list[str]:
+        """REQ-SPEC-GET-NAME-001: the paths near `target` by the whole path or by as many of
+        their last segments as `target` has."""
+        whole = self._name_index(pairs)
+        segments = target.count("/") + 1
+        listed = tuple(pairs)
+        cached = self._tails
+        if cached is not None and cached[0] == listed and cached[1] == segments:
+            tails = cached[2]
+        else:
+            longer = any(path.count("/") + 1 > segments for path in whole.paths)
+            tails = (
+                NameIndex(whole.paths, (tail(path, segments) for path in whole.paths))
+                if longer
+                else None  # every path is compared whole already
+            )
+            self._tails = (listed, segments, tails)
+        return near_names(target, whole, tails, GET_SUGGESTION_DISTANCE, GET_SUGGESTION_LIMIT)
 
     # -- contexts ---------------------------------------------------------------------------
 
@@ -159,19 +180,21 @@ class Retrieval:
         reference: str,
         *,
         original: str | None = None,
-        qualified: bool = False,
+        own_suggestions: bool = False,
         encoded_uris: bool = False,
         unicode_forms: bool = False,
     ) -> DocumentMeta:
         """Resolve a path, `qmd://` URI or docid to an active document.
 
         Raises DocumentNotFoundError (with suggestions for paths) or QmdError(EXCLUDED). With
-        `qualified`, a miss spelled `collection/path` (as search results show paths) that the
-        original's rule finds nothing close to is also compared with `collection/path` names.
-        With `encoded_uris`, a `qmd://` URI found by nothing as written is looked up once
-        percent-decoded, as the resource URIs the server hands out are written. With
-        `unicode_forms`, a path found by nothing as written is looked up in the other Unicode
-        normalisation forms (a name macOS stored decomposed, typed composed).
+        `own_suggestions` (this project's surfaces; without it the original's rule), a miss is
+        also compared with each path's last segments (REQ-SPEC-GET-NAME-001), and one spelled
+        `collection/path` (as search results show paths) that is close to nothing is compared
+        with `collection/path` names (REQ-SPEC-GET-006). With `encoded_uris`, a `qmd://` URI
+        found by nothing as written is looked up once percent-decoded, as the resource URIs the
+        server hands out are written. With `unicode_forms`, a path found by nothing as written
+        is looked up in the other Unicode normalisation forms (a name macOS stored decomposed,
+        typed composed).
         """
         check_reference(reference)
         shown = original if original is not None else reference
@@ -199,10 +222,13 @@ class Retrieval:
             return meta
         self._raise_if_excluded(target, shown)
         pairs = self._store.document_paths()
-        suggestions = self._name_index(pairs).similar(
-            target, GET_SUGGESTION_DISTANCE, GET_SUGGESTION_LIMIT
-        )
-        if not suggestions and qualified:
+        if own_suggestions:
+            suggestions = self._near_names(pairs, target)
+        else:
+            suggestions = self._name_index(pairs).similar(
+                target, GET_SUGGESTION_DISTANCE, GET_SUGGESTION_LIMIT
+            )
+        if not suggestions and own_suggestions:
             spelled = target[len("qmd://") :] if target.startswith("qmd://") else target
             suggestions = self._name_index(pairs, qualified=True).similar(
                 spelled, GET_SUGGESTION_DISTANCE, GET_SUGGESTION_LIMIT

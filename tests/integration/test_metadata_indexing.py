@@ -111,3 +111,25 @@ def test_filters_reach_beyond_every_ranking_window(tmp_path: Path) -> None:
         assert old == within
     finally:
         index.close()
+
+
+def test_tag_finds_jekyll_categories_in_a_real_index(tmp_path: Path) -> None:
+    """REQ-FILTER-TAG-001 through SQLite's metadata index: a blog post that files itself under
+    `categories` (Jekyll) or `category` is found by `--tag`, like one with `tags`."""
+    posts = tmp_path / "posts"
+    _write(posts, "a.md", "---\ncategories: [release, node]\n---\n# A\n\nnotes\n")
+    _write(posts, "b.md", "---\ncategory: release\n---\n# B\n\nnotes\n")
+    _write(posts, "c.md", "---\ntags: [release]\n---\n# C\n\nnotes\n")
+    _write(posts, "d.md", "---\ntags: [other]\n---\n# D\n\nnotes\n")
+    app, index = _app(tmp_path)
+    try:
+        app.collections.add(str(posts), "p")
+        services = app.services()
+        assert services.metadata is not None
+        by_id = {m.id: m.path for m in app.store.documents()}
+        within = services.metadata.scope(tagged(["release"]))
+        assert within is not None and sorted(by_id[i] for i in within) == ["a.md", "b.md", "c.md"]
+        both = services.metadata.scope(tagged(["release", "node"]))
+        assert both is not None and [by_id[i] for i in both] == ["a.md"]
+    finally:
+        index.close()

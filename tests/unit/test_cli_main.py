@@ -57,16 +57,28 @@ def test_an_empty_query_is_refused_with_the_usage_line(
     assert "No results found" not in captured.out
 
 
-def test_a_mask_that_matches_nothing_is_pointed_out(
+def test_a_mask_that_matches_nothing_is_refused(
     isolated: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Before, a mistyped mask made an empty collection with only "Indexed: 0 new" to say so."""
-    assert main(["collection", "add", str(HANDBOOK), "--name", "typo", "--mask", "**/*.MD"]) == 0
-    said = capsys.readouterr().err
-    assert f"No file in {HANDBOOK} matches the mask '**/*.MD'" in said
-    assert "'qmd collection remove typo'" in said
+    """REQ-INDEX-MASK-001. Before, a mistyped mask made an empty collection (an index.yml
+    entry, a collection row) with only "Indexed: 0 new" to say so."""
+    assert main(["collection", "add", str(HANDBOOK), "--name", "typo", "--mask", "**/*.MD"]) == 1
+    said = capsys.readouterr()
+    assert f"No file in {HANDBOOK} matches the mask '**/*.MD'; nothing was added." in said.err
+    assert " .md" in said.err and "--mask '**/*.md'" in said.err  # the kinds found, a hint
+    assert "created successfully" not in said.out
+    config = isolated / "config" / "index.yml"
+    assert not config.exists() or "typo" not in config.read_text(encoding="utf-8")
+    assert main(["collection", "list"]) == 0
+    assert "typo" not in capsys.readouterr().out
+    # an empty folder is added: it is being set up to be filled later
+    empty = isolated / "inbox"
+    empty.mkdir()
+    assert main(["collection", "add", str(empty), "--name", "inbox", "--mask", "*.txt"]) == 0
+    said = capsys.readouterr()
+    assert "holds no file yet" in said.err and "created successfully" in said.out
     assert main(["collection", "add", str(HANDBOOK), "--name", "handbook"]) == 0
-    assert "matches the mask" not in capsys.readouterr().err
+    assert "nothing was added" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("what", ["not a database", "a folder", "under a file"])
@@ -117,3 +129,19 @@ def test_cli_reference_table_matches_the_grammar() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_get_suggests_a_file_typed_without_its_folders(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REQ-SPEC-GET-NAME-001: `qmd get v18.0.md` in a blog whose release notes live under
+    `release/` suggests `release/v18.0.0.md` (the whole path is ten edits away)."""
+    blog = isolated / "blog"
+    (blog / "release").mkdir(parents=True)
+    for version in ("v18.0.0", "v18.1.0", "v20.0.0"):
+        (blog / "release" / f"{version}.md").write_text(f"# Node {version}\n", encoding="utf-8")
+    assert main(["collection", "add", str(blog), "--name", "blog"]) == 0
+    capsys.readouterr()
+    assert main(["get", "v18.0.md"]) == 1
+    said = capsys.readouterr().err
+    assert said.startswith("Document not found: v18.0.md\nSimilar files:\n  release/v18.0.0.md\n")

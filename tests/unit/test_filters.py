@@ -20,6 +20,7 @@ from domain.filters import (
     Group,
     Not,
     matches,
+    narrowing,
     of_format,
     parse_filter,
     since,
@@ -191,6 +192,19 @@ def test_shorthands() -> None:
         with pytest.raises(QmdError) as caught:
             since(bad, "--since")
         assert caught.value.code == INVALID_ARGUMENT and "--since" in caught.value.message
+
+
+def test_tag_shorthand_reads_categories_too() -> None:
+    """REQ-FILTER-TAG-001: `--tag` finds a label in `tags`, `category` or `categories`, as a
+    list item or as the value itself; several tags must all be found, in any of them."""
+    assert matches(tagged(["ops"]), {"category": "ops"})
+    assert matches(tagged(["ops"]), {"categories": ("blog", "ops")})
+    assert matches(tagged(["ops"]), {"tags": "ops"})
+    assert matches(tagged(["ops", "blog"]), {"tags": ("ops",), "categories": ("blog",)})
+    assert not matches(tagged(["ops", "blog"]), {"categories": ("ops",)})
+    assert not matches(tagged(["ops"]), {"title": "ops", "categorie": "ops"})
+    # what a store reads first still holds every passing document (REQ-FILTER-009)
+    assert narrowing(tagged(["ops"])) is not None
 
 
 def test_narrowing_is_a_necessary_condition_an_index_can_answer() -> None:

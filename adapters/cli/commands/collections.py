@@ -87,19 +87,20 @@ def collection_add(args: argparse.Namespace) -> int:
                     f"Collection '{name}' already exists.\nUse a different name with --name <name>"
                 )
             with ProgressBar(name) as progress:
-                collection, counts = app.collections.add(root, name, pattern, progress.update)
+                collection, counts = app.collections.add(
+                    root, name, pattern, progress.update, refuse_unmatched=True
+                )
         trust_own_edit(app)
         out(f"Creating collection '{collection.name}'...\n")
         out(f"Collection: {collection.path} ({collection.pattern})\n\n")
         out(fmt.format_update_counts(counts.indexed, counts.updated, counts.unchanged, 0) + "\n")
         report_skipped(counts)
         if not (counts.indexed or counts.updated or counts.unchanged or counts.skipped):
-            # a mistyped mask ('*.MD', an unclosed '{') otherwise makes an empty collection
-            # with nothing but "Indexed: 0 new" to show for it
+            # a mask matching nothing in a folder holding files was refused above: this folder
+            # is empty (REQ-INDEX-MASK-001)
             err(
-                f"No file in {collection.path} matches the mask '{collection.pattern}', so "
-                "nothing was indexed.\nTo try another mask: 'qmd collection remove "
-                f"{collection.name}', then add the folder again with --mask GLOB.\n"
+                f"{collection.path} holds no file yet; 'qmd update' indexes those added later "
+                f"that match '{collection.pattern}'.\n"
             )
         pending = pending_embeddings(app)
         if pending:

@@ -37,7 +37,7 @@ def get(args: argparse.Namespace) -> int:
     request = merge_get_arguments(args.file, args.from_line, args.max_lines)
     with open_app(args) as app:
         meta = app.retrieval.find(
-            request.target, original=args.file, qualified=True, unicode_forms=True
+            request.target, original=args.file, own_suggestions=True, unicode_forms=True
         )
         fetched = app.retrieval.fetch(meta)
         root = collection_root(app, meta.collection)
