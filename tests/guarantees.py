@@ -15,7 +15,7 @@ import functools
 import json
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -539,3 +539,61 @@ def server_view(argv: Sequence[str]) -> dict[str, Any]:
         # from these, and never overrides the real environment)
         "environment": {name: env.get(name) for name in sorted(variables | process_variables())},
     }
+
+
+# -- the transports that carry replies, for the write-side limits (REQ-HTTP-LIMIT-007/008) ---
+
+
+@dataclass(frozen=True)
+class ReplyTransport:
+    """One way an HTTP client gets replies from a real server: `head` frames a POST of one
+    JSON-RPC request on a connection of its own, whose reply comes back on it; `stream`
+    transports (legacy SSE) carry every reply of a session on one `GET /sse` stream instead,
+    and take their POSTs at the endpoint it names. A transport added here is in every
+    write-side test (tests/e2e/test_write_limits.py)."""
+
+    name: str
+    head: Callable[[int, bytes], bytes]  # (content length, body) -> the raw POST head
+    stream: bool = False
+
+
+def _raw_post(path: str, length: int, extra: dict[str, str]) -> bytes:
+    lines = [f"{name}: {value}" for name, value in extra.items()]
+    lines += ["Host: localhost", "Content-Type: application/json", f"Content-Length: {length}"]
+    return (f"POST {path} HTTP/1.1\r\n" + "\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _modern_headers(body: bytes) -> dict[str, str]:
+    message = json.loads(body)
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": message["method"]}
+    name = message.get("params", {}).get("name")
+    if name is not None:
+        headers["Mcp-Name"] = name
+    return headers
+
+
+REPLY_TRANSPORTS = [
+    ReplyTransport(
+        "mcp-2025",
+        lambda length, _body: _raw_post(
+            "/mcp", length, {"Accept": "application/json, text/event-stream"}
+        ),
+    ),
+    ReplyTransport(
+        "mcp-" + MODERN,
+        lambda length, body: _raw_post("/mcp", length, _modern_headers(body)),
+    ),
+    ReplyTransport("legacy-sse", lambda length, _body: b"", stream=True),
+]
+
+
+def reply_request(transport: ReplyTransport, request_id: int, name: str, args: Any) -> bytes:
+    """A `tools/call` as `transport`'s clients send it (the 2026-07-28 envelope on that era)."""
+    params: dict[str, Any] = {"name": name, "arguments": args}
+    if transport.name == "mcp-" + MODERN:
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+    return json.dumps(message).encode()

@@ -44,6 +44,7 @@ from adapters.http.legacy_sse import (
     LegacySseTransport,
     session_not_found,
 )
+from adapters.http.limits import DEFAULT_MAX_QUEUED_BYTES, MAX_QUEUED_BYTES_ENV
 from adapters.http.rest import internal_error, parse_body, rest_query
 from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S, Budgets
 from adapters.mcp.outgoing import Correlator
@@ -79,6 +80,8 @@ class HttpSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     # a call that waits on the client (sampling) has this limit instead (REQ-MEM-SAMPLING-001)
     sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S
+    # the most reply bytes held for one connection (REQ-HTTP-LIMIT-007)
+    max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES
 
     @property
     def budgets(self) -> Budgets:
@@ -153,6 +156,8 @@ class QmdHttpApp:
         if reply is STREAMED:
             _log_request(method, path, label, 200, began)
             return
+        if len(reply.body) > self.settings.max_queued_bytes:
+            reply = transport_error(500, SERVER_ERROR, self._too_large_text(len(reply.body)))
         await _send(send, reply, head_only=method == "HEAD")
         _log_request(method, path, label, reply.status, began)
 
@@ -207,8 +212,18 @@ class QmdHttpApp:
                     return HttpReply(202), "response"
                 if send is not None and self._waits_on_client(plan):
                     return await self._mcp_streamed(plan, send, receive, requester), plan.label
-            return await self._mcp(plan, receive), plan.label
+            answered = await self._mcp(plan, receive)
+            if answered is not None and len(answered.body) > self.settings.max_queued_bytes:
+                text = self._too_large_text(len(answered.body))
+                return _errors_for(plan, SERVER_ERROR, text, 200), plan.label
+            return answered, plan.label
         return NOT_FOUND, ""
+
+    def _too_large_text(self, size: int) -> str:
+        return (
+            f"Reply too large: {size} bytes, more than one connection may hold "
+            f"({self.settings.max_queued_bytes} bytes, {MAX_QUEUED_BYTES_ENV}); ask for less"
+        )
 
     async def _legacy(
         self,
@@ -406,6 +421,9 @@ class QmdHttpApp:
         if gone:
             return None  # the client went away: nobody to answer
         body = b"".join(sse_event(reply) for reply in replies)
+        if len(body) > self.settings.max_queued_bytes:
+            text = self._too_large_text(len(body))
+            body = b"".join(sse_event(r) for r in _error_replies(plan, SERVER_ERROR, text))
         with contextlib.suppress(OSError):
             await send({"type": "http.response.body", "body": body, "more_body": False})
         return STREAMED

@@ -41,6 +41,7 @@ from adapters.http.exchange import (
     sse_event,
     transport_error,
 )
+from adapters.http.limits import DEFAULT_MAX_QUEUED_BYTES
 from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
@@ -76,22 +77,36 @@ _WAKE = _Wake()
 
 
 class _Unsent:
-    """Messages emitted (from any thread) and not yet written to the stream."""
+    """Messages emitted (from any thread) and not yet written to the stream: how many, and
+    their bytes, which the session's byte budget bounds (REQ-HTTP-LIMIT-007)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: int) -> None:
         self._lock = threading.Lock()
+        self.budget = budget
         self.count = 0
+        self.bytes = 0
+        self.closed = False  # the session has ended: nothing is taken any more
 
-    def add(self, delta: int) -> None:
+    def take(self, size: int, always: bool = False) -> bool:
+        """Count a message of `size` bytes in, if it fits the budget (or `always`)."""
         with self._lock:
-            self.count += delta
+            if self.closed or (not always and self.bytes + size > self.budget):
+                return False
+            self.count += 1
+            self.bytes += size
+            return True
+
+    def written(self, size: int) -> None:
+        with self._lock:
+            self.count -= 1
+            self.bytes -= size
 
 
 @dataclass
 class _LegacySession:
     session: Session
     dispatcher: Dispatcher
-    outbox: asyncio.Queue[dict[str, Any] | _Wake]
+    outbox: asyncio.Queue[bytes | _Wake]  # events, encoded where they were emitted
     authorization: str
     unsent: _Unsent
     gone: bool = False
@@ -109,8 +124,10 @@ class LegacySseTransport:
         timeout_s: float | None,
         max_sessions: int = 256,
         sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S,
+        max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
     ) -> None:
         self._pools = pools
+        self.max_queued_bytes = max_queued_bytes
         self._sampling_timeout_s = sampling_timeout_s
         self._front_factory = front
         self._front: Surface | None = None
@@ -147,12 +164,22 @@ class LegacySseTransport:
             return transport_error(503, SERVER_ERROR, "Server busy: too many open SSE sessions")
         surface, hub = self._surface()
         loop = asyncio.get_running_loop()
-        outbox: asyncio.Queue[dict[str, Any] | _Wake] = asyncio.Queue()
-        unsent = _Unsent()
+        outbox: asyncio.Queue[bytes | _Wake] = asyncio.Queue()
+        unsent = _Unsent(self.max_queued_bytes)
 
         def emit(message: dict[str, Any]) -> None:  # from any thread
-            unsent.add(1)  # counted before a reply's request stops counting as in flight
-            loop.call_soon_threadsafe(outbox.put_nowait, message)
+            # encoded here, on the worker: the session holds bytes, counted against its
+            # budget before a reply's request stops counting as in flight
+            event = sse_event(message)
+            if not unsent.take(len(event)):
+                if unsent.closed:  # a reply finished after its session ended: nobody to tell
+                    return
+                refusal = _over_budget(message, unsent)
+                if refusal is None:
+                    return
+                event = sse_event(refusal)
+                unsent.take(len(event), always=True)  # small, and MAX_PENDING still holds
+            loop.call_soon_threadsafe(outbox.put_nowait, event)
 
         session = Session(surface)
         session.emit, session.outgoing = emit, Correlator("qmd-sse")
@@ -203,8 +230,8 @@ class LegacySseTransport:
                 continue
             if isinstance(message, _Wake):
                 continue
-            await _chunk(send, sse_event(message))
-            entry.unsent.add(-1)
+            await _chunk(send, message)
+            entry.unsent.written(len(message))
 
     def _drained(self, entry: _LegacySession) -> bool:
         past = self._closing_at is not None and time.monotonic() >= self._closing_at
@@ -214,6 +241,11 @@ class LegacySseTransport:
         """The stream ended: the session ends with it (REQ-MCP-SSE-004)."""
         self._sessions.pop(session_id, None)
         entry.gone = True
+        # what the stream never took is freed now: the session's objects refer to each
+        # other, and a quiet server may not collect such cycles for a long time
+        entry.unsent.closed = True
+        while not entry.outbox.empty():
+            entry.outbox.get_nowait()
         entry.dispatcher.cancel_all()
         if entry.session.outgoing is not None:
             entry.session.outgoing.close("the client closed the SSE stream")
@@ -268,6 +300,22 @@ class LegacySseTransport:
         self._closing_at = time.monotonic() + grace_s
         for entry in list(self._sessions.values()):
             entry.outbox.put_nowait(_WAKE)
+
+
+def _over_budget(message: dict[str, Any], unsent: _Unsent) -> dict[str, Any] | None:
+    """What goes to the stream instead of a message its byte budget has no room for: a
+    reply becomes an error naming the budget, so its caller is not left waiting; anything
+    else (a notification, a request of ours) is dropped."""
+    if "method" in message or "id" not in message:
+        log.info("dropped an SSE message: its session's stream is %d bytes behind", unsent.bytes)
+        return None
+    log.info("an SSE reply did not fit its session's byte budget; answered with an error")
+    text = (
+        f"Reply dropped: this session's stream has {unsent.bytes} bytes its client has not "
+        f"read (at most {unsent.budget}); read the stream"
+    )
+    error = {"code": SERVER_ERROR, "message": text}
+    return {"jsonrpc": "2.0", "id": message["id"], "error": error}
 
 
 def session_not_found() -> HttpReply:

@@ -79,6 +79,7 @@ def build_http_app(
     refusal = bind_refusal(options.host, policy, options.token)
     if refusal is not None:
         raise HttpStartError(refusal)
+    limits = limits or HttpLimits()
     facts = surface_facts(surface)
     original = facts.original is not None  # the REST route answers as the original does
     # 2025-era clients POST their answers to our sampling requests on requests of their own,
@@ -93,6 +94,7 @@ def build_http_app(
         timeout_s=options.timeout_s,
         max_body_bytes=options.max_body_bytes,
         sampling_timeout_s=options.sampling_timeout_s,
+        max_queued_bytes=limits.max_queued_bytes,
     )
 
     def front_surface() -> Surface:
@@ -101,9 +103,14 @@ def build_http_app(
         return create_surface(surface, open_reader(app, options.env).services, context)
 
     # open event streams never take more than half the connections (REQ-MCP-SSE-003)
-    streams = max(1, (limits or HttpLimits()).connection_cap() // 2)
+    streams = max(1, limits.connection_cap() // 2)
     legacy = LegacySseTransport(
-        pools, front_surface, options.timeout_s, streams, options.sampling_timeout_s
+        pools,
+        front_surface,
+        options.timeout_s,
+        streams,
+        options.sampling_timeout_s,
+        limits.max_queued_bytes,
     )
     return QmdHttpApp(pools, settings, outgoing, facts, legacy)
 

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -176,8 +177,15 @@ class WorkerPools:
                 raise
             future.add_done_callback(lambda _done: self._release_model_slot())
 
+        # by weak reference: the future keeps its done callbacks (and so this function)
+        # after it ends, and a cycle through them would keep its result, a whole reply,
+        # until the interpreter's rare full collection
+        ref = weakref.ref(future)
+
         def drop() -> None:  # only a job not yet started leaves (a running future refuses)
-            future.cancel()
+            queued = ref()
+            if queued is not None:
+                queued.cancel()
 
         withdraw = job.on_cancel(drop)
         future.add_done_callback(lambda _done: withdraw())
