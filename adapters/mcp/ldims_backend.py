@@ -24,6 +24,7 @@ from adapters.mcp.ldims import (
     LdimsSurface,
     _json_text,
     _resource_json,
+    seed_timestamp,
 )
 from domain.document_backend import (
     BACKEND_API_ERROR,
@@ -74,6 +75,27 @@ def search_failure(error: BackendError) -> dict[str, Any]:
     return _json_text(body, is_error=True)
 
 
+def _score(item: Any) -> float:
+    score = item.get("relevanceScore") if isinstance(item, Mapping) else None
+    return float(score) if isinstance(score, (int, float)) else float("-inf")
+
+
+def seed_ordered(results: Any) -> list[Any]:
+    """A backend's results as this service answers its own (REQ-LDIMS-TOOL-007,
+    REQ-LDIMS-TOOL-001): most relevant first (a stable sort, so the backend's order breaks
+    ties and an item without a number keeps its place after the scored ones), `createdAt` in
+    the seed's one format where the backend gave an ISO date in another."""
+    items = list(results) if isinstance(results, list) else []
+    ordered = sorted(items, key=_score, reverse=True)
+    out: list[Any] = []
+    for item in ordered:
+        created = item.get("createdAt") if isinstance(item, Mapping) else None
+        if isinstance(created, str) and (stamp := seed_timestamp(created)) is not None:
+            item = {**item, "createdAt": stamp}
+        out.append(item)
+    return out
+
+
 class RemoteLdims:
     """searchDocuments and extracted_content answered by a backend (REQ-LDIMS-DEPLOY-002)."""
 
@@ -103,7 +125,7 @@ class RemoteLdims:
             metadata["maxResultsCappedAt"] = shown
         answer = {
             "isError": False,
-            "results": list(payload.get("results") or [])[: max(shown, 0)],
+            "results": seed_ordered(payload.get("results") or [])[: max(shown, 0)],
             "totalMatches": payload.get("totalMatches", 0),
             "searchMetadata": metadata,
         }

@@ -46,6 +46,29 @@ CANNED: dict[str, tuple[int, bytes]] = {
     "/forbidden/documents": (403, b'{"isError": true, "errorCode": "FORBIDDEN"}'),
     "/garbage/documents": (200, b"<html>not json</html>"),
     "/shape/documents": (200, b'{"results": "none"}'),
+    "/unordered/documents": (
+        200,
+        json.dumps(
+            {
+                "results": [
+                    {"documentId": "a", "relevanceScore": 0.492, "createdAt": "2024-03-01"},
+                    {
+                        "documentId": "b",
+                        "relevanceScore": 0.705,
+                        "createdAt": "2024-03-02T10:00:00+02:00",
+                    },
+                    {
+                        "documentId": "c",
+                        "relevanceScore": 0.696,
+                        "createdAt": "2024-03-03T09:30:00.000Z",
+                    },
+                    {"documentId": "d", "createdAt": "not a date"},
+                ],
+                "totalMatches": 4,
+                "searchMetadata": {},
+            }
+        ).encode(),
+    ),
 }
 
 
@@ -117,6 +140,20 @@ def _search(surface: LdimsSurface) -> dict[str, Any]:
     result = surface.call_tool("searchDocuments", {"query": "alpha"})
     parsed: dict[str, Any] = json.loads(result["content"][0]["text"])
     return parsed
+
+
+def test_a_backends_results_come_most_relevant_first_in_the_seeds_date_format(
+    base: str,
+) -> None:
+    """REQ-LDIMS-TOOL-007 and REQ-LDIMS-TOOL-001 hold for a backend's answer as for ours."""
+    results = _search(_remote(base + "/unordered"))["results"]
+    assert [item["documentId"] for item in results] == ["b", "c", "a", "d"]
+    assert [item["createdAt"] for item in results] == [
+        "2024-03-02T08:00:00Z",
+        "2024-03-03T09:30:00Z",
+        "2024-03-01T00:00:00Z",
+        "not a date",
+    ]
 
 
 def test_backend_failures_are_the_seeds_codes(base: str) -> None:
