@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import cast
 
-from adapters.backend import Backend, Opener
+from adapters.backend import Backend, Leftover, Opener
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,17 @@ def storage_failure(error: BaseException, where: str) -> str | None:
         if message is not None:
             return str(message)
     return None
+
+
+def staging_leftovers(
+    location: str, file_lock: Callable[[str], AbstractContextManager[bool]]
+) -> list[Leftover]:
+    """What copies that did not finish left beside `location` (staging files in its folder,
+    empty staging schemas in its database), asked of its backend. `file_lock(path)` yields
+    whether the writers' lock of the index file `path` is free (then held for the block)."""
+    module = importlib.import_module(kind_of(location).module)
+    find = getattr(module, "staging_leftovers", None)
+    return list(find(location, file_lock)) if callable(find) else []
 
 
 def open_backend(
