@@ -64,14 +64,18 @@ def server_schemes() -> tuple[str, ...]:
     return tuple(scheme for kind in KINDS for scheme in kind.schemes)
 
 
-def storage_failure(error: BaseException, where: str) -> str | None:
-    """The user-facing message for a backend failing to write (a full disk: the command was
-    rolled back), or None when `error` is no such failure. Only backends this process has
-    opened are asked: another cannot have raised it, and is not imported for the question."""
+def storage_failure(error: BaseException, where: str, kept: str | None = None) -> str | None:
+    """The user-facing message for a backend failing to write (a full disk: the failing
+    transaction was rolled back), or None when `error` is no such failure. `kept`: what the
+    command had committed before, and what to do next (default: the backend's general words).
+    Only backends this process has opened are asked: another cannot have raised it, and is
+    not imported for the question."""
     for kind in KINDS:
         module = sys.modules.get(kind.module)
         explain = getattr(module, "storage_failure", None)
-        message = explain(error, where) if callable(explain) else None
+        if not callable(explain):
+            continue
+        message = explain(error, where) if kept is None else explain(error, where, kept)
         if message is not None:
             return str(message)
     return None
