@@ -246,8 +246,8 @@ async def test_waits_on_the_client_leave_the_lane_to_other_model_calls(
     arguments = _prepare(rig, surface, tool)
     pools = rig.pools(model_threads=1, model_queue=2)
     app = _app(rig, pools)
+    session = await _initialized(app)
     try:
-        session = await _initialized(app)
         for waiting in ("w1", "w2"):
             await session.call(waiting, tool, arguments)
             assert (await session.receive())["method"] == "sampling/createMessage"
@@ -257,8 +257,8 @@ async def test_waits_on_the_client_leave_the_lane_to_other_model_calls(
             await session.call(name, name, call)
             reply = await session.receive(WAIT_S)
             assert reply.get("id") == name and "result" in reply, reply
-        await session.close()
     finally:
+        await session.close()  # its waits end with the stream
         pools.shutdown()
 
 
