@@ -22,11 +22,16 @@ from tests.mcp_harness import StdioServer
 pytestmark = pytest.mark.models
 
 PROMPT_S = 15.0  # the model is loaded before: an answer takes well under a second
-QUESTIONS = ("How do I install a Python package with pip?", "How can I install a package?")
+# the first two are one group to merge (as tests/e2e/test_memorize_disconnect.py stores them)
+QUESTIONS = (
+    "How do I install a Python package with pip?",
+    "How can I install a Python package?",
+    "What does a wheel file hold?",
+)
 
 
 def _store(n: int) -> dict[str, Any]:
-    return {"question": QUESTIONS[n % 2] + f" ({n})", "answer": "pip install NAME", "topic": "pip"}
+    return {"question": QUESTIONS[n], "answer": "pip install NAME", "topic": "pip"}
 
 
 def _answered_at_once(reply: dict[str, Any], began: float) -> None:
@@ -54,10 +59,10 @@ def test_stdio_merges_left_unanswered_do_not_hold_the_memory_tools(tmp_path: Pat
             asked = server.receive(timeout=60)
             assert asked.get("method") == "sampling/createMessage", asked
         began = time.monotonic()
-        server.send(_call("query_qa", {"question": QUESTIONS[0]}, 3))
+        server.send(_call("query_qa", {"question": QUESTIONS[0], "context": "pip"}, 3))
         _answered_at_once(server.receive(timeout=PROMPT_S + 30), began)
         began = time.monotonic()
-        server.send(_call("store_qa", _store(3), 4))
+        server.send(_call("store_qa", _store(2), 4))
         _answered_at_once(server.receive(timeout=PROMPT_S + 30), began)
     finally:
         server.kill()
@@ -77,7 +82,8 @@ def test_http_merges_left_unanswered_do_not_hold_the_memory_tools(tmp_path: Path
             waiting.append(sock)
             assert _first_event(sock)["method"] == "sampling/createMessage"
         for request_id, (tool, arguments) in enumerate(
-            (("query_qa", {"question": QUESTIONS[0]}), ("store_qa", _store(3))), start=20
+            (("query_qa", {"question": QUESTIONS[0], "context": "pip"}), ("store_qa", _store(2))),
+            start=20,
         ):
             began = time.monotonic()
             reply = server.mcp(_call(tool, arguments, request_id))
