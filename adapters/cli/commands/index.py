@@ -70,10 +70,11 @@ def leftover_lines(location: str) -> list[str]:
     from adapters.backends import staging_leftovers
     from adapters.cli.index_copy import try_file_lock
 
-    return [
-        f"  Left by a copy: {leftover.what}"
-        for leftover in staging_leftovers(location, try_file_lock)
-    ]
+    try:
+        found = staging_leftovers(location, try_file_lock)
+    except Exception as error:  # a diagnosis goes on: say what could not be looked at
+        return [f"  Left by a copy: could not look ({type(error).__name__}: {error})"]
+    return [f"  Left by a copy: {leftover.what}" for leftover in found]
 
 
 def tidy(args: argparse.Namespace) -> int:
