@@ -144,6 +144,19 @@ class Backend:
     # driver exceptions (a failure of the storage, not of the program)
     errors: tuple[type[Exception], ...]
     close: Callable[[], None]
+    # whether the location holds another index than the one opened here (a copy published
+    # over the file since): what this backend writes would not reach it (REQ-INDEX-COPY-LOCK-001)
+    replaced: Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """What a `qmd index copy` that did not finish left behind: a staging file beside a SQLite
+    destination, an empty staging schema (REQ-INDEX-COPY-STALE-001)."""
+
+    what: str  # for people: `qmd doctor`, `qmd index tidy`
+    # removes it, re-checked under its index's lock: False when it is in use again (kept)
+    remove: Callable[[], bool]
 
 
 # Fields a backend may leave None, each a capability it may lack (see their comments).

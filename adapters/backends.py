@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import cast
 
-from adapters.backend import Backend, Opener
+from adapters.backend import Backend, Leftover, Opener
 from adapters.redaction import redact
 
 
@@ -64,17 +65,32 @@ def server_schemes() -> tuple[str, ...]:
     return tuple(scheme for kind in KINDS for scheme in kind.schemes)
 
 
-def storage_failure(error: BaseException, where: str) -> str | None:
-    """The user-facing message for a backend failing to write (a full disk: the command was
-    rolled back), or None when `error` is no such failure. Only backends this process has
-    opened are asked: another cannot have raised it, and is not imported for the question."""
+def storage_failure(error: BaseException, where: str, kept: str | None = None) -> str | None:
+    """The user-facing message for a backend failing to write (a full disk: the failing
+    transaction was rolled back), or None when `error` is no such failure. `kept`: what the
+    command had committed before, and what to do next (default: the backend's general words).
+    Only backends this process has opened are asked: another cannot have raised it, and is
+    not imported for the question."""
     for kind in KINDS:
         module = sys.modules.get(kind.module)
         explain = getattr(module, "storage_failure", None)
-        message = explain(error, where) if callable(explain) else None
+        if not callable(explain):
+            continue
+        message = explain(error, where) if kept is None else explain(error, where, kept)
         if message is not None:
             return str(message)
     return None
+
+
+def staging_leftovers(
+    location: str, file_lock: Callable[[str], AbstractContextManager[bool]]
+) -> list[Leftover]:
+    """What copies that did not finish left beside `location` (staging files in its folder,
+    empty staging schemas in its database), asked of its backend. `file_lock(path)` yields
+    whether the writers' lock of the index file `path` is free (then held for the block)."""
+    module = importlib.import_module(kind_of(location).module)
+    find = getattr(module, "staging_leftovers", None)
+    return list(find(location, file_lock)) if callable(find) else []
 
 
 def open_backend(

@@ -15,13 +15,24 @@ A table added to every backend's schema later is one more entry in `adapters.bac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 
 from adapters.backend import TABLES, Backend, IndexDump, Table
-from adapters.backends import open_backend
+from adapters.backends import kind_of, open_backend, staging_leftovers
+from adapters.cli.runtime import file_lock
 from domain.errors import CONFLICT, UNAVAILABLE, QmdError
 
-__all__ = ["TABLES", "Table", "copy_index", "copy_to", "counts", "describe"]
+__all__ = [
+    "TABLES",
+    "Table",
+    "copy_index",
+    "copy_to",
+    "counts",
+    "describe",
+    "try_file_lock",
+]
 
 PROJMEM_TABLES = ("pyqmd_chunks", "pyqmd_namespaces", "pyqmd_session_summaries")
 
@@ -44,6 +55,9 @@ COUNTED = (
 )
 
 NOT_EMPTY = "the destination index is not empty; copy into a new file or an empty schema"
+BUSY = "the destination index is being written by another process"
+# the lock every writer of an index takes (`collection add`, `update`: ADR 0047)
+COPY_LOCK = "update"
 
 
 def _count(dump: IndexDump, table: str) -> int:
@@ -103,7 +117,20 @@ def copy_to(
     source: Backend, dest: str, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, int]:
     """Copy `source` into the index at `dest` (a SQLite file or a database URL), which is
-    either complete and verified afterwards or as it was before."""
+    either complete and verified afterwards or as it was before. The destination's writers'
+    lock is held from before its emptiness is checked until it is published
+    (REQ-INDEX-COPY-LOCK-001): a file's lock file here, a database's own lock by its backend."""
+    with ExitStack() as held:
+        if kind_of(dest).embedded:
+            _lock_destination_file(held, dest)
+            for leftover in staging_leftovers(dest, _only(dest)):  # REQ-INDEX-COPY-STALE-001
+                leftover.remove()
+        return _copy_staged(source, dest, progress)
+
+
+def _copy_staged(
+    source: Backend, dest: str, progress: Callable[[int, int], None] | None
+) -> dict[str, int]:
     target: Backend | None = None
     try:
         target = open_backend(dest, staged=True)
@@ -120,6 +147,35 @@ def copy_to(
             UNAVAILABLE,
             f"the copy failed and the destination was left as it was: {error}",
         ) from error
+
+
+def _lock_destination_file(held: ExitStack, dest: str) -> None:
+    locked, holder = held.enter_context(file_lock(dest, COPY_LOCK, wait=False))
+    if not locked:
+        raise QmdError(CONFLICT, f"{BUSY} ({holder}); nothing was copied")
+
+
+def _only(dest: str) -> Callable[[str], AbstractContextManager[bool]]:
+    """The lock test for cleaning up before a copy: this process holds `dest`'s lock, and
+    leaves every other index's staging files alone."""
+
+    @contextmanager
+    def lock(path: str) -> Iterator[bool]:
+        yield os.path.abspath(path) == os.path.abspath(dest)
+
+    return lock
+
+
+def try_file_lock(path: str) -> AbstractContextManager[bool]:
+    """Whether the writers' lock of the index file `path` is free, held for the block (for
+    `staging_leftovers`: a copy holds it as long as its staging file exists)."""
+
+    @contextmanager
+    def lock() -> Iterator[bool]:
+        with file_lock(path, COPY_LOCK, wait=False) as (locked, _holder):
+            yield locked
+
+    return lock()
 
 
 def _storage_errors(source: Backend, target: Backend | None) -> tuple[type[Exception], ...]:

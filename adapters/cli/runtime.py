@@ -142,6 +142,14 @@ def index_writer_lock(app: App) -> Iterator[None]:
         )
 
     with index_lock(app, "update", True, waiting):
+        if app.storage is not None and app.storage.replaced():
+            # a copy was published over the file while this waited: this process's
+            # connection is to the file it replaced, and writes there would be lost
+            raise CommandError(
+                f"qmd: the index {app.index_display} was replaced (by `qmd index copy`) "
+                "while this command waited for it; nothing was written. Run the command "
+                "again."
+            )
         yield
 
 

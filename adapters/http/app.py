@@ -373,7 +373,9 @@ class QmdHttpApp:
                 session.emit, session.owner = None, None
 
         model = any(self.facts.tool(name).may_run_model(args) for name, args in plan.tool_calls())
-        task = asyncio.ensure_future(self.pools.run(job, work, model))
+        # its lane slot is lent while it waits on the client (REQ-MCP-LANE-001)
+        lends = self._waits_on_client(plan)
+        task = asyncio.ensure_future(self.pools.run(job, work, model, lends=lends))
         task.add_done_callback(lambda _task: events.put_nowait(None))
         watcher = asyncio.ensure_future(_disconnected(receive))
         watcher.add_done_callback(lambda done: None if done.cancelled() else _abandon(job))

@@ -16,8 +16,9 @@ has not started, its SQL statement interrupted if it has; either way no reply is
 it (the MCP cancellation rule), and a wait on the client ends. A tool that writes and has
 committed refuses the cancel: it runs to its end and is answered, so its client learns it was
 written. A request that runs past its time limit is cancelled the same way and answered with
-a timeout error. Which lane a call takes and its time limit come from the facts its surface
-declares for the tool (`ToolFacts`, adapters/mcp/budgets.py), never from its name.
+a timeout error. Which lane a call takes, its time limit, and whether it lends its model-lane
+slot while it waits on the client come from the facts its surface declares for the tool
+(`ToolFacts`, adapters/mcp/budgets.py), never from its name.
 """
 
 from __future__ import annotations
@@ -256,7 +257,12 @@ class Dispatcher:
         if limit is not None:
             entry.job.deadline = time.monotonic() + limit
         try:
-            future = pools.submit(entry.job, work, model=may_run_model(facts, request))
+            future = pools.submit(
+                entry.job,
+                work,
+                model=may_run_model(facts, request),
+                lends=tool_facts(facts, request).waits_on_client,  # REQ-MCP-LANE-001
+            )
         except BusyError:
             self._settle(
                 entry,

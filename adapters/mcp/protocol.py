@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -126,6 +127,9 @@ class Cancellable(Protocol):
 
     def commit(self) -> bool: ...
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]: ...
+    def waiting_on_client(self) -> AbstractContextManager[None]:
+        """Around a wait on the client (the model-lane slot is lent meanwhile)."""
+        ...
 
 
 class InteractiveSurface(Protocol):
@@ -492,16 +496,19 @@ class Session:
             if deadline is not None:
                 left = deadline - time.monotonic()
                 timeout = left - min(CLIENT_WAIT_RESERVE_S, left * CLIENT_WAIT_RESERVE_SHARE)
-            return outgoing.request(
-                emit,
-                method,
-                params,
-                max(0.0, timeout),
-                owner=owner,
-                watch=watch,
-                progress=progress,
-                progress_every_s=every or DEFAULT_PROGRESS_EVERY_S,
-            )
+            # the model-lane slot is lent while the client works (REQ-MCP-LANE-001)
+            waiting = job.waiting_on_client() if job is not None else nullcontext()
+            with waiting:
+                return outgoing.request(
+                    emit,
+                    method,
+                    params,
+                    max(0.0, timeout),
+                    owner=owner,
+                    watch=watch,
+                    progress=progress,
+                    progress_every_s=every or DEFAULT_PROGRESS_EVERY_S,
+                )
 
         return ask
 

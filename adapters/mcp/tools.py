@@ -62,7 +62,8 @@ class ToolFacts:
     `runs_model`: the call may run a model (True, or a test of the raw arguments), so it goes
     to the bounded model lane. `writes`: it changes stored state, so a cancel that comes
     after it committed is refused. `waits_on_client`: it sends the client requests while it
-    runs (sampling), so the 2025-era HTTP transport streams its answer. `budget`: how long the
+    runs (sampling), so the 2025-era HTTP transport streams its answer, and its model-lane
+    slot is lent to other calls while it waits (REQ-MCP-LANE-001). `budget`: how long the
     transport lets it run (REQUEST_BUDGET, OWN_BUDGET or CLIENT_BUDGET; adapters/mcp/budgets.py)."""
 
     runs_model: bool | Callable[[Any], bool] = False

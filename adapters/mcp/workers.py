@@ -12,17 +12,21 @@ holds up `get`, `status` or `/health`, and a flood of them is refused instead of
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
 from adapters.fs.deadline import request_deadline
 from adapters.mcp.protocol import Session
+from domain.ports import WorkCancelledError
 from domain.usecases.services import Services
 
 T = TypeVar("T")
@@ -70,6 +74,8 @@ class Job:
         self._worker: Worker | None = None
         self._lock = threading.Lock()
         self._on_cancel: list[Callable[[], None]] = []
+        # set by the model lane while the job holds a slot it may lend (ModelLane.lend)
+        self.lender: Callable[[], AbstractContextManager[None]] | None = None
 
     def started(self, worker: Worker) -> None:
         with self._lock:
@@ -103,6 +109,18 @@ class Job:
             self.committed = True
             return True
 
+    @contextmanager
+    def waiting_on_client(self) -> Iterator[None]:
+        """Around a wait on the client (a sampling request): a job running in the model lane
+        for a tool declared to wait on the client gives its slot back meanwhile and takes one
+        again after, so unanswered waits never hold the lane (REQ-MCP-LANE-001)."""
+        lend = self.lender
+        if lend is None:
+            yield
+            return
+        with lend():
+            yield
+
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` when the job is cancelled (at once if it is already); returns a
         function that withdraws it."""
@@ -119,6 +137,86 @@ class Job:
                 self._on_cancel.remove(callback)
 
 
+class _Seat:
+    """One model-lane job: whether it holds a slot now, and whether it ever took one."""
+
+    held = False
+    began = False
+
+
+class ModelLane:
+    """The slots model work runs in (`slots` at a time), handed out in arrival order. A job
+    whose tool waits on the client lends its slot while it waits (`lend`): at most `lenders`
+    at once, each taking a slot again, ahead of the queue, when its wait ends."""
+
+    def __init__(self, slots: int, lenders: int) -> None:
+        self._cond = threading.Condition()
+        self._free = slots
+        self._queue: deque[object] = deque()
+        self._lenders = lenders
+
+    def take(self, job: Job, seat: _Seat, *, first: bool = False) -> None:
+        """Wait for a slot (CancelledJobError when the job is cancelled meanwhile)."""
+        ticket = object()
+        withdraw = job.on_cancel(self._wake)  # outside the condition: it may call at once
+        try:
+            with self._cond:
+                if first:
+                    self._queue.appendleft(ticket)
+                else:
+                    self._queue.append(ticket)
+                try:
+                    while not (self._free and self._queue[0] is ticket):
+                        if job.cancelled:
+                            raise CancelledJobError
+                        self._cond.wait()
+                    self._free -= 1
+                    seat.held = seat.began = True
+                finally:
+                    self._queue.remove(ticket)
+                    self._cond.notify_all()
+        finally:
+            withdraw()
+
+    def give(self, seat: _Seat) -> None:
+        with self._cond:
+            if seat.held:
+                seat.held = False
+                self._free += 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def lend(self, job: Job, seat: _Seat) -> Iterator[None]:
+        from adapters.mcp.outgoing import ClientRequestError
+
+        with self._cond:
+            if not self._lenders:
+                raise ClientRequestError(
+                    "the server is already waiting on clients for as many calls as it "
+                    "allows; try again when one of them has been answered"
+                )
+            self._lenders -= 1
+        self.give(seat)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._lenders += 1
+            try:
+                self.take(job, seat, first=True)
+            except CancelledJobError:
+                # given up while it waited: the tool stops here, quietly (run_tool)
+                raise WorkCancelledError("the call was cancelled") from None
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+
+# calls that may wait on their clients at once without a lane slot (ModelLane.lend)
+CLIENT_WAITS = 8
+
+
 class WorkerPools:
     def __init__(
         self,
@@ -126,15 +224,21 @@ class WorkerPools:
         threads: int = 8,
         model_threads: int = 2,
         model_queue: int = 32,
+        client_waits: int = CLIENT_WAITS,
     ) -> None:
+        """`model_threads` model calls run at once, `model_queue` more wait; up to
+        `client_waits` calls waiting on their clients hold a thread but no slot."""
         self._factory = factory
         self._local = threading.local()
         self._workers: list[Worker] = []
         self._workers_lock = threading.Lock()
         self._fast = ThreadPoolExecutor(threads, thread_name_prefix="qmd-worker")
         self._slow = ThreadPoolExecutor(
-            model_threads, thread_name_prefix="qmd-model", initializer=_lower_priority
+            model_threads + client_waits,
+            thread_name_prefix="qmd-model",
+            initializer=_lower_priority,
         )
+        self._lane = ModelLane(model_threads, client_waits)
         self._model_capacity = model_threads + model_queue
         self._model_pending = 0
         self._count_lock = threading.Lock()
@@ -160,9 +264,23 @@ class WorkerPools:
             worker.session.job = None
             job.finished()
 
-    def submit(self, job: Job, work: Callable[[Worker], T], model: bool = False) -> Future[T]:
+    def _run_in_lane(self, job: Job, work: Callable[[Worker], T], seat: _Seat, lends: bool) -> T:
+        self._lane.take(job, seat)
+        if lends:
+            job.lender = functools.partial(self._lane.lend, job, seat)
+        try:
+            return self._run(job, work)
+        finally:
+            job.lender = None
+            self._lane.give(seat)
+
+    def submit(
+        self, job: Job, work: Callable[[Worker], T], model: bool = False, lends: bool = False
+    ) -> Future[T]:
         """Queue `work` on a worker thread; BusyError when the model lane is full. A job
-        cancelled while it waits in the queue leaves it at once (its slot is free again)."""
+        cancelled while it waits in the queue leaves it at once (its slot is free again).
+        `lends`: its tool is declared to wait on the client, and its model-lane slot is lent
+        while it does (`Job.waiting_on_client`)."""
         if not model:
             future = self._fast.submit(self._run, job, work)
         else:
@@ -170,12 +288,27 @@ class WorkerPools:
                 if self._model_pending >= self._model_capacity:
                     raise BusyError
                 self._model_pending += 1
+            seat = _Seat()
+            counted = [True]
+
+            def release() -> None:  # once: at the cancel of a job still queued, else at its end
+                with self._count_lock:
+                    if counted[0]:
+                        counted[0] = False
+                        self._model_pending -= 1
+
+            def cancelled() -> None:
+                if not seat.began:  # its place is free at once, before its thread notices
+                    release()
+
             try:
-                future = self._slow.submit(self._run, job, work)
+                future = self._slow.submit(self._run_in_lane, job, work, seat, lends)
             except BaseException:
-                self._release_model_slot()
+                release()
                 raise
-            future.add_done_callback(lambda _done: self._release_model_slot())
+            future.add_done_callback(lambda _done: release())
+            forget = job.on_cancel(cancelled)
+            future.add_done_callback(lambda _done: forget())
 
         # by weak reference: the future keeps its done callbacks (and so this function)
         # after it ends, and a cycle through them would keep its result, a whole reply,
@@ -191,12 +324,10 @@ class WorkerPools:
         future.add_done_callback(lambda _done: withdraw())
         return future
 
-    def _release_model_slot(self) -> None:
-        with self._count_lock:
-            self._model_pending -= 1
-
-    async def run(self, job: Job, work: Callable[[Worker], T], model: bool = False) -> T:
-        future = self.submit(job, work, model)
+    async def run(
+        self, job: Job, work: Callable[[Worker], T], model: bool = False, lends: bool = False
+    ) -> T:
+        future = self.submit(job, work, model, lends)
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:

@@ -9,14 +9,22 @@ from contextlib import ExitStack, contextmanager
 import psycopg
 
 from adapters.backend import Backend, IndexLock
-from adapters.postgres.connection import drop_schema, schema_exists, unavailable
+from adapters.postgres.connection import drop_schema, schema_lock, unavailable
 from adapters.postgres.dump import PostgresDump
+from adapters.postgres.staging import (
+    COPY_LABEL,
+    COPY_LOCK,
+    create_staged,
+    staging_leftovers,
+    staging_state,
+)
 from adapters.postgres.store import PostgresIndex
-from adapters.postgres.url import split_schema
 from domain.errors import CONFLICT, UNAVAILABLE, QmdError
 from domain.ports import MemoryRows
 
 BUSY = "the destination index is being written by another process"
+
+__all__ = ["open_backend", "staging_leftovers"]
 
 
 def _advisory_lock(index: PostgresIndex) -> IndexLock:
@@ -32,22 +40,27 @@ def open_backend(
     location: str, env: Mapping[str, str] | None = None, *, staged: bool = False
 ) -> Backend:
     """The index in the URL's `?schema=` (made when missing). `staged`: an empty index that
-    this process holds the `update` lock of until `close`; a schema made by this open is
-    dropped again on `close` unless `dump.publish()` came first."""
+    this process holds the `update` lock of, from before it looks at the schema until `close`
+    (REQ-INDEX-COPY-LOCK-001); a schema made by this open, or an empty one a killed copy made,
+    is dropped again on `close` unless the copy's rows were committed."""
+    stack = ExitStack()
     try:
-        created = staged and split_schema(location)[1] is not None and not schema_exists(location)
+        created = staged and _stage(location, stack)
     except psycopg.Error as exc:
+        stack.close()
         raise QmdError(UNAVAILABLE, unavailable(location, exc)) from exc
+    except BaseException:
+        stack.close()
+        raise
     try:
         index = PostgresIndex.open(location, env)
     except BaseException:
         if created:
             drop_schema(location)
+        stack.close()
         raise
     dump = PostgresDump(index, staged, created)
-    close: Callable[[], None] = dump.close
-    if staged:
-        close = _holding_update_lock(index, dump)
+    close = _closing(dump, stack)
 
     def memory() -> MemoryRows:
         return index
@@ -66,20 +79,28 @@ def open_backend(
         dump=dump,
         errors=(psycopg.Error,),
         close=close,
+        replaced=lambda: False,  # a copy writes into the schema in place, never beside it
     )
 
 
-def _holding_update_lock(index: PostgresIndex, dump: PostgresDump) -> Callable[[], None]:
-    """Take the destination's `update` lock now (refused at once if another process writes
-    it) and return the `close` that releases it, then closes the dump."""
-    stack = ExitStack()
-    stack.callback(dump.close)
-    try:
-        held = stack.enter_context(index.index_lock("update", False))
-    except BaseException:
-        stack.close()
-        raise
-    if not held:
-        stack.close()
-        raise QmdError(CONFLICT, BUSY)
-    return stack.close
+def _stage(location: str, stack: ExitStack) -> bool:
+    """Take the destination's `update` lock (refused at once, naming its holder, when another
+    process writes it), then make its schema if missing; whether this copy may drop the
+    schema again (it made it, or a killed copy did and left it empty)."""
+    holder = stack.enter_context(schema_lock(location, COPY_LOCK, COPY_LABEL))
+    if holder is not None:
+        raise QmdError(CONFLICT, f"{BUSY} ({holder}); nothing was copied")
+    state = staging_state(location)
+    if state == "absent":
+        return create_staged(location)
+    return state == "leftover"
+
+
+def _closing(dump: PostgresDump, stack: ExitStack) -> Callable[[], None]:
+    def close() -> None:
+        try:
+            dump.close()  # under the lock: a schema dropped here is not one another copy made
+        finally:
+            stack.close()
+
+    return close

@@ -39,6 +39,45 @@ def _holder_label(lock: str) -> str:
     return f"pid {os.getpid()} on {socket.gethostname()}: qmd {lock}"[:63]
 
 
+def lock_key(name: str, schema: str | None) -> str:
+    """The text whose `hashtext` is the advisory lock `name` of the index in `schema`."""
+    return f"qmd-{name}:{schema or ''}"
+
+
+# who holds an advisory lock (two parameters: its key twice); pg_advisory_lock(bigint) shows
+# in pg_locks as two 32-bit halves, objsubid 1
+HOLDER_SQL = (
+    "SELECT a.application_name FROM pg_locks l "
+    "JOIN pg_stat_activity a ON a.pid = l.pid "
+    "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND l.classid = ((hashtext(%s)::bigint >> 32) & 4294967295)::oid "
+    "AND l.objid = (hashtext(%s)::bigint & 4294967295)::oid LIMIT 1"
+)
+
+
+@contextmanager
+def schema_lock(url: str, name: str, label: str) -> Iterator[str | None]:
+    """Try to take the advisory lock `name` of the URL's schema on a connection of its own,
+    without waiting and without opening (or creating) the schema: yields None while it is
+    held, else who holds it (or a phrase saying nobody said). `label` names this process's
+    work for another process's refusal (`pid N on HOST: qmd LABEL`)."""
+    conninfo, schema = split_schema(url)
+    key = lock_key(name, schema)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
+        if not (got and got[0]):
+            row = conn.execute(HOLDER_SQL, (key, key)).fetchone()
+            yield str(row[0]) if row and row[0] else "a process that did not say which"
+            return
+        conn.execute("SELECT set_config('application_name', %s, false)", (_holder_label(label),))
+        try:
+            yield None
+        finally:
+            with suppress(psycopg.Error):  # the server releases it with the session anyway
+                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+
 def schema_exists(url: str) -> bool:
     """Whether the URL's `?schema=` exists already (False without one: the user's default)."""
     conninfo, schema = split_schema(url)
@@ -174,7 +213,7 @@ class PgConnections:
         """A session advisory lock named `name` in this index's schema, held on a connection
         of its own until the block ends (released by the server if the process dies).
         Yields False at once when `wait` is False and another process holds it."""
-        key = f"qmd-{name}:{self.schema or ''}"
+        key = lock_key(name, self.schema)
         with self._pool.connection() as conn:
             conn.autocommit = True
             try:
@@ -200,21 +239,11 @@ class PgConnections:
     def lock_holder(self, name: str) -> str | None:
         """Who holds this index's advisory lock `name`: the label its holder set
         (`pid N on HOST: qmd embed`), or None when nobody does."""
-        key = f"qmd-{name}:{self.schema or ''}"
-        # pg_advisory_lock(bigint) shows in pg_locks as two 32-bit halves, objsubid 1
-        row = self._scalar(
-            "SELECT a.application_name FROM pg_locks l "
-            "JOIN pg_stat_activity a ON a.pid = l.pid "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
-            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND l.classid = ((hashtext(%s)::bigint >> 32) & 4294967295)::oid "
-            "AND l.objid = (hashtext(%s)::bigint & 4294967295)::oid LIMIT 1",
-            (key, key),
-        )
+        row = self._scalar(HOLDER_SQL, (lock_key(name, self.schema),) * 2)
         return str(row) if row else None
 
     def lock_is_free(self, name: str) -> bool:
-        key = f"qmd-{name}:{self.schema or ''}"
+        key = lock_key(name, self.schema)
         with self._conn() as conn:
             row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
             if row and row[0]:

@@ -16,6 +16,7 @@ from adapters.postgres.bulk import copy_rows
 from adapters.postgres.connection import drop_schema
 from adapters.postgres.fts import fts_params, fts_row_sql
 from adapters.postgres.schema import VECTORS_HNSW_DDL
+from adapters.postgres.staging import unmark_statement
 from adapters.postgres.store import PostgresIndex
 from adapters.store_dump import BATCH, TableReads
 
@@ -102,6 +103,8 @@ class PostgresDump(TableReads):
             ).fetchall()
             with conn.cursor() as cur:
                 cur.executemany(fts_row_sql(), [fts_params(int(r[0]), *r[1:]) for r in active])
+            if self._created and dest.schema:  # goes with the rows: commits only with them
+                conn.execute(unmark_statement(dest.schema))
             vectors = source.vector_rows()
             first = next(vectors, None)
             if first is None:

@@ -10,6 +10,7 @@ from adapters.sqlite.chunks import SqliteChunkIndex
 from adapters.sqlite.driver import dbapi
 from adapters.sqlite.driver import storage_failure as storage_failure
 from adapters.sqlite.dump import SqliteDump, stage
+from adapters.sqlite.dump import staging_leftovers as staging_leftovers
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.stamps import SqliteFileStamps
@@ -39,6 +40,10 @@ def open_backend(
         ) from None
     conn = index.connection
     dump = SqliteDump(index, target)
+    opened = _identity(path)
+
+    def replaced() -> bool:
+        return _identity(path) != opened
 
     def memory() -> MemoryRows:
         return SqliteMemoryRows(conn)
@@ -60,4 +65,14 @@ def open_backend(
         dump=dump,
         errors=(dbapi.DatabaseError,),
         close=dump.close,
+        replaced=replaced,
     )
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file at `path` (device, inode); None when there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino

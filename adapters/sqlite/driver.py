@@ -44,19 +44,24 @@ OperationalError: type[Exception] = dbapi.OperationalError
 IntegrityError: type[Exception] = dbapi.IntegrityError
 
 
-def storage_failure(error: BaseException, path: str) -> str | None:
+# what a failed write kept, when the command cannot say more: only the failing transaction
+# is rolled back, and a command may have committed steps before it (issue 33)
+KEPT = (
+    "The write that failed was rolled back; what was committed before it is kept. Free some "
+    "space on that disk and run the command again."
+)
+
+
+def storage_failure(error: BaseException, path: str, kept: str = KEPT) -> str | None:
     """The user-facing message for SQLite failing to write `path` (disk full, I/O error),
-    or None for any other error. SQLite has rolled the transaction back by then."""
+    or None for any other error. SQLite has rolled the failing transaction back by then;
+    `kept` says what the command had committed before it, and what to do next."""
     if not isinstance(error, DatabaseError):
         return None
     message = str(error)
     if "full" not in message and "disk I/O" not in message:
         return None
-    return (
-        f"qmd: cannot write {path}: {message}. The command was rolled back: the index still "
-        "holds what the last completed command wrote. Free some space on that disk and run "
-        "the command again."
-    )
+    return f"qmd: cannot write {path}: {message}. {kept}"
 
 
 class Connection:

@@ -5,13 +5,16 @@ file beside the target, renamed into place by `publish` (complete or untouched).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from adapters.backend import IndexDump, Table
+from adapters.backend import IndexDump, Leftover, Table
 from adapters.sqlite import vector_bits
 from adapters.sqlite.chunks import CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL
 from adapters.sqlite.driver import dbapi
@@ -75,10 +78,59 @@ def stage(location: str) -> tuple[str, str]:
         raise QmdError(CONFLICT, NOT_EMPTY)
     # beside the destination, so the final rename stays on one file system
     handle, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".copying", dir=os.path.dirname(path)
+        prefix=f".{os.path.basename(path)}.", suffix=STAGING_SUFFIX, dir=os.path.dirname(path)
     )
     os.close(handle)
     return path, temporary
+
+
+STAGING_SUFFIX = ".copying"
+# `.NAME.RANDOM.copying` (mkstemp's RANDOM has no dot), and SQLite's -wal and -shm beside it
+_STAGING_NAME = re.compile(r"^\.(?P<target>.+)\.[^.]+\.copying(?:-wal|-shm)?$")
+
+
+def staging_leftovers(
+    location: str, file_lock: Callable[[str], AbstractContextManager[bool]]
+) -> Iterator[Leftover]:
+    """The staging files in the folder of `location` whose copy is not running: a copy holds
+    its destination's lock (`file_lock(target)` yields False then) as long as its file exists
+    (REQ-INDEX-COPY-STALE-001)."""
+    folder = os.path.dirname(os.path.abspath(location))
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        found = _STAGING_NAME.match(name)
+        if found is not None:
+            stem = name.split(STAGING_SUFFIX)[0] + STAGING_SUFFIX
+            groups.setdefault(stem, []).append(os.path.join(folder, name))
+    for stem, files in groups.items():
+        found = _STAGING_NAME.match(stem)
+        assert found is not None
+        target = os.path.join(folder, found.group("target"))
+        with file_lock(target) as free:
+            if not free:
+                continue
+        size = sum(os.path.getsize(f) for f in files if os.path.exists(f))
+        yield Leftover(
+            f"{os.path.join(folder, stem)} ({size} bytes): a `qmd index copy` into "
+            f"{target} that did not finish",
+            functools.partial(_remove_staging, target, files, file_lock),
+        )
+
+
+def _remove_staging(
+    target: str, files: list[str], file_lock: Callable[[str], AbstractContextManager[bool]]
+) -> bool:
+    with file_lock(target) as free:
+        if not free:
+            return False
+        for leftover in files:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+    return True
 
 
 class SqliteDump(TableReads):

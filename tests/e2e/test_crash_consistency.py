@@ -457,6 +457,15 @@ def test_full_disk_gives_a_clear_error_and_an_index_that_still_opens(
         assert full.returncode != 0, full.stdout
         assert "Traceback" not in full.stderr
         assert "full" in full.stderr.lower() and "index.sqlite" in full.stderr, full.stderr
+        # REQ-INDEX-DISKFULL-001: what was kept, said as it is (issue 33: "the command was rolled
+        # back" came after the collection had been registered): it is, its files' indexing is not
+        assert "command was rolled back" not in full.stderr, full.stderr
+        assert "Kept: collection 'big' is registered (in index.yml and the index) with 0 of " in (
+            full.stderr
+        ), full.stderr
+        assert "qmd update" in full.stderr
+        listed = qmd("collection", "list")
+        assert "big (qmd://big/)" in listed.stdout and "small (qmd://small/)" in listed.stdout
         status = qmd("status")
         assert status.returncode == 0, status.stderr
         assert "Total:    20 files indexed" in status.stdout, status.stdout

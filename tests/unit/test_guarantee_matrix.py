@@ -198,6 +198,74 @@ def test_stdio_a_cancel_ends_the_sampling_wait_and_frees_the_lane(surface: str, 
         stdio.close()
 
 
+# -- tools that wait on the client lend their model-lane slot meanwhile (REQ-MCP-LANE-001) --
+
+
+def _other_model_calls(rig: Rig) -> list[tuple[str, dict[str, Any]]]:
+    """The surface's model calls that do not themselves wait on the client."""
+    calls = [(t, a) for t, a in model_calls(rig) if not rig.facts.tool(t).waits_on_client]
+    assert calls, f"{rig.surface_name} has no other model tool to check the lane with"
+    return calls
+
+
+@pytest.mark.parametrize(("surface", "tool"), _waiting_tools())
+def test_stdio_calls_left_waiting_on_the_client_do_not_hold_the_lane(
+    surface: str, tool: str
+) -> None:
+    """Issue 33 finding 5: two `merge_knowledge` calls the client never answered held both
+    model-lane slots for the sampling limit (300 s): `ping` answered, every memory tool timed
+    out. Here the lane has one slot and two such calls wait; the other model tools answer."""
+    rig = Rig(surface)
+    arguments = _prepare(rig, surface, tool)
+    stdio = Stdio(rig, rig.pools(model_threads=1, model_queue=2))
+    try:
+        stdio.handshake()
+        for waiting in ("w1", "w2"):
+            stdio.call(waiting, tool, arguments)
+            asked = stdio.reply()
+            assert asked.get("method") == "sampling/createMessage", asked
+        for name, call in _other_model_calls(rig):
+            stdio.call(name, name, call)
+            answered = stdio.reply(timeout=5)
+            assert answered.get("id") == name and "result" in answered, answered
+        for waiting in ("w1", "w2"):
+            stdio.cancel(waiting)
+    finally:
+        stdio.close()
+
+
+@pytest.mark.parametrize(("surface", "tool"), _waiting_tools())
+async def test_http_2025_calls_left_waiting_on_the_client_do_not_hold_the_lane(
+    surface: str, tool: str
+) -> None:
+    rig = Rig(surface)
+    arguments = _prepare(rig, surface, tool)
+    pools = rig.pools(model_threads=1, model_queue=2)
+    app = rig.http(pools)
+    waits: list[tuple[Exchange, asyncio.Future[Any]]] = []
+    try:
+        for waiting in ("w1", "w2"):
+            data, headers = legacy_call(
+                "tools/call", {"name": tool, "arguments": arguments}, waiting
+            )
+            exchange = Exchange(app, data, headers)
+            waits.append((exchange, asyncio.ensure_future(exchange.run())))
+            while not exchange.events():
+                await asyncio.wait_for(exchange.chunk.wait(), 5)
+                exchange.chunk.clear()
+            assert exchange.events()[0]["method"] == "sampling/createMessage"
+        for name, call in _other_model_calls(rig):
+            data, headers = legacy_call("tools/call", {"name": name, "arguments": call}, name)
+            reply = await asyncio.wait_for(Exchange(app, data, headers).run(), 5)
+            assert reply is not None and reply.status == 200
+            assert "result" in replies_of(reply)[0], replies_of(reply)
+    finally:
+        for exchange, task in waits:
+            exchange.hang_up.set()
+            await asyncio.wait_for(task, 5)
+        pools.shutdown()
+
+
 def _ask_when_free(stdio: Stdio, request_id: int, tool: str, arguments: Any) -> Any:
     """The first message the call brings, once the lane has room (within 2 s: the cancelled
     call before it needs a moment to leave its thread; on the old code it took 300 s)."""

@@ -236,6 +236,32 @@ async def test_a_wait_on_the_client_goes_out_on_the_stream_and_ends_with_it(
         pools.shutdown()
 
 
+@pytest.mark.parametrize(("surface", "tool"), _waiting_tools())
+async def test_waits_on_the_client_leave_the_lane_to_other_model_calls(
+    surface: str, tool: str
+) -> None:
+    """REQ-MCP-LANE-001 on legacy SSE: two calls left waiting on the client, a lane of one
+    slot, and every other model tool of the surface still answers at once."""
+    rig = Rig(surface)
+    arguments = _prepare(rig, surface, tool)
+    pools = rig.pools(model_threads=1, model_queue=2)
+    app = _app(rig, pools)
+    session = await _initialized(app)
+    try:
+        for waiting in ("w1", "w2"):
+            await session.call(waiting, tool, arguments)
+            assert (await session.receive())["method"] == "sampling/createMessage"
+        others = [(t, a) for t, a in model_calls(rig) if not rig.facts.tool(t).waits_on_client]
+        assert others
+        for name, call in others:
+            await session.call(name, name, call)
+            reply = await session.receive(WAIT_S)
+            assert reply.get("id") == name and "result" in reply, reply
+    finally:
+        await session.close()  # its waits end with the stream
+        pools.shutdown()
+
+
 async def test_a_session_that_does_not_read_its_stream_is_refused_busy() -> None:
     """REQ-MCP-SSE-003: requests in flight plus replies waiting for the stream are bounded
     per session; beyond, a POST is 503 and nothing is lost of what was accepted."""

@@ -24,7 +24,7 @@ from adapters.cli.runtime import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from adapters.bootstrap import App
 
 
 def collection_help(args: argparse.Namespace) -> int:
@@ -86,10 +86,16 @@ def collection_add(args: argparse.Namespace) -> int:
                 raise CommandError(
                     f"Collection '{name}' already exists.\nUse a different name with --name <name>"
                 )
-            with ProgressBar(name) as progress:
-                collection, counts = app.collections.add(
-                    root, name, pattern, progress.update, refuse_unmatched=True
-                )
+            try:
+                with ProgressBar(name) as progress:
+                    collection, counts = app.collections.add(
+                        root, name, pattern, progress.update, refuse_unmatched=True
+                    )
+            except Exception as error:
+                failed = _add_failed(app, error, name)
+                if failed is None:
+                    raise
+                raise CommandError(failed) from None
         trust_own_edit(app)
         out(f"Creating collection '{collection.name}'...\n")
         out(f"Collection: {collection.path} ({collection.pattern})\n\n")
@@ -107,6 +113,39 @@ def collection_add(args: argparse.Namespace) -> int:
             out(f"\nRun 'qmd embed' to update embeddings ({pending} unique hashes need vectors)\n")
         out(f"✓ Collection '{collection.name}' created successfully\n")
     return 0
+
+
+def _add_failed(app: App, error: Exception, name: str) -> str | None:
+    """What a `collection add` that the storage failed (a full disk) kept, read back after
+    the failure: the collection may be registered (in index.yml, in the index) while its
+    files' transaction was rolled back, so "rolled back" alone would be untrue (issue 33)."""
+    from adapters.backends import storage_failure
+
+    if storage_failure(error, app.db_path) is None:
+        return None
+    in_config = any(c.name == name for c in app.config.load_collections())
+    try:
+        in_index = app.store.get_collection(name) is not None
+        counts = {count.name: count.documents for count in app.store.collection_counts()}
+    except Exception:  # the index cannot even be read: say only what the file says
+        in_index, counts = False, {}
+    places = [
+        place for place, there in (("index.yml", in_config), ("the index", in_index)) if there
+    ]
+    if not places:
+        kept = (
+            f"Nothing of collection '{name}' was kept: it is neither in index.yml nor in the "
+            "index. Free some space on that disk and run the command again."
+        )
+    else:
+        kept = (
+            f"Kept: collection '{name}' is registered (in {' and '.join(places)}) with "
+            f"{counts.get(name, 0)} of its files indexed; not kept: the indexing of its files, "
+            "which was rolled back (the index holds every other collection as before). Free "
+            f"some space on that disk, then run 'qmd update' to index it (or 'qmd collection "
+            f"remove {name}' to drop it)."
+        )
+    return storage_failure(error, app.db_path, kept)
 
 
 def collection_list(args: argparse.Namespace) -> int:

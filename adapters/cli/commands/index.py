@@ -13,7 +13,10 @@ from adapters.cli.runtime import out
 
 
 def index_help(args: argparse.Namespace) -> int:
-    out("Usage: qmd index copy SRC DEST   (SRC, DEST: an index file or a postgresql:// URL)\n")
+    out(
+        "Usage: qmd index copy SRC DEST   (SRC, DEST: an index file or a postgresql:// URL)\n"
+        "       qmd index tidy            (remove what unfinished copies left beside the index)\n"
+    )
     return 0
 
 
@@ -62,8 +65,42 @@ def copy(args: argparse.Namespace) -> int:
     return 0
 
 
+def leftover_lines(location: str) -> list[str]:
+    """`qmd doctor`'s lines on what copies that did not finish left beside the index."""
+    from adapters.backends import staging_leftovers
+    from adapters.cli.index_copy import try_file_lock
+
+    try:
+        found = staging_leftovers(location, try_file_lock)
+    except Exception as error:  # a diagnosis goes on: say what could not be looked at
+        return [f"  Left by a copy: could not look ({type(error).__name__}: {error})"]
+    return [f"  Left by a copy: {leftover.what}" for leftover in found]
+
+
+def tidy(args: argparse.Namespace) -> int:
+    """Remove what copies that did not finish left beside the index (REQ-INDEX-COPY-STALE-001):
+    staging files in its folder, empty staging schemas in its database."""
+    from adapters.backends import staging_leftovers
+    from adapters.cli.index_copy import try_file_lock
+    from adapters.cli.runtime import open_app
+
+    with open_app(args) as app:
+        location = app.db_path
+    removed = 0
+    for leftover in staging_leftovers(location, try_file_lock):
+        if leftover.remove():
+            removed += 1
+            out(f"Removed {leftover.what}\n")
+        else:
+            out(f"Kept (in use again): {leftover.what}\n")
+    if not removed:
+        out("Nothing left by an unfinished copy.\n")
+    return 0
+
+
 def register(table: CommandTable) -> None:
     group = table.group("index", index_help, "copy a whole index between SQLite and PostgreSQL")
     copier = group.command("copy", copy, "copy SRC to DEST (an empty index file or schema)")
     copier.add_argument("src", help="source: an index file or a postgresql:// URL")
     copier.add_argument("dest", help="destination: a new index file or a postgresql:// URL")
+    group.command("tidy", tidy, "remove what unfinished copies left beside the index")

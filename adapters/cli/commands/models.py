@@ -172,6 +172,7 @@ def doctor(args: argparse.Namespace) -> int:
         embedding_freshness,
         environment_overrides,
     )
+    from adapters.cli.commands.index import leftover_lines
     from adapters.models.llama import describe_backend
     from adapters.models.references import ModelResolver, is_remote_ref, model_cache_dir
     from adapters.models.remote import check_endpoint
@@ -195,6 +196,10 @@ def doctor(args: argparse.Namespace) -> int:
         checks = environment_overrides(os.environ)
         freshness, next_steps = embedding_freshness(app, app.status.status())
         checks += freshness
+        leftovers = leftover_lines(app.db_path)  # REQ-INDEX-COPY-STALE-001
+        if leftovers:
+            checks += leftovers
+            next_steps.append("Run `qmd index tidy` to remove what unfinished copies left.")
     info = describe_backend(
         refs,
         resolver=ModelResolver(model_cache_dir(os.environ)),
