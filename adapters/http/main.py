@@ -135,7 +135,7 @@ def run_http_server(
             "Host validation is off and the index is readable by anyone who can reach this port."
         )
     sock = bind_socket(options.host, options.port)
-    url = f"http://{options.host}:{sock.getsockname()[1]}/mcp"
+    endpoint = f"http://{options.host}:{sock.getsockname()[1]}/mcp"
     beside: Callable[[Callable[[], None]], None] | None = None
     if with_stdio:
         session = Session(create_surface(surface, app.services(), context))
@@ -148,7 +148,7 @@ def run_http_server(
                 pools=http_app.pools,
                 timeout_s=options.timeout_s,
                 sampling_timeout_s=options.sampling_timeout_s,
-                ended=f"The stdio session ended (stdin closed); HTTP keeps serving on {url} "
+                ended=f"The stdio session ended (stdin closed); HTTP keeps serving on {endpoint} "
                 "until SIGTERM or SIGINT.",
             )
 
