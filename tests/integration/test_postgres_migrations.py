@@ -14,8 +14,10 @@ from adapters.postgres.store import PostgresIndex
 from adapters.postgres.url import split_schema
 from domain.extraction import ExtractionState
 from domain.lexquery import parse_lex_query
+from domain.model import FileStamp
 from domain.ports import DocumentCut
 from domain.sections import split_sections
+from domain.stamps import RecordedStamp
 from tests.postgres_server import drop_schema, fresh_schema_url, older_index, write_old_document
 
 pytestmark = pytest.mark.postgres
@@ -43,7 +45,7 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
         index = PostgresIndex.open(url)
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 10
+                assert current_version(conn) == SCHEMA_VERSION == 11
             (doc,) = index.documents()
             index.put_metadata("c", "a.md", {"author": "Ana"})
             assert index.metadata_by_id([doc.id]) == {doc.id: {"author": "Ana"}}
@@ -123,7 +125,7 @@ def test_migration_10_keeps_every_tsvector_in_its_row_and_changes_no_figure() ->
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 10
+                assert current_version(conn) == SCHEMA_VERSION == 11
                 assert _toasted_rows(conn) == 0
                 assert conn.execute(FIGURES).fetchone() == before
             hits = index.search_lex(parse_lex_query("common w3x7"), 10, None)
@@ -146,3 +148,25 @@ FIGURES = (
     " (SELECT array_agg(lexeme || documents ORDER BY lexeme) FROM fts_lexemes),"
     " (SELECT documents || ' ' || total_len FROM fts_stats)"
 )
+
+
+def test_migration_11_gives_an_older_index_empty_file_stamps() -> None:
+    """A version 10 index (no stamps: every update read every file) gains the stamps table,
+    empty, keeps its documents, and records stamps from then on (REQ-INDEX-NOOP-001)."""
+    with older_index(10) as (url, schema, conn):
+        write_old_document(conn, 1, "alpha")
+        assert conn.execute("SELECT to_regclass('py_file_stamps')").fetchone() == (None,)
+    try:
+        index = PostgresIndex.open(url, env={})
+        try:
+            with index.connection() as conn:
+                assert current_version(conn) == SCHEMA_VERSION == 11
+            assert [d.path for d in index.documents()] == ["n1.md"]
+            assert index.file_stamps("c") == {}
+            stamp = RecordedStamp(FileStamp(5, 10, 11, 12), 9, "h1", "Note 1")
+            index.record_file_stamps("c", {"n1.md": stamp})
+            assert index.file_stamps("c") == {"n1.md": stamp}
+        finally:
+            index.close()
+    finally:
+        drop_schema(schema)
