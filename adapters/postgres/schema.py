@@ -31,6 +31,9 @@ from psycopg import Connection
 # stemmer (Porter's successor) with NO stop words. FTS5's `porter unicode61` drops no word
 # either, so `"hello to the"` must stay a three-word phrase.
 TS_CONFIG = "qmd_text"
+# adapters/postgres/fts.py's column separator, unstemmed and as English Snowball stems it (an
+# applied migration never changes, so it is spelled out here, not imported)
+_SEPARATORS = "ARRAY['qmdcolumnseparator', 'qmdcolumnsepar']"
 
 # ---- issue 26 (pglex): document frequencies folded once per transaction (migration 9) ----
 
@@ -368,6 +371,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              title TEXT NOT NULL,
              reader TEXT NOT NULL DEFAULT '',
              PRIMARY KEY (collection, path))""",
+    ),
+    # 12: each row's length is its token count, as FTS5's bm25 counts a row's length (issue 36:
+    # the count of distinct lexemes made a long page look short, and PostgreSQL ranked apart
+    # from SQLite), and the column separator, which the stemmer had turned into a lexeme that
+    # ts_delete did not find, leaves every row. The triggers are held off while the rows are
+    # rewritten, then the separator's df and the total length are set once.
+    (
+        "ALTER TABLE documents_fts DISABLE TRIGGER USER",
+        f"UPDATE documents_fts SET tsv = ts_delete(tsv, {_SEPARATORS}), len ="
+        " (SELECT COALESCE(SUM(cardinality(positions)), 0)"
+        f" FROM unnest(ts_delete(tsv, {_SEPARATORS})))",
+        "ALTER TABLE documents_fts ENABLE TRIGGER USER",
+        f"DELETE FROM fts_lexemes WHERE lexeme = ANY({_SEPARATORS})",
+        "UPDATE fts_stats SET total_len = (SELECT COALESCE(SUM(len), 0) FROM documents_fts)",
     ),
 )
 

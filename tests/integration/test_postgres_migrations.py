@@ -45,7 +45,7 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
         index = PostgresIndex.open(url)
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 11
+                assert current_version(conn) == SCHEMA_VERSION == 12
             (doc,) = index.documents()
             index.put_metadata("c", "a.md", {"author": "Ana"})
             assert index.metadata_by_id([doc.id]) == {doc.id: {"author": "Ana"}}
@@ -125,7 +125,7 @@ def test_migration_10_keeps_every_tsvector_in_its_row_and_changes_no_figure() ->
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 11
+                assert current_version(conn) == SCHEMA_VERSION == 12
                 assert _toasted_rows(conn) == 0
                 assert conn.execute(FIGURES).fetchone() == before
             hits = index.search_lex(parse_lex_query("common w3x7"), 10, None)
@@ -160,12 +160,53 @@ def test_migration_11_gives_an_older_index_empty_file_stamps() -> None:
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 11
+                assert current_version(conn) == SCHEMA_VERSION == 12
             assert [d.path for d in index.documents()] == ["n1.md"]
             assert index.file_stamps("c") == {}
             stamp = RecordedStamp(FileStamp(5, 10, 11, 12), 9, "h1", "Note 1")
             index.record_file_stamps("c", {"n1.md": stamp})
             assert index.file_stamps("c") == {"n1.md": stamp}
+        finally:
+            index.close()
+    finally:
+        drop_schema(schema)
+
+
+def test_migration_12_counts_tokens_and_drops_the_column_separator() -> None:
+    """Version 11 kept the stemmed column separator in every row and each row's distinct
+    lexemes as its length; version 12 drops the separator (row and df) and stores the token
+    count that FTS5's bm25 uses, with the kept total to match (issue 36)."""
+    separator = "setweight(to_tsvector('qmd_text', 'qmdcolumnseparator'), 'C')"
+    with older_index(11) as (url, schema, conn):
+        for n in range(3):
+            write_old_document(conn, n, f"alpha beta alpha gamma{n} alpha")
+        # the row as version 11 wrote it: the separator kept, distinct lexemes as the length
+        conn.execute(f"UPDATE documents_fts SET tsv = {separator} || tsv")
+        conn.execute("UPDATE documents_fts SET len = length(tsv)")
+        conn.execute("UPDATE fts_stats SET total_len = (SELECT SUM(len) FROM documents_fts)")
+        assert conn.execute("SELECT SUM(len) FROM documents_fts").fetchone() == (3 * 7,)
+        assert conn.execute(
+            "SELECT documents FROM fts_lexemes WHERE lexeme = 'qmdcolumnsepar'"
+        ).fetchone() == (3,)
+    try:
+        index = PostgresIndex.open(url, env={})
+        try:
+            with index.connection() as conn:
+                assert current_version(conn) == SCHEMA_VERSION == 12
+                # c n0 md (path) + 5 body words, per row
+                assert conn.execute("SELECT array_agg(len) FROM documents_fts").fetchone() == (
+                    [8, 8, 8],
+                )
+                stats = "SELECT documents, total_len FROM fts_stats"
+                assert conn.execute(stats).fetchone() == (3, 24)
+                assert conn.execute(
+                    "SELECT COUNT(*) FROM documents_fts WHERE tsv @@ 'qmdcolumnsepar'::tsquery"
+                ).fetchone() == (0,)
+                assert conn.execute(
+                    "SELECT COUNT(*) FROM fts_lexemes WHERE lexeme = 'qmdcolumnsepar'"
+                ).fetchone() == (0,)
+            hits = index.search_lex(parse_lex_query("gamma1"), 10, None)
+            assert [h.document.meta.path for h in hits] == ["n1.md"]
         finally:
             index.close()
     finally:
