@@ -23,13 +23,14 @@ Tables mirror the SQLite index (docs/decisions/0042): the same names and columns
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from psycopg import Connection
 
-# The text search configuration both documents and queries use: PostgreSQL's English snowball
-# stemmer (Porter's successor) with NO stop words. FTS5's `porter unicode61` drops no word
-# either, so `"hello to the"` must stay a three-word phrase.
+# The text search configuration both documents and queries use: Snowball's `porter` stemmer
+# (Porter's original algorithm, FTS5's; English Snowball until migration 13) with NO stop
+# words. FTS5's `porter unicode61` drops no word either, so `"hello to the"` must stay a
+# three-word phrase.
 TS_CONFIG = "qmd_text"
 # adapters/postgres/fts.py's column separator, unstemmed and as English Snowball stems it (an
 # applied migration never changes, so it is spelled out here, not imported)
@@ -386,7 +387,45 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"DELETE FROM fts_lexemes WHERE lexeme = ANY({_SEPARATORS})",
         "UPDATE fts_stats SET total_len = (SELECT COALESCE(SUM(len), 0) FROM documents_fts)",
     ),
+    # 13: words stemmed by Porter's original algorithm, as FTS5's `porter` tokenizer stems them
+    # (Snowball's `porter`, not its `english`, Porter 2): "generalization" is `gener` on both
+    # backends (issue 36). The lexemes already indexed were stemmed the other way and their
+    # words are gone from the tsvector, so every row is written again from its document
+    # (REBUILDS, below): the triggers keep the frequencies and lengths as it goes.
+    (
+        f"CREATE TEXT SEARCH DICTIONARY {TS_CONFIG}_porter"
+        " (TEMPLATE = snowball, Language = porter)",
+        f"""ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR
+             asciiword, asciihword, hword_asciipart, word, hword, hword_part,
+             numword, numhword, hword_numpart WITH {TS_CONFIG}_porter""",
+    ),
 )
+
+REBUILD_BATCH = 500
+
+
+def rebuild_fts_rows(conn: Connection[tuple[object, ...]]) -> None:
+    """Write every active document's full-text row again, as the adapter writes one, a batch
+    of documents at a time (their bodies are not all held at once)."""
+    from adapters.postgres.fts import fts_params, fts_row_sql  # fts imports this module
+
+    ids = [int(str(row[0])) for row in conn.execute("SELECT id FROM documents WHERE active = 1")]
+    for start in range(0, len(ids), REBUILD_BATCH):
+        rows = conn.execute(
+            "SELECT d.id, d.collection, d.path, d.title, c.doc FROM documents d"
+            " JOIN content c ON c.hash = d.hash WHERE d.id = ANY(%s) ORDER BY d.id",
+            (ids[start : start + REBUILD_BATCH],),
+        ).fetchall()
+        with conn.cursor() as cur:
+            cur.executemany(
+                fts_row_sql(),
+                [fts_params(int(str(r[0])), *(str(v) for v in r[1:])) for r in rows],
+            )
+
+
+# Work a migration needs done in Python after its statements, in its transaction: the number
+# of the migration -> the function (it takes the migrating connection).
+REBUILDS: dict[int, Callable[[Connection[tuple[object, ...]]], None]] = {13: rebuild_fts_rows}
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -443,6 +482,8 @@ def migrate(
                 continue
             for statement in statements:
                 conn.execute(statement)
+            if number in REBUILDS:
+                REBUILDS[number](conn)
             conn.execute("INSERT INTO qmd_schema_version (version) VALUES (%s)", (number,))
             version = number
     return version
