@@ -47,7 +47,7 @@ from typing import Any
 import psycopg
 
 from adapters.postgres.schema import TS_CONFIG
-from adapters.postgres.tsquery import positive_clauses, render_tsquery
+from adapters.postgres.tsquery import has_grouped_clause, positive_clauses, render_tsquery
 
 # the rows' columns: DocumentMeta's (the shared decoder's), then the body and the BM25 sum
 from adapters.store_rows import META_COLUMNS, sql_limit
@@ -100,6 +100,12 @@ def idf_of(documents: int, df: int) -> float:
     return max(MIN_IDF, math.log((documents - df + 0.5) / (df + 0.5)))
 
 
+def _needs_check(query: LexQuery) -> bool:
+    """Whether a row holding one of the scored clauses may still not match the query: a
+    negation, or a clause of several terms scored apart (`positive_clauses`)."""
+    return any(clause.negated for clause in query.clauses) or has_grouped_clause(query)
+
+
 def ranked_rows(
     run: Runner,
     query: LexQuery,
@@ -119,8 +125,8 @@ def ranked_rows(
     clauses = positive_clauses(query)
     if text is None or not clauses:
         return []
-    negated = any(clause.negated for clause in query.clauses)
-    plan = _Plan(run, clauses, text, negated, sql_limit(limit), collection, within, trace)
+    checked = _needs_check(query)
+    plan = _Plan(run, clauses, text, checked, sql_limit(limit), collection, within, trace)
     try:
         if exhaustive:
             return plan.exhaustive()
@@ -150,13 +156,13 @@ def filled_rows(
     clauses = positive_clauses(every_query)
     if limit <= 0 or not query.is_searchable or text is None or any_text is None or not clauses:
         return [], []
-    negated = any(clause.negated for clause in query.clauses)
+    checked = _needs_check(query)
     limit = sql_limit(limit)
-    every_plan = _Plan(run, clauses, text, negated, limit, collection, within, None)
+    every_plan = _Plan(run, clauses, text, checked, limit, collection, within, None)
     # every any-term row the fill could keep is among the best 2 * limit: the every-term rows
     # it leaves out are fewer than `limit`
     wide = sql_limit(2 * limit)
-    any_plan = _Plan(run, clauses, any_text, negated, wide, collection, within, None)
+    any_plan = _Plan(run, clauses, any_text, checked, wide, collection, within, None)
     try:
         figures = _Figures(run, clauses, every_plan.stats_probing())
         leg = every_plan.every_leg(figures.stats)
@@ -178,7 +184,7 @@ def filled_rows(
         return every, []
     wanted = sql_limit(limit + len(every))
     try:
-        wider = _Plan(run, clauses, any_text, negated, wanted, collection, within, None).any_term(
+        wider = _Plan(run, clauses, any_text, checked, wanted, collection, within, None).any_term(
             figures
         )
     except psycopg.Error:
@@ -377,7 +383,7 @@ class _Plan:
         run: Runner,
         clauses: Sequence[str],
         text: str,
-        negated: bool,
+        checked: bool,
         limit: int,
         collection: str | None,
         within: frozenset[int] | None,
@@ -386,7 +392,7 @@ class _Plan:
         self.run = run
         self.clauses = list(clauses)
         self.text = text
-        self.negated = negated
+        self.checked = checked
         self.limit = limit
         self.collection = collection
         self.within = within
@@ -469,8 +475,9 @@ class _Plan:
         """The top rows of an any-term query, ranking only rows that can reach them (the
         module's docstring)."""
         stats, idf = figures.stats, figures.idf()
-        # the whole query is checked on the candidates only when a negation must hold
-        check = self.text if self.negated else None
+        # the whole query is checked on the candidates only when a negation must hold or a
+        # clause's parts are scored apart
+        check = self.text if self.checked else None
         everything = [_Leg(self.text, None, self.limit)]
         first = self.rarest_first(figures)
         if len(first) == len(self.clauses):

@@ -4,7 +4,8 @@ order, with the same BM25 scores, on a small corpus built to tell the old rankin
 What the old ranking got wrong, each a case here: a page that names a word many times lost to
 one that names it once in its title (`ts_rank` counts the j-th occurrence as w / j^2), a word
 in most documents still counted (Lucene's idf where FTS5 floors it), and a long page looked
-short (its distinct lexemes counted as its length). The words are ones Porter's stemmer (FTS5)
+short (its distinct lexemes counted as its length), and a dotted token (`2.8.3`) was one
+clause with one idf where FTS5 scores each part. The words are ones Porter's stemmer (FTS5)
 and Snowball's (PostgreSQL) stem alike: "files" and "file", "opened" and "open", "loops"."""
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ PAGES = {
     "loops.md": "# Loops\n\nFor loops and while loops; an event handler.\n",
     # "the" is in every page: FTS5 gives it (almost) no weight
     "misc.md": "# Misc\n\nthe the the open\n",
+    # a dotted token's parts: FTS5 scores each apart, and the clause matches whole
+    "v283.md": "# Version 2.8.3\n\nqmd 2.8.3 fixes the event loop; see 2.8 and 3.0.\n",
+    "v28.md": "# Version 2.8\n\n2 8 8 8 3 files\n",
 }
 QUERIES = [
     "list open files",
@@ -52,6 +56,9 @@ QUERIES = [
     '"event loop"',
     "lis*",
     "event -fixes",
+    "2.8.3",
+    "2.8.3 files",
+    "event 2.8 -fixes",
 ]
 
 
