@@ -71,7 +71,7 @@ def open_backend(
         chunks=index,
         ledger=index,
         memory=memory,
-        stamps=None,  # every update reads every file
+        stamps=index,
         lock=_advisory_lock(index),
         lock_holder=index.lock_holder,
         interrupt=index.interrupt,

@@ -1,9 +1,10 @@
 """BM25 full-text search over the PostgreSQL index's `documents_fts` (the LexicalIndex port).
 
-The score is Okapi BM25 summed over the query's positive clauses: the clause's idf, and its
-weighted frequency in the document (title 4, path 1.5, body 1, as FTS5's weights) saturated by
-k1 and normalised by the document's length against the average. docs/decisions/0042 compares
-it with `ts_rank` and `ts_rank_cd` on SciFact.
+The score is FTS5's bm25 summed over the query's positive clauses: the clause's idf (FTS5's
+formula), and its weighted hit count in the document (title 4, path 1.5, body 1, as FTS5's
+weights) saturated by k1 and normalised by the document's token count against the average
+(issue 36 made each of these FTS5's; docs/postgres.md says what still differs).
+docs/decisions/0042 compares it with `ts_rank` and `ts_rank_cd` on SciFact.
 
 What makes it cheap (issue 26), each giving the answer ranking every matching row gives:
 
@@ -46,7 +47,7 @@ from typing import Any
 import psycopg
 
 from adapters.postgres.schema import TS_CONFIG
-from adapters.postgres.tsquery import positive_clauses, render_tsquery
+from adapters.postgres.tsquery import has_grouped_clause, positive_clauses, render_tsquery
 
 # the rows' columns: DocumentMeta's (the shared decoder's), then the body and the BM25 sum
 from adapters.store_rows import META_COLUMNS, sql_limit
@@ -54,14 +55,15 @@ from domain.lexquery import LexQuery
 
 Runner = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
-# FTS weights, in ts_rank's {D, C, B, A} order: body (D) 1, file path (C) 1.5, title (B) 4,
-# FTS5's bm25(documents_fts, 1.5, 4.0, 1.0) weights scaled into ts_rank's (0, 1] range.
+# FTS weights, in ts_rank_cd's {D, C, B, A} order: body (D) 1, file path (C) 1.5, title (B) 4,
+# FTS5's bm25(documents_fts, 1.5, 4.0, 1.0) weights scaled into PostgreSQL's (0, 1] range.
 FTS_WEIGHTS = "{0.25, 0.375, 1.0, 1.0}"
-# BM25's parameters (FTS5's values); ts_rank without normalisation of one body occurrence is
-# 0.25 / 1.6449 (PostgreSQL divides by pi^2/6): the unit of term frequency.
+# BM25's parameters (FTS5's values). ts_rank_cd without normalisation sums, over a clause's
+# occurrences, the weight of the column each is in (a one-word cover is worth its weight): in
+# units of one body occurrence, FTS5's weighted hit count.
 BM25_K1 = 1.2
 BM25_B = 0.75
-ONE_BODY_OCCURRENCE = 0.25 / 1.64493406685
+ONE_BODY_OCCURRENCE = 0.25
 # A prefix completed by more lexemes than this gets no bound (it never drives a query).
 MAX_BOUND_LEXEMES = 1000
 # A clause joins the rarest in driving an all-terms query while its bound is within this
@@ -85,8 +87,23 @@ class ClauseStats:
     matched: bool | None = None  # whether a row matches every clause (when probed)
 
 
+# FTS5's floor for the idf of a clause in half the documents or more (its bm25 never lets a
+# matching clause count for nothing, nor against a row)
+MIN_IDF = 1e-6
+
+
 def idf_of(documents: int, df: int) -> float:
-    return math.log(1 + (documents - df + 0.5) / (df + 0.5))
+    """FTS5's idf (fts5_aux.c): ln((N - df + 0.5) / (df + 0.5)), at least MIN_IDF. Issue 36:
+    Lucene's ln(1 + ...) used before gave a word in most documents a weight FTS5 does not."""
+    if documents <= 0:
+        return MIN_IDF
+    return max(MIN_IDF, math.log((documents - df + 0.5) / (df + 0.5)))
+
+
+def _needs_check(query: LexQuery) -> bool:
+    """Whether a row holding one of the scored clauses may still not match the query: a
+    negation, or a clause of several terms scored apart (`positive_clauses`)."""
+    return any(clause.negated for clause in query.clauses) or has_grouped_clause(query)
 
 
 def ranked_rows(
@@ -108,8 +125,8 @@ def ranked_rows(
     clauses = positive_clauses(query)
     if text is None or not clauses:
         return []
-    negated = any(clause.negated for clause in query.clauses)
-    plan = _Plan(run, clauses, text, negated, sql_limit(limit), collection, within, trace)
+    checked = _needs_check(query)
+    plan = _Plan(run, clauses, text, checked, sql_limit(limit), collection, within, trace)
     try:
         if exhaustive:
             return plan.exhaustive()
@@ -139,13 +156,13 @@ def filled_rows(
     clauses = positive_clauses(every_query)
     if limit <= 0 or not query.is_searchable or text is None or any_text is None or not clauses:
         return [], []
-    negated = any(clause.negated for clause in query.clauses)
+    checked = _needs_check(query)
     limit = sql_limit(limit)
-    every_plan = _Plan(run, clauses, text, negated, limit, collection, within, None)
+    every_plan = _Plan(run, clauses, text, checked, limit, collection, within, None)
     # every any-term row the fill could keep is among the best 2 * limit: the every-term rows
     # it leaves out are fewer than `limit`
     wide = sql_limit(2 * limit)
-    any_plan = _Plan(run, clauses, any_text, negated, wide, collection, within, None)
+    any_plan = _Plan(run, clauses, any_text, checked, wide, collection, within, None)
     try:
         figures = _Figures(run, clauses, every_plan.stats_probing())
         leg = every_plan.every_leg(figures.stats)
@@ -167,7 +184,7 @@ def filled_rows(
         return every, []
     wanted = sql_limit(limit + len(every))
     try:
-        wider = _Plan(run, clauses, any_text, negated, wanted, collection, within, None).any_term(
+        wider = _Plan(run, clauses, any_text, checked, wanted, collection, within, None).any_term(
             figures
         )
     except psycopg.Error:
@@ -300,14 +317,15 @@ def counted_df(run: Runner, clauses: Sequence[str]) -> list[int]:
 
 
 def _frequency(clause: str, i: int) -> str:
-    """The clause's weighted frequency in row `f`, in units of one body occurrence.
+    """The clause's weighted frequency in row `f`, in units of one body occurrence: each
+    occurrence counts its column's weight, as FTS5's bm25 counts hits (issue 36: `ts_rank`,
+    used before, adds w / j^2 for the j-th occurrence, so ten occurrences counted as 1.6 and
+    a page about a word lost to one that names it once in its title).
 
-    ts_rank ranks a phrase or several-word clause by how near its words are, whether or not
-    the row matches it: a row holding `b10 x a18` got a frequency for "b10 a18". BM25 (and
-    FTS5) count a phrase only where it occurs, and MaxScore's bound rests on that (a row
-    without the clause gains nothing from it), so such a clause counts only on rows it
-    matches. A single word or prefix ranks 0 where absent anyway."""
-    rank = f"ts_rank('{FTS_WEIGHTS}', f.tsv, q.q{i}, 0) / {ONE_BODY_OCCURRENCE}"
+    A phrase or several-word clause counts only on rows it matches: BM25 (and FTS5) count a
+    phrase only where it occurs, and MaxScore's bound rests on that (a row without the clause
+    gains nothing from it). A single word or prefix counts 0 where absent anyway."""
+    rank = f"ts_rank_cd('{FTS_WEIGHTS}', f.tsv, q.q{i}, 0) / {ONE_BODY_OCCURRENCE}"
     if " <-> " in clause or " & " in clause:
         rank = f"CASE WHEN f.tsv @@ q.q{i} THEN {rank} ELSE 0 END"
     return f"{rank} AS t{i}"
@@ -330,6 +348,7 @@ class _Figures:
         self.clauses = clauses
         self.stats = stats
         self._idf: list[float] | None = None
+        self._df: list[int] = []
 
     def idf(self) -> list[float]:
         if self._idf is None:
@@ -340,7 +359,12 @@ class _Figures:
                 for i, df in zip(unknown, counted, strict=True):
                     frequencies[i] = df
             self._idf = [idf_of(self.stats.documents, df) for df in frequencies]
+            self._df = frequencies
         return self._idf
+
+    def df(self) -> list[int]:
+        self.idf()
+        return self._df
 
 
 @dataclass(frozen=True)
@@ -359,7 +383,7 @@ class _Plan:
         run: Runner,
         clauses: Sequence[str],
         text: str,
-        negated: bool,
+        checked: bool,
         limit: int,
         collection: str | None,
         within: frozenset[int] | None,
@@ -368,7 +392,7 @@ class _Plan:
         self.run = run
         self.clauses = list(clauses)
         self.text = text
-        self.negated = negated
+        self.checked = checked
         self.limit = limit
         self.collection = collection
         self.within = within
@@ -436,13 +460,13 @@ class _Plan:
 
     def rarest_first(self, figures: _Figures) -> list[int]:
         """The clauses an any-term query ranks first: the rarest, until they reach about 20
-        rows per result (df from idf: (N + 1) / (e^idf - 1) - 0.5)."""
-        stats, idf = figures.stats, figures.idf()
+        rows per result."""
+        df = figures.df()
         first: list[int] = []
         reach = 0.0
-        for i in sorted(range(len(self.clauses)), key=lambda i: (-idf[i], i)):
+        for i in sorted(range(len(self.clauses)), key=lambda i: (df[i], i)):
             first.append(i)
-            reach += (stats.documents + 1) / max(math.expm1(idf[i]), 1e-12) - 0.5
+            reach += df[i]
             if reach >= 20 * self.limit:
                 break
         return first
@@ -451,8 +475,9 @@ class _Plan:
         """The top rows of an any-term query, ranking only rows that can reach them (the
         module's docstring)."""
         stats, idf = figures.stats, figures.idf()
-        # the whole query is checked on the candidates only when a negation must hold
-        check = self.text if self.negated else None
+        # the whole query is checked on the candidates only when a negation must hold or a
+        # clause's parts are scored apart
+        check = self.text if self.checked else None
         everything = [_Leg(self.text, None, self.limit)]
         first = self.rarest_first(figures)
         if len(first) == len(self.clauses):
@@ -528,9 +553,10 @@ class _Plan:
         params: list[Any],
     ) -> str:
         """A leg's best rows (id, rank), its values appended to `params` in their order."""
-        # BM25 per clause: tf = the clause's weighted frequency (ts_rank without normalisation,
-        # in units of one body occurrence), saturated by k1 and normalised by the document's
-        # length against the average: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg))
+        # BM25 per clause: tf = the clause's weighted frequency (ts_rank_cd without
+        # normalisation, in units of one body occurrence), saturated by k1 and normalised by
+        # the document's length against the average:
+        # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg))
         k1, b = BM25_K1, BM25_B
         terms = " + ".join(
             f"%s * (tf.t{i} * {k1 + 1} / (tf.t{i} + {k1} * (1 - {b} + {b} * f.len / %s)))"

@@ -153,7 +153,7 @@ class PgConnections:
 
     @property
     def lexical_ranking(self) -> str:
-        return "BM25 from per-lexeme document frequencies (adapters/postgres/bm25.py)"
+        return "FTS5's bm25 over tsvectors, Porter stems (adapters/postgres/bm25.py)"
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:

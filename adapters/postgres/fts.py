@@ -9,6 +9,14 @@ from adapters.postgres.schema import TS_CONFIG
 from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold
 
 COLUMN_SEPARATOR = "qmdcolumnseparator"
+# The separator as the tsvector holds it: English Snowball stems it. Deleting the unstemmed
+# word alone (before issue 36) left it in every row, one more word in each column's length.
+SEPARATOR_LEXEMES = f"ARRAY['{COLUMN_SEPARATOR}', 'qmdcolumnsepar']"
+
+# A row's length for BM25: its tokens (every position of every lexeme), as FTS5 counts a row's
+# tokens; `length(t)` counts distinct lexemes, which made a long page look short (issue 36).
+# PostgreSQL keeps at most 256 positions of a lexeme, so a word repeated more counts 256.
+TOKEN_COUNT = "(SELECT COALESCE(SUM(cardinality(positions)), 0) FROM unnest(t))"
 
 
 def fts_row_sql() -> str:
@@ -19,10 +27,11 @@ def fts_row_sql() -> str:
     (FTS5 keeps columns apart the same way)."""
     sep = f" {COLUMN_SEPARATOR}"
     return (
-        "INSERT INTO documents_fts (id, tsv, len) SELECT %s, t, length(t) FROM (SELECT ts_delete("
+        f"INSERT INTO documents_fts (id, tsv, len) SELECT %s, t, {TOKEN_COUNT} "
+        "FROM (SELECT ts_delete("
         f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'C') || "
         f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'B') || "
-        f"setweight(to_tsvector('{TS_CONFIG}', %s), 'D'), '{COLUMN_SEPARATOR}'::text) AS t) s "
+        f"setweight(to_tsvector('{TS_CONFIG}', %s), 'D'), {SEPARATOR_LEXEMES}) AS t) s "
         "ON CONFLICT (id) DO UPDATE SET tsv = excluded.tsv, len = excluded.len"
     )
 

@@ -17,18 +17,24 @@ Tables mirror the SQLite index (docs/decisions/0042): the same names and columns
   on `documents_fts` update with every write, so a search does not scan the table for them.
 * `fts_lexemes` keeps each lexeme's document frequency (BM25's idf), folded in once per
   writing transaction (migration 9).
+* `py_file_stamps` (migration 11) is made with the schema, where SQLite makes it on the first
+  stamp (only the original QMD, which never opens PostgreSQL, minds a table it does not know).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from psycopg import Connection
 
-# The text search configuration both documents and queries use: PostgreSQL's English snowball
-# stemmer (Porter's successor) with NO stop words. FTS5's `porter unicode61` drops no word
-# either, so `"hello to the"` must stay a three-word phrase.
+# The text search configuration both documents and queries use: Snowball's `porter` stemmer
+# (Porter's original algorithm, FTS5's; English Snowball until migration 13) with NO stop
+# words. FTS5's `porter unicode61` drops no word either, so `"hello to the"` must stay a
+# three-word phrase.
 TS_CONFIG = "qmd_text"
+# adapters/postgres/fts.py's column separator, unstemmed and as English Snowball stems it (an
+# applied migration never changes, so it is spelled out here, not imported)
+_SEPARATORS = "ARRAY['qmdcolumnseparator', 'qmdcolumnsepar']"
 
 # ---- issue 26 (pglex): document frequencies folded once per transaction (migration 9) ----
 
@@ -349,7 +355,77 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "UPDATE documents_fts SET tsv = tsv || ''::tsvector",
         "ALTER TABLE documents_fts ENABLE TRIGGER USER",
     ),
+    # 11: each indexed file's stamp as the update that last read it saw it (REQ-INDEX-NOOP-001),
+    # the columns of SQLite's py_file_stamps; before this every update on PostgreSQL read every
+    # file (issue 36: 3.0-3.7 s for a no-op update of 8,791 files, SQLite 0.4-0.5 s). An index
+    # that gains the table starts with no stamps: its next update reads every file once.
+    (
+        """CREATE TABLE py_file_stamps (
+             collection TEXT NOT NULL,
+             path TEXT NOT NULL,
+             size BIGINT NOT NULL,
+             mtime_ns BIGINT NOT NULL,
+             ctime_ns BIGINT NOT NULL,
+             inode NUMERIC(20) NOT NULL,
+             scan_started_ns BIGINT NOT NULL,
+             hash TEXT NOT NULL,
+             title TEXT NOT NULL,
+             reader TEXT NOT NULL DEFAULT '',
+             PRIMARY KEY (collection, path))""",
+    ),
+    # 12: each row's length is its token count, as FTS5's bm25 counts a row's length (issue 36:
+    # the count of distinct lexemes made a long page look short, and PostgreSQL ranked apart
+    # from SQLite), and the column separator, which the stemmer had turned into a lexeme that
+    # ts_delete did not find, leaves every row. The triggers are held off while the rows are
+    # rewritten, then the separator's df and the total length are set once.
+    (
+        "ALTER TABLE documents_fts DISABLE TRIGGER USER",
+        f"UPDATE documents_fts SET tsv = ts_delete(tsv, {_SEPARATORS}), len ="
+        " (SELECT COALESCE(SUM(cardinality(positions)), 0)"
+        f" FROM unnest(ts_delete(tsv, {_SEPARATORS})))",
+        "ALTER TABLE documents_fts ENABLE TRIGGER USER",
+        f"DELETE FROM fts_lexemes WHERE lexeme = ANY({_SEPARATORS})",
+        "UPDATE fts_stats SET total_len = (SELECT COALESCE(SUM(len), 0) FROM documents_fts)",
+    ),
+    # 13: words stemmed by Porter's original algorithm, as FTS5's `porter` tokenizer stems them
+    # (Snowball's `porter`, not its `english`, Porter 2): "generalization" is `gener` on both
+    # backends (issue 36). The lexemes already indexed were stemmed the other way and their
+    # words are gone from the tsvector, so every row is written again from its document
+    # (REBUILDS, below): the triggers keep the frequencies and lengths as it goes.
+    (
+        f"CREATE TEXT SEARCH DICTIONARY {TS_CONFIG}_porter"
+        " (TEMPLATE = snowball, Language = porter)",
+        f"""ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR
+             asciiword, asciihword, hword_asciipart, word, hword, hword_part,
+             numword, numhword, hword_numpart WITH {TS_CONFIG}_porter""",
+    ),
 )
+
+REBUILD_BATCH = 500
+
+
+def rebuild_fts_rows(conn: Connection[tuple[object, ...]]) -> None:
+    """Write every active document's full-text row again, as the adapter writes one, a batch
+    of documents at a time (their bodies are not all held at once)."""
+    from adapters.postgres.fts import fts_params, fts_row_sql  # fts imports this module
+
+    ids = [int(str(row[0])) for row in conn.execute("SELECT id FROM documents WHERE active = 1")]
+    for start in range(0, len(ids), REBUILD_BATCH):
+        rows = conn.execute(
+            "SELECT d.id, d.collection, d.path, d.title, c.doc FROM documents d"
+            " JOIN content c ON c.hash = d.hash WHERE d.id = ANY(%s) ORDER BY d.id",
+            (ids[start : start + REBUILD_BATCH],),
+        ).fetchall()
+        with conn.cursor() as cur:
+            cur.executemany(
+                fts_row_sql(),
+                [fts_params(int(str(r[0])), *(str(v) for v in r[1:])) for r in rows],
+            )
+
+
+# Work a migration needs done in Python after its statements, in its transaction: the number
+# of the migration -> the function (it takes the migrating connection).
+REBUILDS: dict[int, Callable[[Connection[tuple[object, ...]]], None]] = {13: rebuild_fts_rows}
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -406,6 +482,8 @@ def migrate(
                 continue
             for statement in statements:
                 conn.execute(statement)
+            if number in REBUILDS:
+                REBUILDS[number](conn)
             conn.execute("INSERT INTO qmd_schema_version (version) VALUES (%s)", (number,))
             version = number
     return version

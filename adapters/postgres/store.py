@@ -1,5 +1,5 @@
 """`PostgresIndex`: the index in a PostgreSQL database (pgvector for embeddings) behind the
-DocumentStore, IndexMaintenance, LexicalIndex, VectorIndex and LlmCache ports.
+DocumentStore, IndexMaintenance, LexicalIndex, VectorIndex, LlmCache and FileStampIndex ports.
 
 Every public method is one unit of work on a pooled connection (one transaction, committed
 when the method returns), so any number of threads, and of processes, share one index: readers
@@ -10,7 +10,7 @@ advisory locks of `index_lock` (docs/decisions/0043).
 
 The class is assembled from one part per concern, each in its own module as on SQLite:
 `connection` (pool, transactions, locks), `documents`, `fts`, `lexical`, `vectors`, `metadata`,
-`extraction`, `memory` and `chunks`; the LLM cache stays here.
+`extraction`, `memory`, `chunks` and `stamps`; the LLM cache stays here.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from adapters.postgres.fts import fts_params, fts_row_sql
 from adapters.postgres.lexical import PgLexical
 from adapters.postgres.memory import PgMemoryRows
 from adapters.postgres.metadata import PgMetadata
+from adapters.postgres.stamps import PgFileStamps
 from adapters.postgres.url import is_postgres_url, split_schema
 from adapters.postgres.vectors import PgVectors, vector_literal
 from adapters.redaction import redact
@@ -44,6 +45,7 @@ class PostgresIndex(
     PgChunkIndex,
     PgLexical,
     PgVectors,
+    PgFileStamps,
 ):
     """One index in one PostgreSQL schema (`?schema=` in the URL, else the user's default)."""
 
@@ -103,6 +105,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         ChunkIndex,
         DocumentStore,
         ExtractionLedger,
+        FileStampIndex,
         IndexMaintenance,
         LexicalIndex,
         LlmCache,
@@ -125,3 +128,4 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _names: NamespaceRegistry = index
         _figures: IndexFigures = index
         _summaries: SummaryStore = index
+        _stamps: FileStampIndex = index

@@ -58,12 +58,22 @@ def _clause(clause: LexClause) -> str | None:
 
 
 def positive_clauses(query: LexQuery) -> list[str]:
-    """Each positive clause on its own (the ranking weighs each by its rarity)."""
+    """Each positive term on its own, as the ranking weighs them: FTS5's bm25 gives every
+    phrase of a query its own idf and hit count, a dotted token's parts included (`2.8.3` is
+    three), so the parts of a clause are scored apart while the clause still matches whole."""
     return [
         rendered
         for clause in query.clauses
-        if not clause.negated and (rendered := _clause(clause)) is not None
+        if not clause.negated
+        for term in clause.terms
+        if (rendered := render_term(term)) is not None
     ]
+
+
+def has_grouped_clause(query: LexQuery) -> bool:
+    """Whether a positive clause has several terms (scored apart by `positive_clauses`): an
+    any-term query then matches fewer rows than the union of the scored terms."""
+    return any(not clause.negated and len(clause.terms) > 1 for clause in query.clauses)
 
 
 def render_tsquery(query: LexQuery) -> str | None:

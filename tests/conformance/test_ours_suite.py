@@ -95,8 +95,9 @@ def test_full_suite_passes_against_our_server(
 )
 def test_suite_passes_with_the_index_in_postgresql(impl: str, surface: str, tmp_path: Path) -> None:
     """Each surface's cases with the index in PostgreSQL (a fresh schema of the session's local
-    server per fixture copy). Only compat has expected failures: the cases its baseline names,
-    whose goldens print BM25 tie orders; a listed case that passes fails the run (stale)."""
+    server per fixture copy). Only compat has expected failures, none of them the backend's
+    since PostgreSQL computes FTS5's bm25 (issue 36); a listed case that passes fails the run
+    (stale)."""
     report = tmp_path / "report.json"
     env = {**os.environ, "QMD_CONFORMANCE_PG_URL": server_url()}
     proc = run_cli(

@@ -1,8 +1,9 @@
-"""FileStampIndex contract (REQ-INDEX-NOOP-001) for InMemoryFileStamps and SqliteFileStamps.
+"""FileStampIndex contract (REQ-INDEX-NOOP-001) for InMemoryFileStamps, SqliteFileStamps and
+the PostgreSQL index (adapters/postgres/stamps.py).
 
-PostgreSQL keeps no stamps (an update there reads every file), so it has no implementation
-to hold to this contract. The SQLite table is created by the first write only: an index the
-original QMD wrote keeps its schema until an update records a stamp.
+The SQLite table is created by the first write only: an index the original QMD wrote keeps
+its schema until an update records a stamp. PostgreSQL makes its table with the schema
+(migration 11).
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from adapters.postgres.store import PostgresIndex
 from adapters.sqlite.stamps import STAMPS_TABLE, SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
 from domain.model import FileStamp
 from domain.stamps import RecordedStamp
 from tests.fakes import InMemoryFileStamps
+from tests.postgres_server import drop_schema, fresh_schema_url
 
-Stamps = InMemoryFileStamps | SqliteFileStamps
+Stamps = InMemoryFileStamps | SqliteFileStamps | PostgresIndex
 
 
 def _recorded(size: int, title: str = "T") -> RecordedStamp:
@@ -27,10 +30,19 @@ def _recorded(size: int, title: str = "T") -> RecordedStamp:
     )
 
 
-@pytest.fixture(params=["fake", "sqlite"])
+@pytest.fixture(params=["fake", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def stamps(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stamps]:
     if request.param == "fake":
         yield InMemoryFileStamps()
+        return
+    if request.param == "postgres":
+        url, schema = fresh_schema_url()
+        pg = PostgresIndex.open(url)
+        try:
+            yield pg
+        finally:
+            pg.close()
+            drop_schema(schema)
         return
     index = SqliteIndex.open(tmp_path / "index.sqlite")
     try:
@@ -55,6 +67,13 @@ def test_forgetting_paths_or_a_whole_collection(stamps: Stamps) -> None:
     assert list(stamps.file_stamps("c")) == ["b.md"]
     stamps.forget_file_stamps("c")
     assert stamps.file_stamps("c") == {} and list(stamps.file_stamps("e")) == ["a.md"]
+
+
+def test_a_stamp_keeps_every_field_at_its_full_range(stamps: Stamps) -> None:
+    """Nanosecond times past 2**62 and an inode past 2**62."""
+    wide = RecordedStamp(FileStamp(2**40, 2**62 + 1, 2**62 + 3, 2**63 - 1), 2**62, "h", "é")
+    stamps.record_file_stamps("c", {"ü/a.md": wide})
+    assert stamps.file_stamps("c") == {"ü/a.md": wide}
 
 
 def test_renaming_moves_the_stamps_and_drops_what_the_new_name_had(stamps: Stamps) -> None:

@@ -225,6 +225,23 @@ def test_bench_update_runs_for_ours_and_finds_rewritten_files() -> None:
     assert "Indexed: 0 new, 3 updated, 37 unchanged, 0 removed" in done.stdout
 
 
+@pytest.mark.postgres
+def test_bench_update_compares_postgres_with_sqlite() -> None:
+    from tests.postgres_server import server_url
+
+    done = run_bench(
+        [
+            *(sys.executable, "-m", "benchmarks.bench_update"),
+            *("--docs", "40", "--rounds", "1", "--touch", "3", "--ours-only"),
+            *("--postgres", "--pg-url", server_url()),
+        ]
+    )
+    assert "ratio postgres/sqlite wall:" in done.stdout
+    assert "load average now" in done.stdout
+    # both backends find the three rewritten files and read no other
+    assert done.stdout.count("Indexed: 0 new, 3 updated, 37 unchanged, 0 removed") == 2
+
+
 def test_bench_cli_start_runs_for_ours_and_counts_the_search() -> None:
     done = run_bench(
         [

@@ -14,8 +14,10 @@ from adapters.postgres.store import PostgresIndex
 from adapters.postgres.url import split_schema
 from domain.extraction import ExtractionState
 from domain.lexquery import parse_lex_query
+from domain.model import FileStamp
 from domain.ports import DocumentCut
 from domain.sections import split_sections
+from domain.stamps import RecordedStamp
 from tests.postgres_server import drop_schema, fresh_schema_url, older_index, write_old_document
 
 pytestmark = pytest.mark.postgres
@@ -43,7 +45,7 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
         index = PostgresIndex.open(url)
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 10
+                assert current_version(conn) == SCHEMA_VERSION == 13
             (doc,) = index.documents()
             index.put_metadata("c", "a.md", {"author": "Ana"})
             assert index.metadata_by_id([doc.id]) == {doc.id: {"author": "Ana"}}
@@ -119,13 +121,16 @@ def test_migration_10_keeps_every_tsvector_in_its_row_and_changes_no_figure() ->
             write_old_document(conn, n, " ".join(f"w{n}x{k}" for k in range(300)) + " common")
         assert _toasted_rows(conn) > 0
         before = conn.execute(FIGURES).fetchone()
+        # version 10 alone: later migrations rewrite the rows on purpose (12, 13)
+        assert migrate(conn, MIGRATIONS[:10]) == 10
+        assert _toasted_rows(conn) == 0
+        assert conn.execute(FIGURES).fetchone() == before
     try:
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 10
+                assert current_version(conn) == SCHEMA_VERSION == 13
                 assert _toasted_rows(conn) == 0
-                assert conn.execute(FIGURES).fetchone() == before
             hits = index.search_lex(parse_lex_query("common w3x7"), 10, None)
             assert [h.document.meta.path for h in hits] == ["n3.md"]
             # a document written now is kept in its row as well
@@ -146,3 +151,85 @@ FIGURES = (
     " (SELECT array_agg(lexeme || documents ORDER BY lexeme) FROM fts_lexemes),"
     " (SELECT documents || ' ' || total_len FROM fts_stats)"
 )
+
+
+def test_migration_11_gives_an_older_index_empty_file_stamps() -> None:
+    """A version 10 index (no stamps: every update read every file) gains the stamps table,
+    empty, keeps its documents, and records stamps from then on (REQ-INDEX-NOOP-001)."""
+    with older_index(10) as (url, schema, conn):
+        write_old_document(conn, 1, "alpha")
+        assert conn.execute("SELECT to_regclass('py_file_stamps')").fetchone() == (None,)
+    try:
+        index = PostgresIndex.open(url, env={})
+        try:
+            with index.connection() as conn:
+                assert current_version(conn) == SCHEMA_VERSION == 13
+            assert [d.path for d in index.documents()] == ["n1.md"]
+            assert index.file_stamps("c") == {}
+            stamp = RecordedStamp(FileStamp(5, 10, 11, 12), 9, "h1", "Note 1")
+            index.record_file_stamps("c", {"n1.md": stamp})
+            assert index.file_stamps("c") == {"n1.md": stamp}
+        finally:
+            index.close()
+    finally:
+        drop_schema(schema)
+
+
+def test_migration_12_counts_tokens_and_drops_the_column_separator() -> None:
+    """Version 11 kept the stemmed column separator in every row and each row's distinct
+    lexemes as its length; version 12 drops the separator (row and df) and stores the token
+    count that FTS5's bm25 uses, with the kept total to match (issue 36)."""
+    separator = "setweight(to_tsvector('qmd_text', 'qmdcolumnseparator'), 'C')"
+    with older_index(11) as (_, schema, conn):
+        for n in range(3):
+            write_old_document(conn, n, f"alpha beta alpha gamma{n} alpha")
+        # the row as version 11 wrote it: the separator kept, distinct lexemes as the length
+        conn.execute(f"UPDATE documents_fts SET tsv = {separator} || tsv")
+        conn.execute("UPDATE documents_fts SET len = length(tsv)")
+        conn.execute("UPDATE fts_stats SET total_len = (SELECT SUM(len) FROM documents_fts)")
+        assert conn.execute("SELECT SUM(len) FROM documents_fts").fetchone() == (3 * 7,)
+        separators = "SELECT documents FROM fts_lexemes WHERE lexeme = 'qmdcolumnsepar'"
+        assert conn.execute(separators).fetchone() == (3,)
+        assert migrate(conn, MIGRATIONS[:12]) == 12
+        # c n0 md (path) + 5 body words, per row
+        assert conn.execute("SELECT array_agg(len) FROM documents_fts").fetchone() == ([8, 8, 8],)
+        stats = "SELECT documents, total_len FROM fts_stats"
+        assert conn.execute(stats).fetchone() == (3, 24)
+        assert conn.execute(
+            "SELECT COUNT(*) FROM documents_fts WHERE tsv @@ 'qmdcolumnsepar'::tsquery"
+        ).fetchone() == (0,)
+        assert conn.execute(separators).fetchone() is None
+    drop_schema(schema)
+
+
+def test_migration_13_stems_every_row_again_with_porters_algorithm() -> None:
+    """Version 12 stemmed with English Snowball (Porter 2): "generalization" was `general`,
+    where FTS5's Porter makes it `gener`. Version 13 stems with Porter and writes every row
+    again from its document; the kept frequencies follow (issue 36)."""
+    with older_index(12) as (url, schema, conn):
+        write_old_document(conn, 1, "generalization of skies")
+        write_old_document(conn, 2, "general skies")
+        assert conn.execute(
+            "SELECT documents FROM fts_lexemes WHERE lexeme = 'general'"
+        ).fetchone() == (2,)
+    try:
+        index = PostgresIndex.open(url, env={})
+        try:
+            with index.connection() as conn:
+                assert current_version(conn) == SCHEMA_VERSION == 13
+                kept = dict(
+                    conn.execute(
+                        "SELECT lexeme, documents FROM fts_lexemes WHERE documents > 0"
+                        " AND lexeme IN ('general', 'gener', 'sky', 'ski')"
+                    ).fetchall()
+                )
+                assert kept == {"gener": 2, "ski": 2}
+                assert conn.execute(
+                    "SELECT COUNT(*) FROM documents_fts WHERE tsv @@ 'gener'::tsquery"
+                ).fetchone() == (2,)
+            hits = index.search_lex(parse_lex_query("generalization"), 10, None)
+            assert sorted(h.document.meta.path for h in hits) == ["n1.md", "n2.md"]
+        finally:
+            index.close()
+    finally:
+        drop_schema(schema)
