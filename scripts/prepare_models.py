@@ -78,7 +78,8 @@ NEEDS = {
 
 
 def ensure_packages(install: bool, only: str | None = None) -> None:
-    wanted = NEEDS[only] if only else NEEDS["embed"] + NEEDS["generate"]
+    # sentencepiece too: the EmbeddingGemma converter's `models` tests run on a tiny model
+    wanted = NEEDS[only] if only else NEEDS["embed"] + NEEDS["generate"] + ("sentencepiece",)
     missing = []
     for name, (module, _) in PACKAGES.items():
         if name not in wanted:

@@ -170,6 +170,14 @@ def convert_gemma_embed(model_dir: Path, output: Path, outtype: str = "q8_0") ->
     if config.get("architectures") != ["Gemma3TextModel"]:
         raise ValueError(f"not an EmbeddingGemma checkpoint: {config.get('architectures')!r}")
     n_layers = int(config["num_hidden_layers"])
+    # llama.cpp does not read the layer kinds: its gemma-embedding makes every sixth layer
+    # global (rope_theta) and the rest sliding (rope_local_base_freq)
+    expected = ["full_attention" if i % 6 == 5 else "sliding_attention" for i in range(n_layers)]
+    if config.get("layer_types", expected) != expected:
+        raise ValueError(
+            "llama.cpp's gemma-embedding runs every sixth layer with global attention; "
+            f"this checkpoint's layer_types differ: {config['layer_types']}"
+        )
     vocab_size = int(config["vocab_size"])
     head_dim = int(config.get("head_dim", 256))
     pooling = _pooling(model_dir)
