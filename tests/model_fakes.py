@@ -135,3 +135,35 @@ def prepared_model(file_name: str) -> Path:
             pytrace=False,
         )
     return path
+
+
+def real_prepared_model(role: str) -> Path:
+    """Path of the real set's `role` model (`prepare_models.py --set real`, opt-in); the test
+    must be marked `real_models`, and it fails (never skips) when the set was not prepared."""
+    from tooling.real_models import load_pins
+
+    needs.require("real_models", f"the real set's {role} model")
+    path = MODELS_DIR / load_pins()[role].file
+    if not path.is_file():
+        pytest.fail(
+            f"{path} is missing: the `real_models` tests need the real model set. Run "
+            "`python scripts/prepare_models.py --set real` (or set-up with "
+            "QMD_SETUP_MODELS=real), or deselect them with `-m 'not real_models'`.",
+            pytrace=False,
+        )
+    return path
+
+
+def real_prepared_source() -> Path:
+    """The checked upstream EmbeddingGemma folder `prepare_models.py --set real` keeps."""
+    from tooling import real_models
+
+    needs.require("real_models", "the real set's upstream EmbeddingGemma files")
+    folder = real_models.source_dir(real_models.default_wheel_dir())
+    if not (folder / "model.safetensors").is_file():
+        pytest.fail(
+            f"{folder} is missing: run `python scripts/prepare_models.py --set real` again "
+            "(it keeps the checked upstream files there).",
+            pytrace=False,
+        )
+    return folder

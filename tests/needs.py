@@ -1,7 +1,8 @@
 """What a test needs from outside a bare `pip install -e '.[dev]'`, and the marker that says so.
 
 A bare dev install runs `pytest -m "not models and not original and not postgres and not
-node"` and must stay green, so every test that reaches for llama.cpp and the prepared models,
+node"` and must stay green, and a default set-up (the stand-in models only) runs
+`-m "not real_models"`, so every test that reaches for llama.cpp and the prepared models,
 the original QMD, the local PostgreSQL or an npm tool on Node must carry the marker. Two ways
 keep that true without anyone remembering it:
 
@@ -25,8 +26,9 @@ FIXTURE_MARKERS = {
 # A string parameter with this word in it (`postgres`, `markdown-postgres`) runs the test
 # against that backend (the contract tests).
 PARAM_MARKERS = {"postgres": "postgres"}
-# Markers that imply another: the official suite runs on Node.
-IMPLIED_MARKERS = {"official_suite": "node"}
+# Markers that imply another: the official suite runs on Node; the real model set
+# (`prepare_models.py --set real`, opt-in) is a set of prepared models.
+IMPLIED_MARKERS = {"official_suite": "node", "real_models": "models"}
 
 _running: list[pytest.Item] = []
 # A shared fixture's clean-up runs in the teardown of whichever test came last, a test that

