@@ -12,4 +12,9 @@ echo "==> import-linter"; "$BIN/lint-imports"
 echo "==> spec and conformance data"
 "$BIN/python" scripts/gen_requirements.py --check
 "$BIN/qmd-conformance" validate
-echo "==> pytest"; "$BIN/python" -m pytest "$@"
+# One worker per core (QMD_TEST_WORKERS overrides; 0 runs in this process). loadfile keeps a
+# file's tests on one worker, so its module-scoped servers start once; the conformance suite
+# passes go to whichever worker is free (tests/xdist_scheduling.py, docs/decisions/0053).
+WORKERS="${QMD_TEST_WORKERS:-logical}"
+echo "==> pytest (workers: $WORKERS)"
+"$BIN/python" -m pytest -n "$WORKERS" --dist loadfile "$@"
