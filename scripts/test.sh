@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: static gates, then every test (unit, contract, integration,
-# end-to-end, conformance against the original QMD and against ours). Run scripts/setup.sh first.
+# end-to-end, conformance against the original QMD and against ours), on pytest-xdist workers.
+# Run scripts/setup.sh first.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
