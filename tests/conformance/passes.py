@@ -13,7 +13,7 @@ import contextlib
 import fcntl
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,9 @@ import pytest
 from tests.conformance.helpers import REPO, run_cli
 
 MATRIX_SCRIPT = REPO / "scripts" / "compatibility_matrix.sh"
+# How a pass's command line runs: `run_cli` (a `python -m conformance` child); tests of this
+# module pass a stand-in that writes a report without starting servers.
+Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def session_folder(factory: pytest.TempPathFactory) -> Path:
@@ -85,7 +88,7 @@ def _load(folder: Path, name: str) -> PassResult | None:
     )
 
 
-def _run(folder: Path, impl: str, transport: str, qmd_bin: str | None) -> PassResult:
+def _run(folder: Path, impl: str, transport: str, qmd_bin: str | None, run: Runner) -> PassResult:
     name = pass_name(impl, transport)
     # The arguments scripts/compatibility_matrix.sh gives a pass, so its report is the one
     # the script would have written.
@@ -94,7 +97,7 @@ def _run(folder: Path, impl: str, transport: str, qmd_bin: str | None) -> PassRe
         args += ["--qmd-bin", qmd_bin]
     args += ["--report-json", str(folder / f"{name}.json")]
     args += ["--report-junit", str(folder / f"{name}.xml")]
-    proc = run_cli(*args)
+    proc = run(*args)
     (folder / f"{name}.out").write_text(proc.stdout, encoding="utf-8")
     (folder / f"{name}.err").write_text(proc.stderr, encoding="utf-8")
     tmp = folder / f"{name}.rc.tmp"
@@ -106,15 +109,21 @@ def _run(folder: Path, impl: str, transport: str, qmd_bin: str | None) -> PassRe
 
 
 def suite_pass(
-    folder: Path, impl: str, transport: str = "stdio", qmd_bin: str | None = None
+    folder: Path,
+    impl: str,
+    transport: str = "stdio",
+    qmd_bin: str | None = None,
+    run: Runner = run_cli,
 ) -> PassResult:
     """The pass's result: run now, or read from the session folder when it already ran."""
     name = pass_name(impl, transport)
     with _locked(folder, name, wait=True):
-        return _load(folder, name) or _run(folder, impl, transport, qmd_bin)
+        return _load(folder, name) or _run(folder, impl, transport, qmd_bin, run)
 
 
-def ensure_passes(folder: Path, wanted: list[tuple[str, str]]) -> list[PassResult]:
+def ensure_passes(
+    folder: Path, wanted: list[tuple[str, str]], run: Runner = run_cli
+) -> list[PassResult]:
     """Every wanted pass, run here when no test ran it. Passes another worker is running are
     waited for last, so two workers never run one pass and neither idles while work is left."""
     results: dict[tuple[str, str], PassResult] = {}
@@ -125,9 +134,11 @@ def ensure_passes(folder: Path, wanted: list[tuple[str, str]]) -> list[PassResul
             if not held:
                 busy.append((impl, transport))
                 continue
-            results[(impl, transport)] = _load(folder, name) or _run(folder, impl, transport, None)
+            results[(impl, transport)] = _load(folder, name) or _run(
+                folder, impl, transport, None, run
+            )
     for impl, transport in busy:
-        results[(impl, transport)] = suite_pass(folder, impl, transport)
+        results[(impl, transport)] = suite_pass(folder, impl, transport, run=run)
     return [results[key] for key in wanted]
 
 
