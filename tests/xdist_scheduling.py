@@ -1,4 +1,4 @@
-"""How scripts/test.sh spreads the tests over pytest-xdist workers (docs/decisions/0053).
+"""How scripts/test.sh spreads the tests over pytest-xdist workers (docs/decisions/0055).
 
 `--dist loadfile` keeps a file's tests on one worker, so a module-scoped fixture (a server, an
 indexed corpus) starts once, as it does without workers. The conformance suite passes are the
