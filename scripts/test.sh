@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: static gates, then every test (unit, contract, integration,
-# end-to-end, conformance against the original QMD and against ours). Run scripts/setup.sh first.
+# end-to-end, conformance against the original QMD and against ours), on pytest-xdist workers.
+# Run scripts/setup.sh first.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -16,4 +17,9 @@ echo "==> spec and conformance data"
 # for. A later -m in "$@" takes precedence.
 MARKS=(-m "not real_models")
 if [[ "${QMD_SETUP_MODELS:-stand-in}" == real ]]; then MARKS=(); fi
-echo "==> pytest"; "$BIN/python" -m pytest "${MARKS[@]}" "$@"
+# One worker per core (QMD_TEST_WORKERS overrides; 0 runs in this process). loadfile keeps a
+# file's tests on one worker, so its module-scoped servers start once; the conformance suite
+# passes go to whichever worker is free (tests/xdist_scheduling.py, docs/decisions/0055).
+WORKERS="${QMD_TEST_WORKERS:-logical}"
+echo "==> pytest (workers: $WORKERS)"
+"$BIN/python" -m pytest -n "$WORKERS" --dist loadfile "${MARKS[@]}" "$@"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from tests import needs
+from tests import needs, xdist_scheduling
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
@@ -15,6 +16,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for marker in sorted(needs.markers_for(item)):
             if item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # a hook of pytest-xdist, when installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` (scripts/test.sh), but the conformance suite passes one by one."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return xdist_scheduling.make_scheduler(config, log)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -3,6 +3,8 @@ fresh schema per test so no test sees another's rows."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -30,13 +32,19 @@ def server_url() -> str:
 
 @cache
 def _started_url() -> str:
-    done = subprocess.run(
-        ["bash", str(REPO / "scripts" / "postgres.sh"), "start"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    # One start at a time: pytest-xdist workers each call this, and two `pg_ctl start` on
+    # one data folder make the second fail.
+    base = Path(os.environ.get("QMD_PG_DIR") or REPO / ".cache" / "postgres")
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / "tests-start.lock", "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(
+            ["bash", str(REPO / "scripts" / "postgres.sh"), "start"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"scripts/postgres.sh start failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout.strip().splitlines()[-1]

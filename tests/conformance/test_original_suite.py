@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from conformance.cases import load_cases
-from tests.conformance.helpers import run_cli
+from tests.conformance.passes import suite_pass
 
 
 @pytest.mark.original
@@ -22,25 +21,12 @@ from tests.conformance.helpers import run_cli
     ],
 )
 def test_full_suite_passes_against_the_original(
-    original: tuple[str, list[str]], impl: str, fixture: str, transport: str, tmp_path: Path
+    original: tuple[str, list[str]], impl: str, fixture: str, transport: str, suite_reports: Path
 ) -> None:
     qmd, _ = original
-    report = tmp_path / "report.json"
-    proc = run_cli(
-        "run",
-        "--impl",
-        impl,
-        "--qmd-bin",
-        qmd,
-        "--transport",
-        transport,
-        "--timeout",
-        "120",
-        "--report-json",
-        str(report),
-    )
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    data = json.loads(report.read_text())
+    done = suite_pass(suite_reports, impl, transport, qmd_bin=qmd)
+    assert done.returncode == 0, done.output
+    data = done.report()
     compat = [
         c
         for c in load_cases()
@@ -48,4 +34,4 @@ def test_full_suite_passes_against_the_original(
     ]
     expected_runs = sum(len(c.eras) for c in compat)
     assert data["summary"] == {"passed": expected_runs, "failed": 0, "skipped": 0}
-    assert proc.stdout.rstrip().splitlines()[-1] == f"{expected_runs} passed, 0 failed, 0 skipped"
+    assert done.stdout.rstrip().splitlines()[-1] == f"{expected_runs} passed, 0 failed, 0 skipped"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import psycopg
@@ -25,6 +26,7 @@ from psycopg import sql
 
 from conformance.cases import load_cases
 from tests.conformance.helpers import run_cli
+from tests.conformance.passes import suite_pass
 from tests.postgres_server import server_url
 
 
@@ -48,22 +50,10 @@ from tests.postgres_server import server_url
     ],
 )
 def test_full_suite_passes_against_our_server(
-    impl: str, surface: str, fixture: str, tmp_path: Path
+    impl: str, surface: str, fixture: str, suite_reports: Path
 ) -> None:
-    report = tmp_path / "report.json"
-    junit = tmp_path / "report.xml"
-    proc = run_cli(
-        "run",
-        "--impl",
-        impl,
-        "--timeout",
-        "120",
-        "--report-json",
-        str(report),
-        "--report-junit",
-        str(junit),
-    )
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    done = suite_pass(suite_reports, impl)
+    assert done.returncode == 0, done.output
     cases = [
         c
         for c in load_cases()
@@ -73,12 +63,12 @@ def test_full_suite_passes_against_our_server(
     expected_runs = sum(len(c.eras) for c in cases)
     listed = expected_failures(impl)  # known gaps its baseline names (stale ones fail the run)
     expected_xfail = sum(len(c.eras) for c in cases if c.id in listed)
-    assert json.loads(report.read_text())["summary"] == {
+    assert done.report()["summary"] == {
         "passed": expected_runs - expected_xfail,
         "failed": 0,
         "skipped": expected_xfail,
     }
-    assert "<testsuite" in junit.read_text()
+    assert "<testsuite" in done.junit_path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(
@@ -99,19 +89,32 @@ def test_suite_passes_with_the_index_in_postgresql(impl: str, surface: str, tmp_
     since PostgreSQL computes FTS5's bm25 (issue 36); a listed case that passes fails the run
     (stale)."""
     report = tmp_path / "report.json"
-    env = {**os.environ, "QMD_CONFORMANCE_PG_URL": server_url()}
-    proc = run_cli(
-        "run",
-        "--impl",
-        impl,
-        "--timeout",
-        "120",
-        "--jobs",
-        "2",
-        "--report-json",
-        str(report),
-        env=env,
-    )
+    # The run's scratch folder is kept in tmp_path: its name is the schema's, so only this
+    # run's schema is dropped, never one another worker's (or another checkout's) run uses.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {**os.environ, "QMD_CONFORMANCE_PG_URL": server_url(), "TMPDIR": str(scratch)}
+    try:
+        proc = run_cli(
+            "run",
+            "--impl",
+            impl,
+            "--timeout",
+            "120",
+            "--jobs",
+            "2",
+            "--keep-scratch",
+            "--report-json",
+            str(report),
+            env=env,
+        )
+    finally:
+        with psycopg.connect(server_url(), autocommit=True) as conn:
+            for kept in scratch.glob("qmd-conformance-*"):
+                schema = "conf_" + re.sub(r"[^a-z0-9]", "_", kept.name.lower())
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     cases = [
         c
@@ -127,11 +130,6 @@ def test_suite_passes_with_the_index_in_postgresql(impl: str, surface: str, tmp_
         "failed": 0,
         "skipped": expected_xfail,
     }
-    with psycopg.connect(server_url(), autocommit=True) as conn:
-        for (schema,) in conn.execute(
-            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'conf_qmd_conformance_%'"
-        ).fetchall():
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 def expected_failures(impl: str) -> set[str]:
@@ -156,19 +154,18 @@ def expected_failures(impl: str) -> set[str]:
     ],
 )
 def test_http_suite_passes_against_our_server(
-    impl: str, surface: str, at_least: int, tmp_path: Path
+    impl: str, surface: str, at_least: int, suite_reports: Path
 ) -> None:
     """The HTTP cases (goldens recorded from the original's `qmd mcp --http`, matchers for
     the other surfaces) against ours."""
-    report = tmp_path / "report.json"
-    proc = run_cli("run", "--impl", impl, "--transport", "http", "--report-json", str(report))
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    done = suite_pass(suite_reports, impl, "http")
+    assert done.returncode == 0, done.output
     cases = [c for c in load_cases() if "http" in c.transports and surface in c.surfaces]
     assert len(cases) >= at_least
     assert {e for c in cases for e in c.eras} == {"2025", "2026-07-28"}
     listed = expected_failures(impl)
     expected_xfail = sum(len(c.eras) for c in cases if c.id in listed)
-    assert json.loads(report.read_text())["summary"] == {
+    assert done.report()["summary"] == {
         "passed": len(cases) - expected_xfail,
         "failed": 0,
         "skipped": expected_xfail,
