@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from domain.model import Collection, UpdateCounts
+from domain.model import Collection, ScanResult, UpdateCounts
 from domain.ports import (
     ChunkIndex,
     Clock,
@@ -76,8 +76,9 @@ class ChunkedCollections(CollectionManager):
         extra_metadata: Mapping[str, Mapping[str, Any]] | None = None,
         *,
         tidy: bool = True,
+        scan: ScanResult | None = None,
     ) -> UpdateCounts:
-        counts = super().index(collection, progress, extra_metadata, tidy=tidy)
+        counts = super().index(collection, progress, extra_metadata, tidy=tidy, scan=scan)
         self._keeper.sync()
         return counts
 

@@ -135,7 +135,8 @@ class CollectionManager:
         self._store.put_collection(collection)
         if self._cache is not None:
             self._cache.clear()
-        return collection, self._index_scanned(collection, scan, progress, {})
+        # through `index`, which a subclass extends (ChunkedCollections cuts the chunk rows)
+        return collection, self.index(collection, progress, scan=scan)
 
     def _refuse_unmatched(self, collection: Collection) -> None:
         """Refuse a mask that matches nothing in a folder that holds files: a mistyped mask
@@ -294,14 +295,15 @@ class CollectionManager:
         extra_metadata: Mapping[str, Mapping[str, Any]] | None = None,
         *,
         tidy: bool = True,
+        scan: ScanResult | None = None,
     ) -> UpdateCounts:
         """Index one collection folder. `extra_metadata`: more fields per relative path (an
         extractor's title, author, pages...), merged into the documents' metadata. `tidy`:
-        end by tidying the lexical index for what this pass wrote, in its transaction."""
+        end by tidying the lexical index for what this pass wrote, in its transaction.
+        `scan`: the folder as the caller has just scanned it (`add`), not scanned again."""
         self._require_admitted(collection)
-        return self._index_scanned(
-            collection, self._source.scan(collection), progress, extra_metadata or {}, tidy=tidy
-        )
+        found = self._source.scan(collection) if scan is None else scan
+        return self._index_scanned(collection, found, progress, extra_metadata or {}, tidy=tidy)
 
     def _index_scanned(
         self,

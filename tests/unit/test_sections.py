@@ -132,3 +132,28 @@ def _assert_rows_match(db: Path) -> None:
             assert rows == expected
     finally:
         conn.close()
+
+
+def test_adding_a_collection_cuts_its_chunk_rows() -> None:
+    """`collection add` indexes through the manager's `index`, which the chunk-keeping
+    manager extends: the rows are there before any `qmd update` (projmem's search names the
+    section that matched from them)."""
+    from adapters.bootstrap import build_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        folder = root / "docs"
+        folder.mkdir()
+        (folder / "a.md").write_text("# Title\n\nbody\n\n## Part\n\nmore\n", encoding="utf-8")
+        env = fixture_env(root)
+        app = build_app(env=env, with_models=False)
+        try:
+            app.collections.add(str(folder), "docs", refuse_unmatched=True)
+        finally:
+            app.close()
+        conn = sqlite3.connect(Path(env["INDEX_PATH"]))
+        try:
+            assert conn.execute("SELECT COUNT(*) FROM pyqmd_chunks").fetchone()[0] == 2
+        finally:
+            conn.close()
+        _assert_rows_match(Path(env["INDEX_PATH"]))
