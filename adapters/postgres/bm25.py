@@ -46,8 +46,12 @@ from typing import Any
 
 import psycopg
 
-from adapters.postgres.schema import TS_CONFIG
-from adapters.postgres.tsquery import has_grouped_clause, positive_clauses, render_tsquery
+from adapters.postgres.tsquery import (
+    TS_CONFIG,
+    has_grouped_clause,
+    positive_clauses,
+    render_tsquery,
+)
 
 # the rows' columns: DocumentMeta's (the shared decoder's), then the body and the BM25 sum
 from adapters.store_rows import META_COLUMNS, sql_limit
@@ -97,6 +101,10 @@ def idf_of(documents: int, df: int) -> float:
     Lucene's ln(1 + ...) used before gave a word in most documents a weight FTS5 does not."""
     if documents <= 0:
         return MIN_IDF
+    # the document count and a word's count are read by separate statements: while an update
+    # commits between them the word may be counted in more documents than the total was,
+    # which FTS5 (one snapshot) never sees; ln of a negative ratio would raise
+    df = min(df, documents)
     return max(MIN_IDF, math.log((documents - df + 0.5) / (df + 0.5)))
 
 

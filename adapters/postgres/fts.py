@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.postgres.schema import TS_CONFIG
-from adapters.postgres.tsquery import MAX_INDEXED_CHARS, fold
+from adapters.postgres.tsquery import MAX_INDEXED_CHARS, TS_CONFIG, fold
 
 COLUMN_SEPARATOR = "qmdcolumnseparator"
 # The separator as the tsvector holds it: English Snowball stems it. Deleting the unstemmed

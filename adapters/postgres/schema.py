@@ -27,11 +27,8 @@ from collections.abc import Callable, Sequence
 
 from psycopg import Connection
 
-# The text search configuration both documents and queries use: Snowball's `porter` stemmer
-# (Porter's original algorithm, FTS5's; English Snowball until migration 13) with NO stop
-# words. FTS5's `porter unicode61` drops no word either, so `"hello to the"` must stay a
-# three-word phrase.
-TS_CONFIG = "qmd_text"
+from adapters.postgres.tsquery import TS_CONFIG
+
 # adapters/postgres/fts.py's column separator, unstemmed and as English Snowball stems it (an
 # applied migration never changes, so it is spelled out here, not imported)
 _SEPARATORS = "ARRAY['qmdcolumnseparator', 'qmdcolumnsepar']"

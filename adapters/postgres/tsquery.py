@@ -24,6 +24,13 @@ import re
 
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 
+# The text search configuration both documents and queries use: Snowball's `porter` stemmer
+# (Porter's original algorithm, FTS5's; English Snowball until migration 13) with NO stop
+# words. FTS5's `porter unicode61` drops no word either, so `"hello to the"` must stay a
+# three-word phrase. Here, not in schema.py, so that fts.py reads it without importing the
+# migrations that import fts.py.
+TS_CONFIG = "qmd_text"
+
 _SEPARATORS = re.compile(r"[\W_]+")
 
 # tsvector caps: 1 MiB per value, positions up to 16383. A longer body is indexed up to this

@@ -194,6 +194,22 @@ def test_legacy_sse_streams_leave_room_and_posts_are_timed(server: HttpServer) -
             stream.close()
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_a_large_head_in_one_write_gets_431(server: HttpServer, era: str) -> None:
+    """REQ-HTTP-LIMIT-001 on the assembled head (issue 33 finding 8): a 60 KB header line
+    in the same write as the rest of the request passed the 16 KiB cap."""
+    body, _headers = tools_list(era)
+    request = head(era, len(body)).replace(
+        b"\r\n\r\n", b"\r\nX-Big: " + b"a" * 60_000 + b"\r\n\r\n"
+    )
+    sock = connect(server.port)
+    sock.sendall(request + body)
+    data, _ = read_until_closed(sock)
+    sock.close()
+    assert data.startswith(b"HTTP/1.1 431 "), data[:100]
+    assert answered(server, era)
+
+
 def test_sigterm_drains_within_the_grace_period(server: HttpServer) -> None:
     """Last for each surface: the server is stopped with requests half sent in both eras,
     and a legacy SSE stream open."""
@@ -216,19 +232,3 @@ def test_sigterm_drains_within_the_grace_period(server: HttpServer) -> None:
     stream.close()
     for sock in open_ones:
         sock.close()
-
-
-@pytest.mark.parametrize("era", ERAS)
-def test_a_large_head_in_one_write_gets_431(server: HttpServer, era: str) -> None:
-    """REQ-HTTP-LIMIT-001 on the assembled head (issue 33 finding 8): a 60 KB header line
-    in the same write as the rest of the request passed the 16 KiB cap."""
-    body, _headers = tools_list(era)
-    request = head(era, len(body)).replace(
-        b"\r\n\r\n", b"\r\nX-Big: " + b"a" * 60_000 + b"\r\n\r\n"
-    )
-    sock = connect(server.port)
-    sock.sendall(request + body)
-    data, _ = read_until_closed(sock)
-    sock.close()
-    assert data.startswith(b"HTTP/1.1 431 "), data[:100]
-    assert answered(server, era)
