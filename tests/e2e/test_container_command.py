@@ -214,8 +214,9 @@ def test_the_images_model_makes_semantic_search_real(tmp_path: Path) -> None:
     server = HttpServer(_served_args(image_command), {**env, **service_env}).start()
     try:
         # no word in common with the PDF, and close enough in meaning to clear the
-        # relevance floor (REQ-LDIMS-TOOL-006)
-        found = _search(server, {"query": "how much did sales grow", "maxResults": 1}, "qmd")
+        # relevance floor plus the margin a document sharing no word needs (REQ-LDIMS-TOOL-006:
+        # MiniLM puts it at about 0.54; "how much did sales grow", at 0.41, no longer clears it)
+        found = _search(server, {"query": "earnings growth each quarter", "maxResults": 1}, "qmd")
         assert "effectiveSearchMode" not in found["searchMetadata"], found["searchMetadata"]
         assert [r["documentId"] for r in found["results"]] == ["docs/finance.pdf"]
     finally:
