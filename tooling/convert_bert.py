@@ -81,7 +81,7 @@ def read_vocab(model_dir: Path) -> tuple[list[str], set[str]]:
     return tokens, specials
 
 
-def _pooling(model_dir: Path) -> gguf.PoolingType:
+def sentence_transformers_pooling(model_dir: Path) -> gguf.PoolingType:
     """Pooling as sentence-transformers configures it; BERT checkpoints without one use CLS."""
     modules_path = model_dir / "modules.json"
     if modules_path.is_file():
@@ -153,7 +153,7 @@ def convert_bert(model_dir: Path, output: Path, outtype: str = "f16") -> Convers
             gguf_tokens.append(tok[2:] if tok.startswith("##") else "\u2581" + tok)
 
     n_layers = int(config["num_hidden_layers"])
-    pooling = _pooling(model_dir)
+    pooling = sentence_transformers_pooling(model_dir)
     output.parent.mkdir(parents=True, exist_ok=True)
     temp = output.with_name(output.name + f".tmp{os.getpid()}")
     writer = gguf.GGUFWriter(str(temp), gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])

@@ -18,7 +18,6 @@ What llama.cpp expects, read from its converter (class `EmbeddingGemma`) and ggu
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +27,8 @@ from typing import Any
 import gguf
 import numpy as np
 from safetensors import safe_open
+
+from tooling.convert_bert import read_json, sentence_transformers_pooling
 
 OUTTYPES = {
     "f32": (gguf.LlamaFileType.ALL_F32, gguf.GGMLQuantizationType.F32),
@@ -49,11 +50,6 @@ class ConversionSummary:
     output_length: int
     pooling: str
     outtype: str
-
-
-def read_json(path: Path) -> Any:
-    with path.open(encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 def _looks_special(token: str) -> bool:
@@ -108,20 +104,6 @@ def read_vocab(model_dir: Path, vocab_size: int) -> tuple[list[bytes], list[floa
             types[i] = int(gguf.TokenType.USER_DEFINED)
         tokens[i], scores[i] = piece.encode("utf-8"), -1000.0
     return tokens, scores, types
-
-
-def _pooling(model_dir: Path) -> gguf.PoolingType:
-    for module in read_json(model_dir / "modules.json"):
-        if str(module.get("type", "")).endswith("Pooling"):
-            config = read_json(model_dir / module["path"] / "config.json")
-            if config.get("pooling_mode_mean_tokens"):
-                return gguf.PoolingType.MEAN
-            if config.get("pooling_mode_cls_token"):
-                return gguf.PoolingType.CLS
-            if config.get("pooling_mode_lasttoken"):
-                return gguf.PoolingType.LAST
-            raise ValueError(f"unsupported pooling config in {module['path']}: {config}")
-    raise ValueError("modules.json names no Pooling module")
 
 
 def _dense_modules(model_dir: Path) -> list[tuple[str, Path, int, int]]:
@@ -180,7 +162,7 @@ def convert_gemma_embed(model_dir: Path, output: Path, outtype: str = "q8_0") ->
         )
     vocab_size = int(config["vocab_size"])
     head_dim = int(config.get("head_dim", 256))
-    pooling = _pooling(model_dir)
+    pooling = sentence_transformers_pooling(model_dir)
     dense = _dense_modules(model_dir)
     tokens, scores, types = read_vocab(model_dir, vocab_size)
 
