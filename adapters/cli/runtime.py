@@ -150,7 +150,25 @@ def index_writer_lock(app: App) -> Iterator[None]:
                 "while this command waited for it; nothing was written. Run the command "
                 "again."
             )
+        _mirror_config_as_it_is_now(app)
         yield
+
+
+def _mirror_config_as_it_is_now(app: App) -> None:
+    """Bring the index's mirror of `index.yml` in step with the file as it is now, once the
+    writer lock is held. Every command mirrors the file as it read it at start, without the
+    lock: one that read the file before another's edit may write that older state after it,
+    and an edit made from the older mirror would drop what came between (REQ-CFG-SYNC-003)."""
+    if app.storage is None or not os.path.exists(app.config_path):
+        return
+    from adapters.config.yaml_config import load_config, sync_config_to_store
+
+    sync_config_to_store(
+        load_config(app.config_path),
+        app.storage.index,
+        config_path=app.config_path,
+        home=app.home,
+    )
 
 
 def report_skipped(counts: UpdateCounts) -> None:

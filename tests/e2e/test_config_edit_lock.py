@@ -92,3 +92,30 @@ def test_concurrent_config_edits_are_all_kept(tmp_path: Path) -> None:
     assert sorted(config.collections["c0"].contexts) == [f"part{i}" for i in range(EDITS)]
     listed = qmd.ok("collection", "list")
     assert all(f"{name} (qmd://" not in listed for name in names[1:]), listed
+
+
+def test_an_edit_starts_from_the_file_not_from_an_older_mirror(tmp_path: Path) -> None:
+    """REQ-CFG-SYNC-003: a command mirrors index.yml at start, unlocked; one that read the file
+    before another's edit can mirror the older state after it. The waiting edit must not start
+    from that older mirror (this dropped a context now and then when six ran at once)."""
+    from adapters.bootstrap import build_app
+    from adapters.config.yaml_config import sync_config_to_store
+
+    qmd = _qmd(tmp_path)
+    _folders(qmd, 1)
+    older = load_config(qmd.config_dir / "index.yml")
+    qmd.ok("context", "add", "qmd://c0/kept", "written before")
+    with file_lock(str(qmd.db), "update", wait=True):
+        process = _start(qmd, "context", "add", "qmd://c0/new", "written after")
+        assert process.stderr is not None
+        waiting = process.stderr.readline()  # the edit is past its start-up sync, at the lock
+        assert "Another update of the index" in waiting, waiting
+        app = build_app(None, qmd.env(), with_models=False)
+        try:  # what a command that read the file before `kept` was added writes late
+            assert app.storage is not None
+            sync_config_to_store(older, app.storage.index, force=True, config_path=app.config_path)
+        finally:
+            app.close()
+    _finish(process)
+    config = load_config(qmd.config_dir / "index.yml")
+    assert sorted(config.collections["c0"].contexts) == ["kept", "new"]
