@@ -5,11 +5,18 @@ SQLite), then every run of characters that is not a letter or digit becomes one 
 how FTS5's `unicode61` tokenizer splits text. PostgreSQL's own parser would otherwise keep
 `notes/api.md`, `2.8.3` or `rate-limit` as single tokens (file, version and hyphenated-word
 types) where SQLite sees separate words; after folding it only ever sees plain words and
-numbers, so a query matches the same words on both backends.
+numbers, so a query matches the same words on both backends. FTS5's `porter` leaves a token
+under three characters as it is, where Snowball's stems `ls` to `l` and `is` to `i`: such a
+token is written with a suffix the stemmer leaves alone (`lsqmdshort`), in documents and
+queries alike, so that `ls` stays a word of its own (not the `-l` of every page). A prefix
+of such a word (`is*`: `is`, `island`) must not be stemmed either, and `to_tsquery` stems every
+lexeme: it is rendered `'isqmdprefix':*`, which the stemmer leaves alone, and `tsquery_sql`
+takes the mark off the parsed query.
 
 A parsed `LexQuery` becomes a `to_tsquery` string over quoted lexemes:
 
-* a prefix term -> `'word':*`; a phrase (or a word that folds into several) -> `'a' <-> 'b'`;
+* a prefix term -> `'word':*`; a phrase (or a word that folds into several) -> `'a' <-> 'b'`,
+  its last word a prefix where the term is one (`file's*` -> `'file' <-> 's':*`);
 * a clause of several terms (a dotted token) -> its parts joined with `&`;
 * positive clauses joined with `&` (`|` for `match_any`), each negative clause appended as
   `& !(...)`; no positive clause -> None (nothing to search).
@@ -38,23 +45,44 @@ _SEPARATORS = re.compile(r"[\W_]+")
 MAX_INDEXED_CHARS = 400_000
 
 
-def fold(text: str) -> str:
+# The two-character tokens Snowball's `porter` changes (checked over every pair of ASCII
+# letters and digits): a final `s` is dropped (not from `ss`), a final `y` after a vowel
+# becomes `i`. FTS5's porter stems no token under three characters.
+_STEMMED_SHORT = re.compile(r"\b([A-Ra-rT-Zt-z0-9][Ss]|[AEIOUaeiou][Yy])\b")
+SHORT_MARK = "qmdshort"
+PREFIX_MARK = "qmdprefix"
+
+
+def tsquery_sql(text: str = "%s") -> str:
+    """SQL that parses a rendered query (`text`: a parameter or a column) into a tsquery."""
+    return f"replace(to_tsquery('{TS_CONFIG}', {text})::text, '{PREFIX_MARK}', '')::tsquery"
+
+
+def _split(text: str) -> str:
     return _SEPARATORS.sub(" ", space_cjk(text)).strip()
 
 
+def fold(text: str) -> str:
+    return _STEMMED_SHORT.sub(lambda found: found.group(1) + SHORT_MARK, _split(text))
+
+
 def _tokens(word: str) -> list[str]:
-    return [token for token in fold(word).lower().split(" ") if token]
+    return [token for token in _split(word).lower().split(" ") if token]
 
 
 def render_term(term: LexTerm) -> str | None:
     tokens = [token for word in term.words for token in _tokens(word)]
     if not tokens:
         return None
-    if term.prefix and len(tokens) == 1:
-        return f"'{tokens[0]}':*"
-    if len(tokens) == 1:
-        return f"'{tokens[0]}'"
-    return "(" + " <-> ".join(f"'{token}'" for token in tokens) + ")"
+    rendered = [f"'{fold(token)}'" for token in tokens]
+    if term.prefix:
+        # FTS5 completes the last word as typed (`ls*` is `lsof` and `ls` alike; `file's*` is
+        # `file` then a word in `s`); a short word unstemmed, so marked for `tsquery_sql`
+        mark = PREFIX_MARK if _STEMMED_SHORT.fullmatch(tokens[-1]) else ""
+        rendered[-1] = f"'{tokens[-1]}{mark}':*"
+    if len(rendered) == 1:
+        return rendered[0]
+    return "(" + " <-> ".join(rendered) + ")"
 
 
 def _clause(clause: LexClause) -> str | None:

@@ -6,7 +6,8 @@ one that names it once in its title (`ts_rank` counts the j-th occurrence as w /
 in most documents still counted (Lucene's idf where FTS5 floors it), and a long page looked
 short (its distinct lexemes counted as its length), and a dotted token (`2.8.3`) was one
 clause with one idf where FTS5 scores each part. The words are ones Porter's stemmer (FTS5)
-and Snowball's (PostgreSQL) stem alike: "files" and "file", "opened" and "open", "loops"."""
+and Snowball's (PostgreSQL) stem alike: "files" and "file", "opened" and "open", "loops"; and
+two-letter words, which FTS5 does not stem at all ("ls", "is")."""
 
 from __future__ import annotations
 
@@ -44,6 +45,13 @@ PAGES = {
     # a dotted token's parts: FTS5 scores each apart, and the clause matches whole
     "v283.md": "# Version 2.8.3\n\nqmd 2.8.3 fixes the event loop; see 2.8 and 3.0.\n",
     "v28.md": "# Version 2.8\n\n2 8 8 8 3 files\n",
+    # two-letter words FTS5 does not stem and Snowball's porter did (`ls` -> `l`, `is` -> `i`,
+    # `as` -> `a`), so `ls` matched every `-l` flag and `is*` every word in `i`
+    "ps.md": "# ps\n\n> Information about running processes. It is as plain as `ps aux`.\n\n"
+    "- Long format: `ps -l`\n- A tree: `ps -ejH`\n",
+    "island.md": "# Island\n\nAn island is a piece of land; ids and isbn numbers. I am.\n",
+    # a prefix term that folds into several words completes its last word, as in FTS5
+    "sizes.md": "# Sizes\n\nThe file size, the file's owner, the file system and a file.\n",
 }
 QUERIES = [
     "list open files",
@@ -59,6 +67,14 @@ QUERIES = [
     "2.8.3",
     "2.8.3 files",
     "event 2.8 -fixes",
+    "ls",
+    "is",
+    "as",
+    "i",
+    '"it is as"',
+    "ps -ls",
+    "file's",
+    "file's -size",
 ]
 
 
