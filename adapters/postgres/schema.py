@@ -396,9 +396,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
              asciiword, asciihword, hword_asciipart, word, hword, hword_part,
              numword, numhword, hword_numpart WITH {TS_CONFIG}_porter""",
     ),
-    # 14: a two-character word the stemmer would change (`ls`, `is`, `as`) kept as FTS5 keeps
-    # it, under its mark (adapters/postgres/tsquery.py, issue 36): the rows hold `l` for `ls`
-    # and are written again from their documents (REBUILDS).
+    # 14: words folded so that Snowball's porter gives FTS5's stems (adapters/postgres/tsquery.py,
+    # issue 36): a two-character word kept as FTS5 keeps it (`ls` was `l`), and Porter's later
+    # `logi` -> `log`, `bli` -> `ble` (`technology` was `technologi`). The rows are written
+    # again from their documents (REBUILDS).
     (),
 )
 

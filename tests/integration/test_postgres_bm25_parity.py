@@ -7,7 +7,8 @@ in most documents still counted (Lucene's idf where FTS5 floors it), and a long 
 short (its distinct lexemes counted as its length), and a dotted token (`2.8.3`) was one
 clause with one idf where FTS5 scores each part. The words are ones Porter's stemmer (FTS5)
 and Snowball's (PostgreSQL) stem alike: "files" and "file", "opened" and "open", "loops"; and
-two-letter words, which FTS5 does not stem at all ("ls", "is")."""
+two-letter words, which FTS5 does not stem at all ("ls", "is"), and the two rules of Porter's
+later algorithm that FTS5 follows ("technology" -> `technolog`, "possibly" -> `possibl`)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ PAGES = {
     "island.md": "# Island\n\nAn island is a piece of land; ids and isbn numbers. I am.\n",
     # a prefix term that folds into several words completes its last word, as in FTS5
     "sizes.md": "# Sizes\n\nThe file size, the file's owner, the file system and a file.\n",
+    # FTS5 stems `using` to `us`, as it keeps the word `us`: one token for both
+    "using.md": "# Using it\n\nUsing the tool with us; uses of it.\n",
+    # Porter's later rules, FTS5's: `technology` and `technological` share `technolog`,
+    # `possibly` and `possible` share `possibl`, `assembly` and `assembled` `assembl`
+    "biology.md": "# Technologies\n\nTechnological biology, possibly the assembly line.\n",
+    "possible.md": "# Possible\n\nIt is possible; the technolog team assembled it.\n",
 }
 QUERIES = [
     "list open files",
@@ -75,6 +82,15 @@ QUERIES = [
     "ps -ls",
     "file's",
     "file's -size",
+    "us",
+    '"us"',
+    "using",
+    "technology",
+    '"technologies"',
+    "possibly",
+    '"possibly"',
+    "assembly",
+    "biology",
 ]
 
 
