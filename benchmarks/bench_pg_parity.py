@@ -12,7 +12,7 @@ hits, then the any-term hits that fill the limit: `search_lex_filled`).
 It prints, per set and backend, nDCG@10 (BEIR's definition, bench_scifact.evaluate) and, between
 the backends, the share of queries whose top-5 SETS agree and whose top-5 ORDERS agree, the
 mean overlap of the top 10, and the queries that differ. Targets (issue 36): top-5 sets agree
-on at least 90 % of queries, nDCG@10 within 0.005, on each set.
+on at least 90 % of queries, nDCG@10 within 0.005, on each set; it exits 1 when one is missed.
 
     .venv/bin/python -m benchmarks.bench_pg_parity [--set both|scifact|tldr] [--pg-url URL]
     .venv/bin/python -m benchmarks.bench_pg_parity --docs 300 --queries 10   # smoke size
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         judged = scifact_set(args.data, args.docs, args.queries)
         passed &= compare(judged, server, args.show)
     print(f"  all targets {'met' if passed else 'NOT met'}")
-    return 0
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":
