@@ -237,11 +237,13 @@ def test_migration_13_stems_every_row_again_with_porters_algorithm() -> None:
 
 def test_migration_14_keeps_two_letter_words_as_fts5_does() -> None:
     """Version 13 stemmed `ls` to `l` (Snowball's porter; FTS5 stems no word under three
-    letters), so `ls` matched every page with a `-l` flag. Version 14 writes every row again,
-    each such word under its mark, and `ls` finds the page that names it (issue 36)."""
+    letters), so `ls` matched every page with a `-l` flag, and `technology` to `technologi`
+    (FTS5: `technolog`). Version 14 writes every row again, folded so that the stems are
+    FTS5's, and `ls` finds the page that names it (issue 36)."""
     with older_index(13) as (url, schema, conn):
         write_old_document(conn, 1, "ls lists files")
         write_old_document(conn, 2, "ps -l shows processes")
+        write_old_document(conn, 3, "technology notes")
         # the rows as version 13 wrote them: the words folded without marks
         conn.execute(
             "UPDATE documents_fts f SET tsv = to_tsvector('qmd_text', c.doc) FROM documents d"
@@ -257,6 +259,10 @@ def test_migration_14_keeps_two_letter_words_as_fts5_does() -> None:
                 assert current_version(conn) == SCHEMA_VERSION == 14
                 assert conn.execute(
                     "SELECT COUNT(*) FROM documents_fts WHERE tsv @@ 'l'::tsquery"
+                ).fetchone() == (1,)
+                # FTS5's (Porter's later) stem, not Snowball's `technologi`
+                assert conn.execute(
+                    "SELECT COUNT(*) FROM documents_fts WHERE tsv @@ 'technolog'::tsquery"
                 ).fetchone() == (1,)
             hits = index.search_lex(parse_lex_query("ls"), 10, None)
             assert [h.document.meta.path for h in hits] == ["n1.md"]
