@@ -47,10 +47,10 @@ from typing import Any
 import psycopg
 
 from adapters.postgres.tsquery import (
-    TS_CONFIG,
     has_grouped_clause,
     positive_clauses,
     render_tsquery,
+    tsquery_sql,
 )
 
 # the rows' columns: DocumentMeta's (the shared decoder's), then the body and the BM25 sum
@@ -227,7 +227,7 @@ def clause_stats(
     statement = (
         "WITH q AS MATERIALIZED (SELECT c.i, x.q, x.q::text AS t, numnode(x.q) AS n"
         " FROM unnest(%s::text[]) WITH ORDINALITY AS c(clause, i),"
-        f" LATERAL (SELECT to_tsquery('{TS_CONFIG}', c.clause) AS q) x),"
+        f" LATERAL (SELECT {tsquery_sql('c.clause')} AS q) x),"
         " k AS (SELECT q.i, q.q,"
         " CASE WHEN q.n = 1 AND q.t ~ '^''[^'']+''$' THEN btrim(q.t, '''') END AS word,"
         " CASE WHEN q.n = 1 AND q.t ~ '^''[[:alnum:]]+'':[*]$'"
@@ -263,8 +263,8 @@ def clause_stats(
             f" WHERE s.bound <= {DRIVER_SPREAD} * (SELECT MIN(bound) FROM s)),"
             " e AS MATERIALIZED (SELECT COALESCE(r.qs[1] && COALESCE(r.qs[2], r.qs[1])"
             " && COALESCE(r.qs[3], r.qs[1]),"
-            f" to_tsquery('{TS_CONFIG}', %s)) AS driver,"
-            f" to_tsquery('{TS_CONFIG}', %s) AS everything FROM r),"
+            f" {tsquery_sql()}) AS driver,"
+            f" {tsquery_sql()} AS everything FROM r),"
             # a CTE is planned for all its rows: with LIMIT 1 on the scan itself the
             # planner hopes for an early hit and reads the whole table
             f" m AS MATERIALIZED (SELECT f.id FROM e, {rows}"
@@ -312,13 +312,13 @@ def drivers(bounds: Sequence[int | None]) -> list[int]:
 def counted_df(run: Runner, clauses: Sequence[str]) -> list[int]:
     """Each clause's document frequency counted in one pass over the documents matching any
     of them."""
-    parsed = ", ".join(f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses)))
+    parsed = ", ".join(f"{tsquery_sql()} AS q{i}" for i in range(len(clauses)))
     counts = ", ".join(f"COUNT(*) FILTER (WHERE f.tsv @@ q.q{i})" for i in range(len(clauses)))
     anything = " | ".join(f"({clause})" for clause in clauses)
     # the union in the condition as a value the planner sees (see `_Plan.ranked`)
     rows = run(
         f"WITH q AS MATERIALIZED (SELECT {parsed})"
-        f" SELECT {counts} FROM documents_fts f, q WHERE f.tsv @@ to_tsquery('{TS_CONFIG}', %s)",
+        f" SELECT {counts} FROM documents_fts f, q WHERE f.tsv @@ {tsquery_sql()}",
         [*clauses, anything],
     )
     return [int(df or 0) for df in rows[0]]
@@ -454,13 +454,10 @@ class _Plan:
         check."""
         params: list[Any] = [leg.driver]
         rows, where = scoped_rows(self.collection, self.within, params)
-        statement = (
-            f"SELECT EXISTS (SELECT 1 FROM {rows}"
-            f" WHERE f.tsv @@ to_tsquery('{TS_CONFIG}', %s){where}"
-        )
+        statement = f"SELECT EXISTS (SELECT 1 FROM {rows} WHERE f.tsv @@ {tsquery_sql()}{where}"
         if leg.check is not None:
             # a subquery is evaluated once; the function itself would be run on every row
-            statement += f" AND ts_match_vq(f.tsv, (SELECT to_tsquery('{TS_CONFIG}', %s))))"
+            statement += f" AND ts_match_vq(f.tsv, (SELECT {tsquery_sql()})))"
             params.append(leg.check)
         else:
             statement += ")"
@@ -524,11 +521,11 @@ class _Plan:
             self.trace += [leg.driver for leg in legs]
         clauses = self.clauses
         # the queries are parsed once (a MATERIALIZED CTE), not once per matching row
-        parsed = [f"to_tsquery('{TS_CONFIG}', %s) AS q{i}" for i in range(len(clauses))]
+        parsed = [f"{tsquery_sql()} AS q{i}" for i in range(len(clauses))]
         params: list[Any] = [*clauses]
         for n, leg in enumerate(legs):
             if leg.check is not None:
-                parsed.append(f"to_tsquery('{TS_CONFIG}', %s) AS check{n}")
+                parsed.append(f"{tsquery_sql()} AS check{n}")
                 params.append(leg.check)
         statement = f"WITH q AS MATERIALIZED (SELECT {', '.join(parsed)})"
         for n, leg in enumerate(legs):
@@ -587,6 +584,6 @@ class _Plan:
             # the driver written in the condition, a value the planner sees: read from the
             # CTE, it was unknown, and at 5,000 documents the planner scanned every row (17 ms,
             # each tsvector detoasted) instead of reading GIN (0.1 ms)
-            f" WHERE f.tsv @@ to_tsquery('{TS_CONFIG}', %s){checked}{where}{condition}"
+            f" WHERE f.tsv @@ {tsquery_sql()}{checked}{where}{condition}"
             " ORDER BY rank DESC, f.id LIMIT %s"
         )

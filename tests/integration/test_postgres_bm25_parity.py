@@ -6,7 +6,9 @@ one that names it once in its title (`ts_rank` counts the j-th occurrence as w /
 in most documents still counted (Lucene's idf where FTS5 floors it), and a long page looked
 short (its distinct lexemes counted as its length), and a dotted token (`2.8.3`) was one
 clause with one idf where FTS5 scores each part. The words are ones Porter's stemmer (FTS5)
-and Snowball's (PostgreSQL) stem alike: "files" and "file", "opened" and "open", "loops"."""
+and Snowball's (PostgreSQL) stem alike: "files" and "file", "opened" and "open", "loops"; and
+two-letter words, which FTS5 does not stem at all ("ls", "is"), and the two rules of Porter's
+later algorithm that FTS5 follows ("technology" -> `technolog`, "possibly" -> `possibl`)."""
 
 from __future__ import annotations
 
@@ -44,6 +46,19 @@ PAGES = {
     # a dotted token's parts: FTS5 scores each apart, and the clause matches whole
     "v283.md": "# Version 2.8.3\n\nqmd 2.8.3 fixes the event loop; see 2.8 and 3.0.\n",
     "v28.md": "# Version 2.8\n\n2 8 8 8 3 files\n",
+    # two-letter words FTS5 does not stem and Snowball's porter did (`ls` -> `l`, `is` -> `i`,
+    # `as` -> `a`), so `ls` matched every `-l` flag and `is*` every word in `i`
+    "ps.md": "# ps\n\n> Information about running processes. It is as plain as `ps aux`.\n\n"
+    "- Long format: `ps -l`\n- A tree: `ps -ejH`\n",
+    "island.md": "# Island\n\nAn island is a piece of land; ids and isbn numbers. I am.\n",
+    # a prefix term that folds into several words completes its last word, as in FTS5
+    "sizes.md": "# Sizes\n\nThe file size, the file's owner, the file system and a file.\n",
+    # FTS5 stems `using` to `us`, as it keeps the word `us`: one token for both
+    "using.md": "# Using it\n\nUsing the tool with us; uses of it.\n",
+    # Porter's later rules, FTS5's: `technology` and `technological` share `technolog`,
+    # `possibly` and `possible` share `possibl`, `assembly` and `assembled` `assembl`
+    "biology.md": "# Technologies\n\nTechnological biology, possibly the assembly line.\n",
+    "possible.md": "# Possible\n\nIt is possible; the technolog team assembled it.\n",
 }
 QUERIES = [
     "list open files",
@@ -59,6 +74,23 @@ QUERIES = [
     "2.8.3",
     "2.8.3 files",
     "event 2.8 -fixes",
+    "ls",
+    "is",
+    "as",
+    "i",
+    '"it is as"',
+    "ps -ls",
+    "file's",
+    "file's -size",
+    "us",
+    '"us"',
+    "using",
+    "technology",
+    '"technologies"',
+    "possibly",
+    '"possibly"',
+    "assembly",
+    "biology",
 ]
 
 

@@ -45,7 +45,7 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
         index = PostgresIndex.open(url)
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 13
+                assert current_version(conn) == SCHEMA_VERSION == 14
             (doc,) = index.documents()
             index.put_metadata("c", "a.md", {"author": "Ana"})
             assert index.metadata_by_id([doc.id]) == {doc.id: {"author": "Ana"}}
@@ -129,7 +129,7 @@ def test_migration_10_keeps_every_tsvector_in_its_row_and_changes_no_figure() ->
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 13
+                assert current_version(conn) == SCHEMA_VERSION == 14
                 assert _toasted_rows(conn) == 0
             hits = index.search_lex(parse_lex_query("common w3x7"), 10, None)
             assert [h.document.meta.path for h in hits] == ["n3.md"]
@@ -163,7 +163,7 @@ def test_migration_11_gives_an_older_index_empty_file_stamps() -> None:
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 13
+                assert current_version(conn) == SCHEMA_VERSION == 14
             assert [d.path for d in index.documents()] == ["n1.md"]
             assert index.file_stamps("c") == {}
             stamp = RecordedStamp(FileStamp(5, 10, 11, 12), 9, "h1", "Note 1")
@@ -216,7 +216,7 @@ def test_migration_13_stems_every_row_again_with_porters_algorithm() -> None:
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 13
+                assert current_version(conn) == SCHEMA_VERSION == 14
                 kept = dict(
                     conn.execute(
                         "SELECT lexeme, documents FROM fts_lexemes WHERE documents > 0"
@@ -229,6 +229,43 @@ def test_migration_13_stems_every_row_again_with_porters_algorithm() -> None:
                 ).fetchone() == (2,)
             hits = index.search_lex(parse_lex_query("generalization"), 10, None)
             assert sorted(h.document.meta.path for h in hits) == ["n1.md", "n2.md"]
+        finally:
+            index.close()
+    finally:
+        drop_schema(schema)
+
+
+def test_migration_14_keeps_two_letter_words_as_fts5_does() -> None:
+    """Version 13 stemmed `ls` to `l` (Snowball's porter; FTS5 stems no word under three
+    letters), so `ls` matched every page with a `-l` flag, and `technology` to `technologi`
+    (FTS5: `technolog`). Version 14 writes every row again, folded so that the stems are
+    FTS5's, and `ls` finds the page that names it (issue 36)."""
+    with older_index(13) as (url, schema, conn):
+        write_old_document(conn, 1, "ls lists files")
+        write_old_document(conn, 2, "ps -l shows processes")
+        write_old_document(conn, 3, "technology notes")
+        # the rows as version 13 wrote them: the words folded without marks
+        conn.execute(
+            "UPDATE documents_fts f SET tsv = to_tsvector('qmd_text', c.doc) FROM documents d"
+            " JOIN content c ON c.hash = d.hash WHERE d.id = f.id"
+        )
+        assert conn.execute(
+            "SELECT COUNT(*) FROM documents_fts WHERE tsv @@ 'l'::tsquery"
+        ).fetchone() == (2,)
+    try:
+        index = PostgresIndex.open(url, env={})
+        try:
+            with index.connection() as conn:
+                assert current_version(conn) == SCHEMA_VERSION == 14
+                assert conn.execute(
+                    "SELECT COUNT(*) FROM documents_fts WHERE tsv @@ 'l'::tsquery"
+                ).fetchone() == (1,)
+                # FTS5's (Porter's later) stem, not Snowball's `technologi`
+                assert conn.execute(
+                    "SELECT COUNT(*) FROM documents_fts WHERE tsv @@ 'technolog'::tsquery"
+                ).fetchone() == (1,)
+            hits = index.search_lex(parse_lex_query("ls"), 10, None)
+            assert [h.document.meta.path for h in hits] == ["n1.md"]
         finally:
             index.close()
     finally:
