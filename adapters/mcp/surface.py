@@ -2,7 +2,8 @@
 tools (declared with `@tool` on their handlers, adapters/mcp/tools.py), its error presenter,
 instructions, resources and prompts. `BaseSurface` collects the declared tools into the
 `tools/list` answer, the `tools/call` dispatch and the `SurfaceFacts` the registry, the
-transports and the CLI read; the capabilities follow from what the surface has.
+transports and the CLI read, its declared capabilities (`answers_shutdown`, `subscribable`,
+`failures_as_data`) among them.
 
 A surface is then a `BaseSurface` subclass plus one `register_surface` line in
 adapters/mcp/registry.py; the Session (adapters/mcp/protocol.py) serves it unchanged.
