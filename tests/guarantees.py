@@ -5,7 +5,8 @@ A `Rig` wires one surface through the composition root (`assemble`) over in-memo
 and model fakes that block on a gate until the test opens it, so a call that reaches a model
 stays in flight as long as the test needs. `model_call` picks, from the surface's own tool
 list and declared facts, a call that runs a model; `sample_arguments` makes its arguments
-from the tool's input schema. A new surface is covered by registering it.
+from the tool's input schema. `tool_names` and `tool_examples` are what the process-level
+tests list and call. A new surface is covered by registering it, a new tool by declaring it.
 """
 
 from __future__ import annotations
@@ -214,6 +215,18 @@ def model_calls(rig: Rig) -> list[tuple[str, dict[str, Any]]]:
 
 def served_surfaces() -> list[str]:
     return surface_names()
+
+
+def tool_names(surface: str) -> list[str]:
+    """The tools `surface` declares, in the order `tools/list` shows them."""
+    return list(surface_facts(surface).examples)
+
+
+def tool_examples(surface: str) -> dict[str, dict[str, Any]]:
+    """Each declared tool of `surface` with the example arguments declared beside it: what the
+    tests that list and call every tool over a transport send (tests/e2e), so that a new tool
+    is covered by its declaration alone."""
+    return {name: dict(example) for name, example in surface_facts(surface).examples.items()}
 
 
 # -- stdio: a Dispatcher over a connection session, replies in a queue ------------------------

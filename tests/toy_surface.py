@@ -46,6 +46,7 @@ class ToySurface(BaseSurface):
             "properties": {"collection": {"type": "string"}},
             "additionalProperties": False,  # as every surface of this project's own
         },
+        example={"collection": "handbook"},
         facts=ToolFacts(),
     )
     def _count(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -145,8 +145,8 @@ class LegacySseTransport:
     def _surface(self) -> tuple[Surface, SubscriptionHub | None]:
         if self._front is None:
             self._front = self._front_factory()
-            watchable = getattr(self._front, "subscribe", None) is not None
-            self._hub = SubscriptionHub(self._front) if watchable else None  # type: ignore[arg-type]
+            watchable = self._front.facts.subscribable
+            self._hub = SubscriptionHub(self._front) if watchable else None
         return self._front, self._hub
 
     # -- GET /sse ---------------------------------------------------------------------------

@@ -119,7 +119,11 @@ class CompatSurface(BaseSurface):
 
     # -- tools ----------------------------------------------------------------------------
 
-    @recorded(_RECORDED["query"], ToolFacts(runs_model=hybrid_query_runs_model))
+    @recorded(
+        _RECORDED["query"],
+        example={"searches": [{"type": "lex", "query": "pagination"}], "rerank": False},
+        facts=ToolFacts(runs_model=hybrid_query_runs_model),
+    )
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         plain = args.get("query")
         searches = args.get("searches") or []
@@ -153,7 +157,7 @@ class CompatSurface(BaseSurface):
         # JavaScript's slice(0, limit): negative limits count from the end.
         return results_payload(results[:limit], primary, with_line=True)
 
-    @recorded(_RECORDED["get"])
+    @recorded(_RECORDED["get"], example={"file": "handbook/engineering/api/pagination.md"})
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]
         request = merge_get_arguments(
@@ -165,7 +169,7 @@ class CompatSurface(BaseSurface):
         body = get_body(fetched.body, request.from_line, request.max_lines, args["lineNumbers"])
         return {"content": [embedded_resource(meta, body, fetched.context, with_name=False)]}
 
-    @recorded(_RECORDED["multi_get"])
+    @recorded(_RECORDED["multi_get"], example={"pattern": "handbook/engineering/api/*.md"})
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         pattern = args["pattern"]
         max_bytes = _js_int(args.get("maxBytes") or DEFAULT_MAX_BYTES)
@@ -193,7 +197,7 @@ class CompatSurface(BaseSurface):
             return text_result(f"No files matched pattern: {pattern}", is_error=True)
         return {"content": content}
 
-    @recorded(_RECORDED["status"])
+    @recorded(_RECORDED["status"], example={})
     def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
         status = self._services.status.status()
         return status_payload(status, status_text_2_8_3(status))

@@ -309,6 +309,7 @@ class LdimsSurface(BaseSurface):
         },
         annotations=READ_ONLY,
         facts=ToolFacts(_search_runs_model, budget=OWN_BUDGET),
+        example={"query": "quarterly report", "maxResults": 5},
     )
     def search_documents(self, args: dict[str, Any]) -> dict[str, Any]:
         """The search runs on a thread of its own so that the answer comes at the configured

@@ -26,6 +26,7 @@ from adapters.mcp.ldims import (
     _resource_json,
     seed_timestamp,
 )
+from adapters.mcp.tools import NO_CLIENT
 from domain.document_backend import (
     BACKEND_API_ERROR,
     FILTER_NAMES,
@@ -187,7 +188,7 @@ class IndexBackend:
         args: dict[str, Any] = {"query": request.query, "maxResults": request.max_results}
         if request.filters:
             args["filters"] = dict(request.filters)
-        result = self.surface.call_tool(LdimsSurface.search_documents.name, args)
+        result = self.surface.call_tool(LdimsSurface.search_documents.name, args, NO_CLIENT)
         payload: dict[str, Any] = json.loads(result["content"][0]["text"])
         if payload.get("isError"):
             code, details = str(payload.get("errorCode")), payload.get("errorDetails")

@@ -28,9 +28,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from adapters.mcp.formatting import text_result
-from adapters.mcp.protocol import CallContext
 from adapters.mcp.surface import BaseSurface, error_result
-from adapters.mcp.tools import CLIENT_BUDGET, ToolFacts, tool
+from adapters.mcp.tools import CLIENT_BUDGET, NO_CLIENT, CallContext, ToolFacts, tool
 from adapters.mcp.wording import JsonRpcError
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError, error_envelope
 from domain.memory import (
@@ -194,21 +193,19 @@ class MemorizeSurface(BaseSurface):
         "read knowledge://{topic}/{query} for the fused knowledge of a topic."
     )
     templates = (RESOURCE_TEMPLATE,)
+    subscribable = True  # a topic's knowledge can be watched (REQ-MEM-RES-003)
 
     def __init__(self, memory: Memorizer, version: str) -> None:
         super().__init__(version)
         self._memory = memory
-        self._context = CallContext("legacy", None)
+        self._context = NO_CLIENT
         self._subscriptions: dict[str, Callable[[str, dict[str, Any]], None]] = {}
         self._lock = threading.Lock()
         memory.on_topic_changed(self._topic_changed)
 
     # -- calls that talk back to the client -----------------------------------------------
 
-    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
-        return self.call_tool_with(name, arguments, CallContext("legacy", None))
-
-    def call_tool_with(self, name: str, arguments: Any, context: CallContext) -> dict[str, Any]:
+    def call_tool(self, name: str, arguments: Any, context: CallContext) -> dict[str, Any]:
         self._context = context
         if name == "merge_knowledge" and context.era == "modern":
             declared = context.client_capabilities or {}
@@ -218,7 +215,7 @@ class MemorizeSurface(BaseSurface):
                     NO_SAMPLING,
                     {"requiredCapabilities": {"sampling": {}}},
                 )
-        return super().call_tool(name, arguments)
+        return super().call_tool(name, arguments, context)
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -240,6 +237,11 @@ class MemorizeSurface(BaseSurface):
             "additionalProperties": False,  # REQ-MEM-SCHEMA-001
         },
         facts=ToolFacts(runs_model=True, writes=True),  # it embeds the pair
+        example={
+            "question": "How long does a refresh token live?",
+            "answer": "Thirty days, renewed on each use.",
+            "topic": "authentication",
+        },
     )
     def _store(self, args: dict[str, Any]) -> dict[str, Any]:
         stored = self._memory.store_qa(
@@ -295,6 +297,7 @@ class MemorizeSurface(BaseSurface):
             "additionalProperties": False,  # REQ-MEM-SCHEMA-001
         },
         facts=ToolFacts(runs_model=True),  # it embeds the context and the question
+        example={"question": "How long does a refresh token live?", "context": "authentication"},
     )
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         limit = max(1, min(50, int(args["limit"])))
@@ -349,6 +352,7 @@ class MemorizeSurface(BaseSurface):
         },
         # it embeds the records and waits on the client's LLM (sampling)
         facts=ToolFacts(runs_model=True, writes=True, waits_on_client=True, budget=CLIENT_BUDGET),
+        example={"topic": "authentication"},
     )
     def _merge(self, args: dict[str, Any]) -> dict[str, Any]:
         topic = args.get("topic")

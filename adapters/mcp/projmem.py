@@ -225,6 +225,7 @@ class ProjmemSurface(BaseSurface):
         title="BM25 keyword search",
         schema=_search_schema({}),
         annotations=READ_ONLY,
+        example={"query": "refresh token"},
     )
     def _search(self, args: dict[str, Any]) -> dict[str, Any]:
         return _report_result(self._chunks.search(*self._query(args)))
@@ -237,6 +238,7 @@ class ProjmemSurface(BaseSurface):
         schema=_search_schema({}),
         annotations=READ_ONLY,
         facts=ToolFacts(runs_model=True),
+        example={"query": "refresh token"},
     )
     def _vector_search(self, args: dict[str, Any]) -> dict[str, Any]:
         return _report_result(self._chunks.vector_search(*self._query(args)))
@@ -263,6 +265,7 @@ class ProjmemSurface(BaseSurface):
         ),
         annotations=READ_ONLY,
         facts=ToolFacts(runs_model=True),
+        example={"query": "refresh token"},
     )
     def _deep_search(self, args: dict[str, Any]) -> dict[str, Any]:
         options = DeepOptions(bool(args["skipExpansion"]), bool(args["skipReranking"]))
@@ -296,6 +299,7 @@ class ProjmemSurface(BaseSurface):
             "additionalProperties": False,
         },
         annotations=READ_ONLY,
+        example={"identifier": "#1"},
     )
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         return self._rows_result(self._chunks.get(str(args["identifier"])), [])
@@ -316,6 +320,7 @@ class ProjmemSurface(BaseSurface):
             "additionalProperties": False,
         },
         annotations=READ_ONLY,
+        example={"pathPattern": "notes/%"},
     )
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         rows, notes = self._chunks.multi_get(
@@ -332,6 +337,7 @@ class ProjmemSurface(BaseSurface):
         title="Index status",
         schema={"type": "object", "properties": {}, "additionalProperties": False},
         annotations=READ_ONLY,
+        example={},
     )
     def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
         metadata = self._metadata
@@ -385,6 +391,7 @@ class ProjmemSurface(BaseSurface):
             "additionalProperties": False,
         },
         annotations=READ_ONLY,
+        example={"limit": 5},
     )
     def _session_list(self, args: dict[str, Any]) -> dict[str, Any]:
         has_summary = args.get("hasSummary")
@@ -437,6 +444,7 @@ class ProjmemSurface(BaseSurface):
             "additionalProperties": False,
         },
         annotations=READ_ONLY,
+        example={"maxTurns": 5},
     )
     def _transcript(self, args: dict[str, Any]) -> dict[str, Any]:
         session_id = args.get("sessionId") or None
@@ -472,6 +480,14 @@ class ProjmemSurface(BaseSurface):
         },
         annotations={"readOnlyHint": False, "openWorldHint": False},
         facts=ToolFacts(writes=True),
+        example={
+            "sessionId": "2b9f1c7e-auth-4a1d-9c3e-000000000001",  # a session of the e2e fixture
+            "overview": "Refresh tokens now rotate on every use.",
+            "decisions": ["rotate refresh tokens"],
+            "outcomes": ["login flow documented"],
+            "openItems": [],
+            "tags": ["auth"],
+        },
     )
     def _update_summary(self, args: dict[str, Any]) -> dict[str, Any]:
         saved = self._sessions.summarize(str(args["sessionId"]), args)

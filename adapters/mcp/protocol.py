@@ -26,7 +26,7 @@ from adapters.mcp.outgoing import (
 from adapters.mcp.progress import WaitProgress, progress_token
 from adapters.mcp.subscriptions import SubscriptionHub
 from adapters.mcp.surface import outside_templates, unknown_tool
-from adapters.mcp.tools import SurfaceFacts
+from adapters.mcp.tools import Ask, CallContext, SurfaceFacts
 from adapters.mcp.validation import js_type
 from adapters.mcp.wire import (
     MAX_DEPTH,
@@ -84,39 +84,19 @@ class Surface(Protocol):
     def capabilities(self) -> dict[str, Any]: ...
     def instructions(self) -> str | None: ...
     def tools(self) -> list[dict[str, Any]]: ...
-    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]: ...
+    def call_tool(self, name: str, arguments: Any, context: CallContext) -> dict[str, Any]: ...
     def prompts(self) -> list[dict[str, Any]] | None: ...
     def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]: ...
     def resource_templates(self) -> list[dict[str, Any]]: ...
     def read_resource(self, uri: str) -> dict[str, Any]: ...
+    # served only where `facts.subscribable` says the surface keeps watchers
+    def subscribe(self, uri: str, notify: Callable[[str, dict[str, Any]], None]) -> None: ...
+    def unsubscribe(self, uri: str) -> None: ...
 
 
-# sends the client a request (method, params) and waits for its result
-Ask = Callable[[str, dict[str, Any]], dict[str, Any]]
 # what a wait on the client leaves of the call's time limit for the tool to answer
 CLIENT_WAIT_RESERVE_S = 1.0
 CLIENT_WAIT_RESERVE_SHARE = 0.1
-
-
-@dataclass(frozen=True)
-class CallContext:
-    """What a tool call may know of its client and ask of it (docs/decisions/0039).
-
-    `era` is "legacy" (2025 revisions) or "modern" (2026-07-28). `client_capabilities` is what
-    the client declared (initialize in the 2025 era, `_meta` of the request in 2026-07-28), None
-    where the transport cannot know (stateless 2025-era HTTP, where initialize came on another
-    POST). `ask` sends a server-to-client request and waits for its result (2025 era; None where
-    the transport has no way back to the client). `input_responses`/`request_state` carry a
-    2026-07-28 retry of an `input_required` result."""
-
-    era: str
-    client_capabilities: dict[str, Any] | None
-    ask: Ask | None = None
-    input_responses: dict[str, Any] | None = None
-    request_state: str | None = None
-    # a tool that writes calls this just before it writes: False means the call was cancelled
-    # (write nothing); after True a cancel is refused. None where nothing can cancel the call.
-    commit: Callable[[], bool] | None = None
 
 
 class Cancellable(Protocol):
@@ -130,14 +110,6 @@ class Cancellable(Protocol):
     def waiting_on_client(self) -> AbstractContextManager[None]:
         """Around a wait on the client (the model-lane slot is lent meanwhile)."""
         ...
-
-
-class InteractiveSurface(Protocol):
-    """A surface whose tools talk back to the client, or whose resources can be watched."""
-
-    def call_tool_with(self, name: str, arguments: Any, context: CallContext) -> dict[str, Any]: ...
-    def subscribe(self, uri: str, notify: Callable[[str, dict[str, Any]], None]) -> None: ...
-    def unsubscribe(self, uri: str) -> None: ...
 
 
 @dataclass
@@ -367,7 +339,7 @@ class Session:
         only_elsewhere = _LEGACY_ONLY if modern else _MODERN_ONLY
         if request.method not in self._handlers() or request.method in only_elsewhere:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
-        if request.method == SHUTDOWN and not getattr(self.surface, "answers_shutdown", False):
+        if request.method == SHUTDOWN and not self.surface.facts.answers_shutdown:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")  # the original has none
         if request.method in _RESOURCE_METHODS and "resources" not in self.surface.capabilities():
             # no resources capability declared: no resources listed or read (REQ-SPEC-RES-003)
@@ -451,11 +423,7 @@ class Session:
             if self.surface.facts.failures_as_data:  # seed 001 (REQ-SPEC-ERR-002)
                 return unknown_tool(name, listed)
             raise JsonRpcError(INVALID_PARAMS, f"Tool {name} not found")
-        call_with = getattr(self.surface, "call_tool_with", None)
-        if call_with is None:
-            return self.surface.call_tool(name, params.get("arguments"))
-        result: dict[str, Any] = call_with(name, params.get("arguments"), self._context(params))
-        return result
+        return self.surface.call_tool(name, params.get("arguments"), self._context(params))
 
     def _context(self, params: dict[str, Any]) -> CallContext:
         running = self._running
@@ -521,31 +489,30 @@ class Session:
                 log.info("could not deliver %s", method)
 
     def _watchable(self) -> bool:
-        return getattr(self.surface, "subscribe", None) is not None
+        return self.surface.facts.subscribable
 
-    def _subscription_uri(self, params: Any) -> tuple[Any, str]:
-        subscribe = getattr(self.surface, "subscribe", None)
-        if subscribe is None or self._stateless or self.emit is None:
+    def _subscription_uri(self, params: Any) -> str:
+        if not self._watchable() or self._stateless or self.emit is None:
             raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
         uri = params.get("uri") if isinstance(params, dict) else None
         if not isinstance(uri, str):
             raise JsonRpcError(INVALID_PARAMS, "Invalid params: uri must be a string")
-        return subscribe, uri
+        return uri
 
     def _subscribe(self, params: Any) -> dict[str, Any]:
-        subscribe, uri = self._subscription_uri(params)
+        uri = self._subscription_uri(params)
         if self.subscriptions is not None:  # sessions sharing the surface: each its own
             self.subscriptions.subscribe(uri, self, self.notify)
         else:
-            subscribe(uri, self.notify)
+            self.surface.subscribe(uri, self.notify)
         return {}
 
     def _unsubscribe(self, params: Any) -> dict[str, Any]:
-        _subscribe, uri = self._subscription_uri(params)
+        uri = self._subscription_uri(params)
         if self.subscriptions is not None:
             self.subscriptions.unsubscribe(uri, self)
         else:
-            self.surface.unsubscribe(uri)  # type: ignore[attr-defined]
+            self.surface.unsubscribe(uri)
         return {}
 
     def _resources_list(self, _params: Any) -> dict[str, Any]:

@@ -346,6 +346,7 @@ class SpecSurface(BaseSurface):
         output_schema=RESULTS_OUTPUT_SCHEMA,
         schema=_search_schema(0, "Keywords to search for"),
         annotations=READ_ONLY,
+        example={"query": "pagination"},
     )
     def _search(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
@@ -367,6 +368,7 @@ class SpecSurface(BaseSurface):
         schema=_search_schema(0.3, "A natural-language question or description"),
         annotations=READ_ONLY,
         facts=ToolFacts(runs_model=True),
+        example={"query": "pagination"},
     )
     def _vsearch(self, args: dict[str, Any]) -> dict[str, Any]:
         query, limit, min_score, collections = self._search_args(args)
@@ -391,6 +393,7 @@ class SpecSurface(BaseSurface):
         schema=_query_schema(),
         annotations=READ_ONLY,
         facts=ToolFacts(runs_model=hybrid_query_runs_model),
+        example={"query": "pagination"},
     )
     def _query(self, args: dict[str, Any]) -> dict[str, Any]:
         typed = [SubQuery(s["type"], s["query"].strip()) for s in args.get("searches") or []]
@@ -465,6 +468,7 @@ class SpecSurface(BaseSurface):
             "additionalProperties": False,
         },
         annotations=READ_ONLY,
+        example={"file": "handbook/engineering/api/pagination.md"},
     )
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]
@@ -515,6 +519,7 @@ class SpecSurface(BaseSurface):
             "additionalProperties": False,
         },
         annotations=READ_ONLY,
+        example={"pattern": "handbook/engineering/api/*.md"},
     )
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         pattern = args["pattern"]
@@ -599,6 +604,7 @@ class SpecSurface(BaseSurface):
         title="Index Status",
         schema={"type": "object", "properties": {}, "additionalProperties": False},
         annotations=READ_ONLY,
+        example={},
     )
     def _status(self, _args: dict[str, Any]) -> dict[str, Any]:
         status = self._services.status.status()

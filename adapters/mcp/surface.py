@@ -2,7 +2,8 @@
 tools (declared with `@tool` on their handlers, adapters/mcp/tools.py), its error presenter,
 instructions, resources and prompts. `BaseSurface` collects the declared tools into the
 `tools/list` answer, the `tools/call` dispatch and the `SurfaceFacts` the registry, the
-transports and the CLI read; the capabilities follow from what the surface has.
+transports and the CLI read, its declared capabilities (`answers_shutdown`, `subscribable`,
+`failures_as_data`) among them.
 
 A surface is then a `BaseSurface` subclass plus one `register_surface` line in
 adapters/mcp/registry.py; the Session (adapters/mcp/protocol.py) serves it unchanged.
@@ -11,10 +12,12 @@ adapters/mcp/registry.py; the Session (adapters/mcp/protocol.py) serves it uncha
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from adapters.mcp.formatting import not_found_text, text_result
 from adapters.mcp.tools import (
+    CallContext,
     SurfaceFacts,
     Tool,
     ToolErrorPresenter,
@@ -22,7 +25,13 @@ from adapters.mcp.tools import (
     input_validation_message,
     run_tool,
 )
-from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, JsonRpcWording, ProtocolWording
+from adapters.mcp.wording import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    JsonRpcError,
+    JsonRpcWording,
+    ProtocolWording,
+)
 from domain.errors import (
     INTERNAL_ERROR,
     INVALID_ARGUMENT,
@@ -100,6 +109,8 @@ class BaseSurface:
     failures_as_data: ClassVar[bool] = False
     answers_malformed_messages: bool = True
     answers_shutdown: ClassVar[bool] = False  # seed 001's `shutdown` (REQ-SPEC-SHUTDOWN-001)
+    # its resources can be watched: the subclass keeps watchers (`subscribe`, `unsubscribe`)
+    subscribable: ClassVar[bool] = False
     wording: ProtocolWording = JsonRpcWording()
     errors: ClassVar[ToolErrorPresenter] = EnvelopeErrors()
     list_changed: ClassVar[bool] = False  # the capabilities' `listChanged`
@@ -126,6 +137,9 @@ class BaseSurface:
         names = [t.name for t in declared]
         if len(set(names)) != len(names):
             raise TypeError(f"{cls.__name__} declares a tool name twice: {names}")
+        overrides = cls.subscribe is not BaseSurface.subscribe
+        if cls.subscribable and not overrides:
+            raise TypeError(f"{cls.__name__} is subscribable but keeps no watchers (subscribe)")
         cls.declared_tools = declared
         cls._by_name = {t.name: t for t in declared}
         cls._listing = [t.definition() for t in declared]
@@ -134,6 +148,9 @@ class BaseSurface:
             original=cls.original,
             reads_working_env_file=cls.reads_working_env_file,
             failures_as_data=cls.failures_as_data,
+            answers_shutdown=cls.answers_shutdown,
+            subscribable=cls.subscribable,
+            examples={t.name: t.example for t in declared},
         )
 
     # -- tools --------------------------------------------------------------------------------
@@ -141,8 +158,10 @@ class BaseSurface:
     def tools(self) -> list[dict[str, Any]]:
         return self._listing
 
-    def call_tool(self, name: str, arguments: Any) -> ToolResult:
-        """Run tool `name` (the session has checked that the surface lists it)."""
+    def call_tool(self, name: str, arguments: Any, context: CallContext) -> ToolResult:
+        """Run tool `name` (the session has checked that the surface lists it) for the client
+        `context` describes (`NO_CLIENT` in process). A surface whose tools talk back to the
+        client reads the context; the others need not."""
         return run_tool(self._by_name[name], self, self.errors, arguments)
 
     # -- what the surface says of itself ------------------------------------------------------
@@ -155,7 +174,7 @@ class BaseSurface:
         if self.prompts() is not None:
             declared["prompts"] = dict(listed)
         if self.templates:
-            watched = {"subscribe": True} if callable(getattr(self, "subscribe", None)) else {}
+            watched = {"subscribe": True} if self.facts.subscribable else {}
             declared["resources"] = {**watched, **listed}
         declared["tools"] = dict(listed)
         return declared
@@ -174,3 +193,12 @@ class BaseSurface:
 
     def read_resource(self, uri: str) -> dict[str, Any]:
         raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+
+    # -- watched resources (a `subscribable` surface overrides both) -------------------------
+
+    def subscribe(self, uri: str, notify: Callable[[str, dict[str, Any]], None]) -> None:
+        """Watch `uri`: `notify(method, params)` on each change, until `unsubscribe(uri)`."""
+        raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+
+    def unsubscribe(self, uri: str) -> None:
+        raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")

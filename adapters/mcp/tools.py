@@ -5,6 +5,7 @@ declares each tool with `@tool` on its handler; `tools/list` lists them in that 
     class NotesSurface(BaseSurface):
         @tool("count_notes", "How many notes the index holds.", title="Count Notes",
               schema={"type": "object", "properties": {}, "additionalProperties": False},
+              example={},  # a call the tests make over every transport (see `Tool.example`)
               annotations=READ_ONLY)  # facts: PLAIN_TOOL unless given (ToolFacts(...))
         def _count(self, args: dict[str, Any]) -> ToolResult:  # arguments checked, defaulted
             n = sum(c.documents for c in self._services.store.collection_counts())
@@ -14,13 +15,14 @@ declares each tool with `@tool` on its handler; `tools/list` lists them in that 
 A recorded definition (the compat surface's JSON) becomes the same `Tool` by `@recorded`.
 `run_tool` is the skeleton every `tools/call` shares: validate the arguments against the input
 schema, fill in schema defaults, run the handler, and present failures in the surface's own
-words (an error presenter)."""
+words (an error presenter). `CallContext` is what one call knows of its client; the Session
+hands it to `call_tool`."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from adapters.mcp.validation import validate_arguments, with_defaults
@@ -54,6 +56,36 @@ def hybrid_query_runs_model(arguments: Any) -> bool:
     return not (lexical and arguments.get("rerank") is False)
 
 
+# sends the client a request (method, params) and waits for its result
+Ask = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a tool call may know of its client and ask of it (docs/decisions/0039).
+
+    `era` is "legacy" (2025 revisions) or "modern" (2026-07-28). `client_capabilities` is what
+    the client declared (initialize in the 2025 era, `_meta` of the request in 2026-07-28), None
+    where the transport cannot know (stateless 2025-era HTTP, where initialize came on another
+    POST). `ask` sends a server-to-client request and waits for its result (2025 era; None where
+    the transport has no way back to the client). `input_responses`/`request_state` carry a
+    2026-07-28 retry of an `input_required` result."""
+
+    era: str
+    client_capabilities: dict[str, Any] | None
+    ask: Ask | None = None
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+    # a tool that writes calls this just before it writes: False means the call was cancelled
+    # (write nothing); after True a cancel is refused. None where nothing can cancel the call.
+    commit: Callable[[], bool] | None = None
+
+
+# A call with no client behind it (a surface used in process, as the LDIMS backend over this
+# index uses its own search): nothing to ask, nothing that can cancel it.
+NO_CLIENT = CallContext("legacy", None)
+
+
 @dataclass(frozen=True)
 class ToolFacts:
     """What a transport must know of a tool before it runs it, declared with the tool
@@ -84,7 +116,9 @@ class SurfaceFacts:
     """What transports and the CLI must know of a surface, collected from its declared tools
     and class attributes (`BaseSurface.facts`): each tool's facts, and `original` (the release
     of the original QMD it answers as, None for this project's own surfaces: its REST route
-    and models then follow the original's rules)."""
+    and models then follow the original's rules). The capabilities a transport serves or
+    refuses (shutdown, subscriptions, talking back) are read here, never probed on the
+    surface object."""
 
     tools: Mapping[str, ToolFacts]
     original: str | None = None
@@ -95,6 +129,14 @@ class SurfaceFacts:
     # failures as data (an isError tool result, a resource holding the error envelope), not
     # JSON-RPC errors; False keeps -32602 (the original's answer)
     failures_as_data: bool = False
+    # seed 001's `shutdown` request is answered (REQ-SPEC-SHUTDOWN-001); the original has none
+    answers_shutdown: bool = False
+    # its resources can be watched (`resources/subscribe`): the surface keeps one watcher per
+    # URI (`subscribe`, `unsubscribe`), and a transport with a stream serves the method
+    subscribable: bool = False
+    # each tool's example arguments (`Tool.example`), in declaration order: what the tests
+    # that list and call every tool read; no transport reads it
+    examples: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def tool(self, name: Any) -> ToolFacts:
         return self.tools.get(name, PLAIN_TOOL) if isinstance(name, str) else PLAIN_TOOL
@@ -115,7 +157,12 @@ READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 
 @dataclass(frozen=True)
 class Tool:
-    """One tool: what `tools/list` shows of it, its handler and its facts."""
+    """One tool: what `tools/list` shows of it, its handler and its facts.
+
+    `example` is one set of arguments the tool answers over the test corpus (fixtures/, the
+    index `tests/mcp_harness.py` builds) without a model: the tests that list and call every
+    tool over each transport (tests/e2e) read it from here, so a new tool needs no test entry.
+    It is never shown on the wire."""
 
     name: str
     description: str
@@ -125,6 +172,7 @@ class Tool:
     title: str | None = None
     output_schema: dict[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
+    example: Mapping[str, Any] = field(default_factory=dict)
 
     def definition(self) -> dict[str, Any]:
         """The `tools/list` entry, its fields in the order MCP's own servers write them."""
@@ -141,7 +189,11 @@ class Tool:
 
     @classmethod
     def from_definition(
-        cls, definition: Mapping[str, Any], handler: ToolHandler, facts: ToolFacts = PLAIN_TOOL
+        cls,
+        definition: Mapping[str, Any],
+        handler: ToolHandler,
+        facts: ToolFacts = PLAIN_TOOL,
+        example: Mapping[str, Any] | None = None,
     ) -> Tool:
         """A recorded `tools/list` entry as a Tool; refused unless the Tool lists it back
         exactly, field order included (a recorded wire contract must not change)."""
@@ -154,6 +206,7 @@ class Tool:
             title=definition.get("title"),
             output_schema=definition.get("outputSchema"),
             annotations=definition.get("annotations"),
+            example=example or {},
         )
         listed = declared.definition()
         if list(listed.items()) != list(definition.items()):
@@ -166,6 +219,7 @@ def tool(
     description: str,
     *,
     schema: dict[str, Any],
+    example: Mapping[str, Any],
     facts: ToolFacts = PLAIN_TOOL,
     title: str | None = None,
     output_schema: dict[str, Any] | None = None,
@@ -174,16 +228,18 @@ def tool(
     """Declare the decorated surface method as tool `name` (see the module docstring)."""
 
     def declare(handler: ToolHandler) -> Tool:
-        return Tool(name, description, schema, handler, facts, title, output_schema, annotations)
+        return Tool(
+            name, description, schema, handler, facts, title, output_schema, annotations, example
+        )
 
     return declare
 
 
 def recorded(
-    definition: Mapping[str, Any], facts: ToolFacts = PLAIN_TOOL
+    definition: Mapping[str, Any], *, example: Mapping[str, Any], facts: ToolFacts = PLAIN_TOOL
 ) -> Callable[[ToolHandler], Tool]:
     """Declare the decorated surface method as the recorded tool `definition`."""
-    return lambda handler: Tool.from_definition(definition, handler, facts)
+    return lambda handler: Tool.from_definition(definition, handler, facts, example)
 
 
 class ToolErrorPresenter(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 

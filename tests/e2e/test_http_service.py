@@ -9,29 +9,18 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
 
+from tests.guarantees import tool_examples
 from tests.http_harness import REPO, HttpServer, Reply
 from tests.mcp_harness import build_fixture_index
 
-SPEC_TOOLS = {"search", "vsearch", "query", "get", "multi_get", "status"}
-COMPAT_TOOLS = {"query", "get", "multi_get", "status"}
-# One call per tool, with arguments that work without models.
-CALLS: dict[str, dict[str, Any]] = {
-    "search": {"query": "pagination"},
-    "vsearch": {"query": "pagination"},
-    "query": {"query": "pagination"},
-    "get": {"file": "handbook/engineering/api/pagination.md"},
-    "multi_get": {"pattern": "handbook/engineering/api/*.md"},
-    "status": {},
-}
-COMPAT_CALLS = {
-    **CALLS,
-    "query": {"searches": [{"type": "lex", "query": "pagination"}], "rerank": False},
-}
+# Each tool is called with the example arguments declared with it (`Tool.example`): they
+# work without models over the fixture index.
+SPEC_CALLS = tool_examples("spec")
+COMPAT_CALLS = tool_examples("compat-2.8.3")
 
 
 @pytest.fixture(scope="module")
@@ -63,15 +52,13 @@ def compat_server(index: tuple[Path, dict[str, str]]) -> Iterator[HttpServer]:
 async def test_official_client_lists_and_calls_every_tool(
     spec_server: HttpServer, compat_server: HttpServer, surface: str, mode: str
 ) -> None:
-    server, expected, calls = (
-        (spec_server, SPEC_TOOLS, CALLS)
-        if surface == "spec"
-        else (compat_server, COMPAT_TOOLS, COMPAT_CALLS)
+    server, calls = (
+        (spec_server, SPEC_CALLS) if surface == "spec" else (compat_server, COMPAT_CALLS)
     )
     async with Client(server.url, mode=mode) as client:
         tools = await client.list_tools()
-        assert {tool.name for tool in tools.tools} == expected
-        for name in sorted(expected):
+        assert [tool.name for tool in tools.tools] == list(calls)
+        for name in sorted(calls):
             result = await client.call_tool(name, calls[name])
             assert result.content, name
             if name in ("search", "query"):

@@ -19,6 +19,7 @@ from mcp import Client, StdioServerParameters
 
 from adapters.bootstrap import build_app
 from adapters.mcp.ldims import SEMANTIC_FLOOR
+from tests.guarantees import tool_names
 from tests.http_harness import HttpServer
 from tests.mcp_harness import REPO, StdioServer, build_fixture_index, fixture_env
 from tests.model_fakes import FakeEmbedder
@@ -60,7 +61,7 @@ def _payload(result: Any) -> dict[str, Any]:
 
 async def _two_step_flow(client: Client) -> None:
     tools = (await client.list_tools()).tools
-    assert [t.name for t in tools] == ["searchDocuments"]
+    assert [t.name for t in tools] == tool_names("ldims")
     templates = (await client.list_resource_templates()).resource_templates
     assert [t.uri_template for t in templates] == ["ldims://docs/{document_id}/extracted_content"]
     # scenario 1: find documents, by meaning or keywords, narrowed by submitter and date

@@ -12,7 +12,11 @@ from typing import Any
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
+from tests.guarantees import tool_examples, tool_names
 from tests.mcp_harness import REPO, StdioServer, build_fixture_index
+
+# the registered names of the surfaces these tests start (`qmd mcp`, `--compat 2.8.3`)
+SPEC, COMPAT = "spec", "compat-2.8.3"
 
 
 @pytest.fixture(scope="module")
@@ -52,17 +56,11 @@ def test_initialize_with_unknown_version_answers_the_latest(server: StdioServer)
     assert server.initialize("1999-01-01")["result"]["protocolVersion"] == "2025-11-25"
 
 
-def test_spec_surface_lists_six_tools_one_template_and_the_prompt(server: StdioServer) -> None:
+def test_spec_surface_lists_its_tools_one_template_and_the_prompt(server: StdioServer) -> None:
     server.initialize()
     tools = server.request("tools/list")["result"]["tools"]
-    assert [t["name"] for t in tools] == [
-        "search",
-        "vsearch",
-        "query",
-        "get",
-        "multi_get",
-        "status",
-    ]
+    # the declared tools in declaration order (conformance's spec.tools-list pins the six)
+    assert [t["name"] for t in tools] == tool_names(SPEC)
     templates = server.request("resources/templates/list")["result"]["resourceTemplates"]
     assert [t["uriTemplate"] for t in templates] == ["qmd://{+path}"]
     assert server.request("resources/list")["result"] == {"resources": []}
@@ -276,7 +274,7 @@ def test_unknown_tool_is_an_error_result(server: StdioServer) -> None:
     """Seed 001: tool failures are data, an unknown tool too (REQ-SPEC-ERR-002)."""
     server.initialize()
     result = server.request("tools/call", {"name": "nosuch", "arguments": {}})["result"]
-    message = "Tool nosuch not found (tools: search, vsearch, query, get, multi_get, status)"
+    message = f"Tool nosuch not found (tools: {', '.join(tool_names(SPEC))})"
     assert result == {
         "content": [{"type": "text", "text": message}],
         "isError": True,
@@ -342,7 +340,7 @@ def test_compat_surface_serves_the_original_tools(compat: StdioServer) -> None:
     assert reply["result"]["serverInfo"] == {"name": "qmd", "version": "2.8.3"}
     assert reply["result"]["instructions"].startswith("QMD is your local search engine over ")
     tools = compat.request("tools/list")["result"]["tools"]
-    assert [t["name"] for t in tools] == ["query", "get", "multi_get", "status"]
+    assert [t["name"] for t in tools] == tool_names(COMPAT)
     assert compat.request("prompts/list")["error"]["code"] == -32601
     result = compat.call(
         "query", {"searches": [{"type": "lex", "query": "pagination"}], "rerank": False}
@@ -368,14 +366,7 @@ async def test_official_mcp_client_lists_and_calls_tools(
     )
     async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
         tools = await client.list_tools()
-        assert {t.name for t in tools.tools} == {
-            "search",
-            "vsearch",
-            "query",
-            "get",
-            "multi_get",
-            "status",
-        }
+        assert [t.name for t in tools.tools] == tool_names(SPEC)
         result = await client.call_tool("search", {"query": "caching"})
         assert result.structured_content is not None
         files = [r["file"] for r in result.structured_content["results"]]
@@ -386,17 +377,18 @@ async def test_official_mcp_client_lists_and_calls_tools(
         assert prompt.messages[0].role == "user"
 
 
-SURFACE_ARGS = {"spec": ["mcp"], "compat": ["mcp", "--compat", "2.8.3"]}
+SURFACE_ARGS = {SPEC: ["mcp"], COMPAT: ["mcp", "--compat", "2.8.3"]}
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-@pytest.mark.parametrize("surface", ["spec", "compat"])
+@pytest.mark.parametrize("surface", [SPEC, COMPAT])
 async def test_official_client_calls_every_method_in_each_era(
     indexed: tuple[Path, dict[str, str]], surface: str, mode: str
 ) -> None:
     """Every MCP method each surface offers, through the official SDK client (`auto` speaks the
     2026-07-28 revision): no client-side validation error anywhere. Methods a surface does not
-    offer come back as JSON-RPC errors, which the client raises as MCPError."""
+    offer come back as JSON-RPC errors, which the client raises as MCPError. Each tool is
+    called with the example arguments declared beside it."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "adapters.cli.main", *SURFACE_ARGS[surface]],
@@ -405,23 +397,17 @@ async def test_official_client_calls_every_method_in_each_era(
     )
     async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
         tools = (await client.list_tools()).tools
-        arguments = {
-            "search": {"query": "caching"},
-            "vsearch": {"query": "caching"},
-            "query": {"query": "caching"},
-            "get": {"file": "handbook/README.md"},
-            "multi_get": {"pattern": "handbook/*.md"},
-            "status": {},
-        }
+        examples = tool_examples(surface)
+        assert [tool.name for tool in tools] == list(examples)
         for tool in tools:
-            result = await client.call_tool(tool.name, arguments[tool.name])
+            result = await client.call_tool(tool.name, examples[tool.name])
             assert result.content, tool.name
         assert (await client.list_resources()).resources == []
         templates = (await client.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["qmd://{+path}"]
         document = await client.read_resource("qmd://handbook/README.md")
         assert document.contents
-        if surface == "spec":
+        if surface == SPEC:
             prompts = (await client.list_prompts()).prompts
             assert [p.name for p in prompts] == ["query"]
             assert (await client.get_prompt("query")).messages

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.e2e.test_projmem_stdio import NINE, projmem_env
+from tests.e2e.test_projmem_stdio import projmem_env
+from tests.guarantees import tool_names
 from tests.http_harness import HttpServer
 
 
@@ -15,7 +16,7 @@ def test_projmem_over_http(tmp_path: Path) -> None:
     try:
         listed = server.modern("tools/list", {})
         assert listed.status == 200
-        assert [t["name"] for t in listed.json()["result"]["tools"]] == NINE
+        assert [t["name"] for t in listed.json()["result"]["tools"]] == tool_names("projmem")
         found = server.modern(
             "tools/call",
             {"name": "projmem_search", "arguments": {"query": "refresh token"}},

@@ -14,20 +14,12 @@ import pytest
 
 from adapters.version import package_version
 from domain.usecases.projmem import PIPELINE
+from tests.guarantees import tool_names
 from tests.mcp_harness import StdioServer, fixture_env
 from tests.projmem_fixtures import CORPUS, LONG_SESSION, PROJECT, install_sessions
 
-NINE = [
-    "projmem_search",
-    "projmem_vector_search",
-    "projmem_deep_search",
-    "projmem_get",
-    "projmem_multi_get",
-    "projmem_status",
-    "projmem_session_list",
-    "projmem_session_transcript",
-    "projmem_session_update_summary",
-]
+# the search tools, in the order the instructions walk an agent through them
+SEARCHES = ["projmem_search", "projmem_vector_search", "projmem_deep_search"]
 AUTH = "2b9f1c7e-auth-4a1d-9c3e-000000000001"
 COMPACTED = "5c3e8d21-comp-4b7a-8f10-000000000002"
 BROKEN = "9e4f6a10-bad0-4c2d-8e5f-000000000003"
@@ -78,11 +70,11 @@ def test_handshake_names_the_nine_tools_and_the_workflow(server: Any) -> None:
     result = server.hello["result"]
     assert result["serverInfo"]["version"] == package_version()  # REQ-SPEC-VERSION-001
     instructions = result["instructions"]
-    order = [instructions.index(f"`{name}`") for name in NINE[:3]]
+    order = [instructions.index(f"`{name}`") for name in SEARCHES]
     assert order == sorted(order)  # search, then vector search, then deep search
     assert "`projmem_get` / `projmem_multi_get`" in instructions
     tools = server.request("tools/list", {})["result"]["tools"]
-    assert [t["name"] for t in tools] == NINE
+    assert [t["name"] for t in tools] == tool_names("projmem")
 
 
 def test_search_names_the_matching_section(server: Any) -> None:

@@ -36,14 +36,18 @@ class GatedSurface(ToySurface):
         self.gate, self.calls = gate, calls
 
     @tool(
-        "query", "Waits for the gate.", schema={"type": "object"}, facts=ToolFacts(runs_model=True)
+        "query",
+        "Waits for the gate.",
+        schema={"type": "object"},
+        example={},
+        facts=ToolFacts(runs_model=True),
     )
     def _query(self, _args: dict[str, Any]) -> dict[str, Any]:
         self.calls.append("query")
         self.gate.wait(10)
         return {"content": [{"type": "text", "text": "slow"}]}
 
-    @tool("get", "Answers at once.", schema={"type": "object"})
+    @tool("get", "Answers at once.", schema={"type": "object"}, example={})
     def _get(self, _args: dict[str, Any]) -> dict[str, Any]:
         self.calls.append("get")
         return {"content": [{"type": "text", "text": "fast"}]}

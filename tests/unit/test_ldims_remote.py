@@ -21,6 +21,7 @@ from adapters.http.ldims_api import answer
 from adapters.ldims_api.client import HttpDocumentBackend
 from adapters.mcp.ldims import MESSAGES, LdimsSurface
 from adapters.mcp.ldims_backend import IndexBackend, RemoteLdims
+from adapters.mcp.tools import NO_CLIENT, CallContext
 from domain.document_backend import BackendError, BackendSearch
 from domain.errors import QmdError
 from domain.extraction import ExtractionState
@@ -137,7 +138,7 @@ def test_extraction_states_travel_as_202_and_409(base: str) -> None:
 
 
 def _search(surface: LdimsSurface) -> dict[str, Any]:
-    result = surface.call_tool("searchDocuments", {"query": "alpha"})
+    result = surface.call_tool("searchDocuments", {"query": "alpha"}, NO_CLIENT)
     parsed: dict[str, Any] = json.loads(result["content"][0]["text"])
     return parsed
 
@@ -184,7 +185,7 @@ def test_base_url_must_be_http() -> None:
 class NewCodeSurface(LdimsSurface):
     """A surface answering an error code the backend API does not know (yet)."""
 
-    def call_tool(self, name: str, arguments: Any) -> dict[str, Any]:
+    def call_tool(self, name: str, arguments: Any, context: CallContext) -> dict[str, Any]:
         text = json.dumps({"isError": True, "errorCode": "SOMETHING_NEW", "errorMessage": "x"})
         return {"content": [{"type": "text", "text": text}], "isError": True}
 
@@ -328,7 +329,9 @@ def test_every_hostile_answer_is_the_seeds_envelope(name: str) -> None:
     SERVER_ERROR body, never -32603 and never `NaN` in the seed's JSON text."""
     with scripted_peer(lambda _path: HOSTILE[name]) as peer:
         surface = _remote_within(peer.url + "/api")
-        result = _in_time(lambda: surface.call_tool("searchDocuments", {"query": "alpha"}), 10)
+        result = _in_time(
+            lambda: surface.call_tool("searchDocuments", {"query": "alpha"}, NO_CLIENT), 10
+        )
         text = result["content"][0]["text"]
         assert "NaN" not in text and "Infinity" not in text
         found = json.loads(text)

@@ -15,6 +15,7 @@ import pytest
 
 from adapters.bootstrap import Models
 from adapters.mcp.ldims import LdimsSurface
+from adapters.mcp.tools import NO_CLIENT
 from domain.errors import UNAVAILABLE, QmdError
 from domain.extraction import ExtractionState
 from domain.model import Collection
@@ -89,7 +90,9 @@ def test_filters_map_to_metadata() -> None:
     surface = LdimsSurface(_services())
 
     def ids(filters: dict[str, Any]) -> list[str]:
-        result = surface.call_tool("searchDocuments", {"query": "alpha", "filters": filters})
+        result = surface.call_tool(
+            "searchDocuments", {"query": "alpha", "filters": filters}, NO_CLIENT
+        )
         return [r["documentId"] for r in _text(result)["results"]]
 
     assert sorted(ids({})) == ["c/a.md", "c/b.pdf"]
@@ -98,7 +101,7 @@ def test_filters_map_to_metadata() -> None:
     assert ids({"dateFrom": "2024-01-01"}) == ["c/a.md"]  # b's date is its `created`
     assert ids({"dateTo": "2023-01-01"}) == ["c/b.pdf"]
     result = surface.call_tool(
-        "searchDocuments", {"query": "alpha", "filters": {"searchMode": "exact"}}
+        "searchDocuments", {"query": "alpha", "filters": {"searchMode": "exact"}}, NO_CLIENT
     )
     by_id = {r["documentId"]: r["metadata"] for r in _text(result)["results"]}
     assert by_id["c/b.pdf"] == {
@@ -117,7 +120,7 @@ def test_backend_failures_are_backend_api_errors() -> None:
     services = _services()
     surface = LdimsSurface(services)
     surface._searcher = Broken()  # type: ignore[assignment]
-    result = surface.call_tool("searchDocuments", {"query": "alpha"})
+    result = surface.call_tool("searchDocuments", {"query": "alpha"}, NO_CLIENT)
     assert result["isError"] is True
     body = _text(result)
     assert body["errorCode"] == "BACKEND_API_ERROR"
@@ -174,7 +177,7 @@ def test_a_slow_search_is_answered_search_timeout_at_the_limit_exactly() -> None
     surface = LdimsSurface(_semantic_services(reranker, embedder), timeout_s=0.5)
     embedder.delay = 1.5
     began = time.monotonic()
-    result = surface.call_tool("searchDocuments", {"query": "refresh tokens"})
+    result = surface.call_tool("searchDocuments", {"query": "refresh tokens"}, NO_CLIENT)
     took = time.monotonic() - began
     assert _text(result) == {
         "isError": True,
@@ -187,10 +190,10 @@ def test_a_slow_search_is_answered_search_timeout_at_the_limit_exactly() -> None
     # one waits for it, within its own limit, and then runs
     embedder.delay = 0.0
     began = time.monotonic()
-    late = surface.call_tool("searchDocuments", {"query": "refresh tokens"})
+    late = surface.call_tool("searchDocuments", {"query": "refresh tokens"}, NO_CLIENT)
     assert _text(late)["errorCode"] == "SEARCH_TIMEOUT" and time.monotonic() - began < 1.0
     time.sleep(0.8)  # its model call has ended
-    found = _text(surface.call_tool("searchDocuments", {"query": "refresh tokens"}))
+    found = _text(surface.call_tool("searchDocuments", {"query": "refresh tokens"}, NO_CLIENT))
     assert [r["documentId"] for r in found["results"]][:1] == ["c/tokens.md"]
     assert reranker.calls == 1  # only the search answered reranked: the other one stopped
 
@@ -198,13 +201,15 @@ def test_a_slow_search_is_answered_search_timeout_at_the_limit_exactly() -> None
 def test_semantic_scores_mean_relevance_and_nothing_relevant_is_no_results() -> None:
     """REQ-LDIMS-TOOL-006 over the fake embedder (the real model: tests/e2e/test_ldims_e2e.py)."""
     surface = LdimsSurface(_semantic_services(), timeout_s=30)
-    found = _text(surface.call_tool("searchDocuments", {"query": "refresh tokens"}))
+    found = _text(surface.call_tool("searchDocuments", {"query": "refresh tokens"}, NO_CLIENT))
     assert found["searchMetadata"].get("effectiveSearchMode") is None  # vectors were used
     assert found["results"][0]["documentId"] == "c/tokens.md"
     scores = [r["relevanceScore"] for r in found["results"]]
     assert all(0 < s <= 1 for s in scores)
     assert scores[:3] != [1.0, 0.5, 0.333]  # not places in the fused list
-    nothing = surface.call_tool("searchDocuments", {"query": "zxqv blorptastic flumwhistle"})
+    nothing = surface.call_tool(
+        "searchDocuments", {"query": "zxqv blorptastic flumwhistle"}, NO_CLIENT
+    )
     assert "isError" not in nothing
     assert _text(nothing)["results"] == [] and _text(nothing)["totalMatches"] == 0
 
@@ -230,6 +235,7 @@ def test_created_at_has_the_seeds_one_format_whatever_the_source() -> None:
     result = surface.call_tool(
         "searchDocuments",
         {"query": "ledger", "maxResults": 10, "filters": {"searchMode": "exact"}},
+        NO_CLIENT,
     )
     created = {r["documentId"]: r["metadata"]["createdAt"] for r in _text(result)["results"]}
     assert created == {
@@ -280,7 +286,7 @@ def _placed_surface() -> LdimsSurface:
 
 
 def _found(surface: LdimsSurface, query: str) -> list[tuple[str, float]]:
-    answer = _text(surface.call_tool("searchDocuments", {"query": query}))
+    answer = _text(surface.call_tool("searchDocuments", {"query": query}, NO_CLIENT))
     assert answer["searchMetadata"].get("effectiveSearchMode") is None  # vectors were used
     return [(r["documentId"], r["relevanceScore"]) for r in answer["results"]]
 

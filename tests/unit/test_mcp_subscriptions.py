@@ -18,13 +18,11 @@ from tests.fakes import InMemoryStore, app_over
 class WatchedSurface(SpecSurface):
     """The spec surface plus one watcher per URI, as a surface with subscriptions keeps them."""
 
+    subscribable = True
+
     def __init__(self) -> None:
         super().__init__(app_over(InMemoryStore()).services(), "9.9.9")
         self.watchers: dict[str, Notify] = {}
-
-    def capabilities(self) -> dict[str, Any]:
-        declared = super().capabilities()
-        return {**declared, "resources": {"subscribe": True, "listChanged": False}}
 
     def subscribe(self, uri: str, notify: Notify) -> None:
         if not uri.startswith("qmd://"):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from adapters.bootstrap import Models, ProjmemAdapters, assemble
 from adapters.mcp.registry import SurfaceContext, create_surface
+from adapters.mcp.tools import NO_CLIENT
 from adapters.models.references import DEFAULT_MODELS, ModelResolver
 from domain.errors import MODEL_UNAVAILABLE, QmdError
 from domain.model import Collection, SubQuery
@@ -134,7 +135,7 @@ def test_an_expansion_model_that_cannot_be_had_is_skipped_briefly_not_run(
         projmem=ProjmemAdapters(chunks, chunks, InMemorySessions(), chunks, MemoryNotes()),
     )
     surface = create_surface("projmem", app.services(), SurfaceContext("test"))
-    answer = surface.call_tool("projmem_deep_search", {"query": "how callers sign in"})
+    answer = surface.call_tool("projmem_deep_search", {"query": "how callers sign in"}, NO_CLIENT)
     text = answer["content"][0]["text"]
     stages = {s["name"]: s for s in answer["structuredContent"]["stages"]}
     expansion = stages["query_expansion"]

@@ -221,7 +221,7 @@ class WaitingSurface(ToySurface):
         super().__init__(app_over(InMemoryStore()).services())
         self.gate = gate
 
-    @tool("fuse", "Waits on the client.", schema={"type": "object"}, facts=WAITS)
+    @tool("fuse", "Waits on the client.", schema={"type": "object"}, example={}, facts=WAITS)
     def _fuse(self, _args: dict[str, Any]) -> dict[str, Any]:
         self.gate.wait(10)
         return {"content": [{"type": "text", "text": "late"}]}

@@ -125,12 +125,12 @@ def test_a_surface_lists_its_tools_in_declaration_order_and_a_subclass_replaces_
 
     class Base(BaseSurface):
         name = "base"
-        second = tool("second", "2", schema=schema)(_handler)
-        first = tool("first", "1", schema=schema)(_handler)
+        second = tool("second", "2", schema=schema, example={})(_handler)
+        first = tool("first", "1", schema=schema, example={})(_handler)
 
     class Child(Base):
-        second = tool("second", "two", schema=schema)(_handler)
-        third = tool("third", "3", schema=schema)(_handler)
+        second = tool("second", "two", schema=schema, example={})(_handler)
+        third = tool("third", "3", schema=schema, example={})(_handler)
 
     assert [t["name"] for t in Base("v").tools()] == ["second", "first"]
     assert [(t["name"], t["description"]) for t in Child("v").tools()] == [
@@ -145,5 +145,5 @@ def test_two_tools_of_one_name_are_refused() -> None:
     with pytest.raises(TypeError, match="twice"):
 
         class Twice(BaseSurface):
-            one = tool("same", "1", schema={"type": "object"})(_handler)
-            two = tool("same", "2", schema={"type": "object"})(_handler)
+            one = tool("same", "1", schema={"type": "object"}, example={})(_handler)
+            two = tool("same", "2", schema={"type": "object"}, example={})(_handler)
