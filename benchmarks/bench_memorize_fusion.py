@@ -18,8 +18,10 @@ calls / all pairs labelled same, over all pairs of the set.
 
 The rule that picks a model's threshold (REQ-MEM-CAL-002): the lowest multiple of 0.05 at which
 precision is at least 0.95 with recall above 0; when no threshold reaches it the model cannot
-tell that set's texts apart and the threshold is refused (None). `--check` compares the rule's
-choice with the model's entry in domain/memory.py CALIBRATIONS and fails when they differ.
+tell that set's texts apart and the threshold is refused (None). A model is multilingual
+(REQ-MEM-CAL-004) when the rule picks a threshold for either Chinese/Japanese set. `--check`
+compares the rule's choices with the model's entry in domain/memory.py CALIBRATIONS and fails
+when they differ.
 """
 
 from __future__ import annotations
@@ -140,11 +142,14 @@ def main() -> int:
     print(f"calibration in the code: {calibration.model if known else 'none (the fallback)'}")
     mismatches = []
     summary = []
+    chosen_other = []
     for title, field, (texts, labels) in sets:
         vectors = dict(zip(texts, embed(texts), strict=True))
         similarity = {p: cosine(*(vectors[t] for t in p)) for p in labels}
         counts = {k: sum(v == k for v in labels.values()) for k in ("same", "related", "unrelated")}
         chosen = rule(similarity, labels)
+        if field.endswith("_other"):
+            chosen_other.append(chosen)
         in_code: float | None = getattr(calibration, field)
         print()
         print(f"== {title}: {len(texts)} texts, {len(labels)} pairs {counts}")
@@ -164,8 +169,16 @@ def main() -> int:
         summary.append(f"{title:16} | rule {fmt(chosen):8} | in force {at}")
         if known and chosen != in_code:
             mismatches.append(f"{title}: rule {fmt(chosen)}, code {fmt(in_code)}")
+    multilingual = any(c is not None for c in chosen_other)
+    summary.append(
+        f"{'multilingual':16} | rule {'yes' if multilingual else 'no':8} | "
+        f"in force {'yes' if calibration.multilingual else 'no'}"
+    )
+    if known and multilingual != calibration.multilingual:
+        mismatches.append(f"multilingual: rule {multilingual}, code {calibration.multilingual}")
     print()
     print(f"summary for {Path(name).name} (* in force, r the rule's choice where it differs):")
+    print(f"  load average (1 min): {os.getloadavg()[0]:.2f}")
     for line in summary:
         print("  " + line)
     if args.check and (mismatches or not known):

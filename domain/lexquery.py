@@ -9,7 +9,8 @@ Only letters, digits, `'` and `_` survive inside a term; everything is lower-cas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from domain._js import is_js_space, is_letter_or_number, js_split_ws, js_trim
 from domain.lazy_regex import LazyRegex
@@ -236,3 +237,69 @@ def parse_lex_query(text: str) -> LexQuery:
         if clause is not None:
             clauses.append(clause)
     return LexQuery(tuple(clauses))
+
+
+# At most this many character pairs in the CJK fallback: a pasted paragraph must not become a
+# query of hundreds of phrases.
+MAX_CJK_BIGRAMS = 32
+
+
+def _is_cjk_char(word: str) -> bool:
+    return len(word) == 1 and contains_cjk(word)
+
+
+def _split_cjk_term(term: LexTerm) -> list[LexTerm] | None:
+    """The term with each run of CJK characters cut into its overlapping character pairs (a
+    lone character stays itself) and its other words kept as exact words; None when cutting
+    changes nothing (no CJK run longer than two characters, nothing besides it)."""
+    runs: list[list[str]] = [[]]
+    others: list[str] = []
+    for word in term.words:
+        if _is_cjk_char(word):
+            runs[-1].append(word)
+        else:
+            others.append(word)
+            runs.append([])
+    runs = [run for run in runs if run]
+    if not runs or (len(runs) == 1 and len(runs[0]) <= 2 and not others):
+        return None
+    parts: list[LexTerm] = []
+    for run in runs:
+        if len(run) == 1:
+            parts.append(LexTerm((run[0],), prefix=False))
+        parts.extend(LexTerm((a, b), prefix=False) for a, b in pairwise(run))
+    # a lone letter or digit beside the run ("B站") would match nearly every document
+    parts.extend(LexTerm((word,), prefix=False) for word in others if len(word) > 1)
+    return parts
+
+
+def cjk_fallback_query(query: LexQuery) -> LexQuery | None:
+    """A query that finds the words inside unsegmented CJK text when a CJK run of the query is
+    not found as a whole (REQ-SPEC-SEARCH-007): every positive clause holding a CJK run of three
+    characters or more becomes one clause per character pair of the run (its other words kept), the
+    other clauses and the negations stay, and any clause suffices. None when the query has no
+    such run, so the fallback is never asked for."""
+    clauses: list[LexClause] = []
+    seen: set[LexTerm] = set()
+    changed = False
+    for clause in query.clauses:
+        split = None
+        if not clause.negated:
+            pieces = [_split_cjk_term(term) for term in clause.terms]
+            if any(p is not None for p in pieces):
+                split = [
+                    part
+                    for piece, term in zip(pieces, clause.terms, strict=True)
+                    for part in (piece if piece is not None else [term])
+                ]
+        if split is None:
+            clauses.append(clause)
+            continue
+        changed = True
+        for term in split:
+            if term not in seen and len(seen) < MAX_CJK_BIGRAMS:
+                seen.add(term)
+                clauses.append(LexClause((term,)))
+    if not changed:
+        return None
+    return replace(query, clauses=tuple(clauses), match_any=True)

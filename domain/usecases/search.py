@@ -15,7 +15,7 @@ from typing import TypeVar
 from domain.bounds import check_query
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
 from domain.lexfill import FilledHits, merge_filled
-from domain.lexquery import LexQuery, parse_lex_query
+from domain.lexquery import LexQuery, cjk_fallback_query, parse_lex_query
 from domain.model import (
     Document,
     LexHit,
@@ -462,7 +462,8 @@ class Searcher:
         `partial`)."""
         query = parse_lex_query(text)
         if len(query.positives) < 2 or not query.is_searchable:
-            return self._lex_merged(query, limit, collections), []
+            whole = self._lex_merged(query, limit, collections)
+            return self._with_cjk_fallback(query, whole, [], limit, collections)
         scopes: list[str | None] = list(collections) if collections is not None else [None]
         parts: list[FilledHits] = []
         for scope in scopes:
@@ -471,10 +472,36 @@ class Searcher:
             # reads the corpus figures once)
             parts.append(self._lexical.search_lex_filled(query, limit, scope))
         every, fill = merge_filled(parts, limit)
-        return (
+        return self._with_cjk_fallback(
+            query,
             [Candidate(h.document, normalize_bm25(h.bm25)) for h in every],
             [Candidate(h.document, normalize_bm25(h.bm25), partial=True) for h in fill],
+            limit,
+            collections,
         )
+
+    def _with_cjk_fallback(
+        self,
+        query: LexQuery,
+        every: list[Candidate],
+        fill: list[Candidate],
+        limit: int,
+        collections: Sequence[str] | None,
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """The fill topped up by the words inside the query's CJK runs when the runs as a whole
+        leave room (REQ-SPEC-SEARCH-007): documents matching any character pair of a run, not
+        already found, after the fill and scored below it, marked partial."""
+        room = limit - len(every) - len(fill)
+        fallback = cjk_fallback_query(query) if room > 0 and query.is_searchable else None
+        if fallback is None:
+            return every, fill
+        found = {_key(c.document) for c in (*every, *fill)}
+        extra = [
+            Candidate(c.document, c.score, c.chunk_pos, c.source, partial=True)
+            for c in self._lex_merged(fallback, limit + len(found), collections)
+            if _key(c.document) not in found
+        ][:room]
+        return every, fill + _below(extra, every + fill)
 
     def _vec_leg(
         self, vector: Sequence[float], limit: int, collection: str | None

@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.lexquery import LexClause, LexQuery, LexTerm, parse_lex_query, space_cjk
+from domain.lexquery import (
+    MAX_CJK_BIGRAMS,
+    LexClause,
+    LexQuery,
+    LexTerm,
+    cjk_fallback_query,
+    parse_lex_query,
+    space_cjk,
+)
 
 
 def _term(term: LexTerm) -> str:
@@ -168,3 +176,41 @@ def test_never_raises_and_words_are_sanitised(raw: str) -> None:
 def test_plain_words_become_prefix_terms_in_order(words: list[str]) -> None:
     parsed = parse_lex_query("  ".join(words))
     assert [c.terms for c in parsed.clauses] == [(LexTerm((w,), prefix=True),) for w in words]
+
+
+def _fallback(raw: str) -> list[tuple[bool, tuple[str, ...]]] | None:
+    query = cjk_fallback_query(parse_lex_query(raw))
+    if query is None:
+        return None
+    assert query.match_any  # any pair of the run suffices (REQ-SPEC-SEARCH-007)
+    return [(c.negated, t.words) for c in query.clauses for t in c.terms]
+
+
+def test_the_cjk_fallback_cuts_runs_into_character_pairs() -> None:
+    assert _fallback("学生优惠券") == [
+        (False, ("学", "生")),
+        (False, ("生", "优")),
+        (False, ("优", "惠")),
+        (False, ("惠", "券")),
+    ]
+    # other clauses and negations stay; a lone letter beside a run is dropped; pairs once
+    assert _fallback("BBDown -广告 B站下载下载") == [
+        (False, ("bbdown",)),
+        (True, ("广", "告")),
+        (False, ("站", "下")),
+        (False, ("下", "载")),
+        (False, ("载", "下")),
+    ]
+
+
+def test_the_cjk_fallback_is_not_asked_for_where_it_changes_nothing() -> None:
+    for raw in ("饺子", "rate limits", "东京 大阪", "-学生优惠券", ""):
+        assert _fallback(raw) is None, raw
+
+
+@given(st.text(alphabet='学生优惠券下载视频工具abc -"', max_size=200))
+def test_the_cjk_fallback_is_bounded(raw: str) -> None:
+    parsed = parse_lex_query(raw)
+    query = cjk_fallback_query(parsed)
+    if query is not None:  # a pasted paragraph does not become hundreds of phrases
+        assert len(query.clauses) <= len(parsed.clauses) + MAX_CJK_BIGRAMS

@@ -4,6 +4,8 @@ can never pass (the fake embedder gives identical texts a similarity of 1.0)."""
 
 from __future__ import annotations
 
+import pytest
+
 from domain.memory import (
     CALIBRATIONS,
     FALLBACK_CALIBRATION,
@@ -21,8 +23,11 @@ from tests.fakes import FixedClock, InMemoryMemoryStore
 from tests.model_fakes import FakeEmbedder
 
 MINILM = "all-MiniLM-L6-v2-f16.gguf"
+GEMMA = "embeddinggemma-300M-Q8_0.gguf"
 # Latin text at 0.5; other scripts refused, as for a model that cannot separate them.
 LATIN_ONLY = Calibration("fake-embed", "", 0.5, 0.5, None, None)
+# Every script at 0.5, as for a model measured to separate Chinese and Japanese.
+MULTILINGUAL = Calibration("fake-embed", "", 0.5, 0.5, 0.5, 0.5, multilingual=True)
 
 
 def test_a_model_gets_the_calibration_measured_for_its_file() -> None:
@@ -43,6 +48,34 @@ def test_the_bundled_model_refuses_cjk_and_keeps_english() -> None:
     )
     assert minilm.topic_for("烹饪", "Python打包") is None
     assert minilm.fusion_for("How do I cook rice?", "煮米饭要放多少水？") is None
+
+
+def test_embedding_gemma_is_declared_multilingual_and_reuses_cjk_by_similarity() -> None:
+    gemma = calibration_for(f"/models/{GEMMA}")
+    assert gemma.model == GEMMA and gemma.multilingual is True
+    assert gemma.topic_for("Python 打包", "Python打包") == 0.55
+    assert gemma.fusion_for("怎么把包上传到 PyPI？", "发布一个 Python 库需要哪些步骤？") == 0.60
+    assert (gemma.topic_for("python packaging"), gemma.fusion_for("What?", "Why?")) == (0.55, 0.65)
+    assert calibration_for(MINILM).multilingual is False
+
+
+def test_other_script_thresholds_need_a_multilingual_model() -> None:
+    """The table cannot say two things: a model not declared multilingual refuses other
+    scripts, so giving it thresholds for them is an error, not a silent switch."""
+    with pytest.raises(ValueError, match="multilingual"):
+        Calibration("m.gguf", "", 0.5, 0.5, 0.5, None)
+    declared = Calibration("m.gguf", "", 0.5, 0.5, 0.5, None, multilingual=True)
+    assert declared.topic_for("料理") == 0.5
+
+
+def test_a_multilingual_calibration_reuses_cjk_topics_and_finds_them_by_meaning() -> None:
+    m = memory(MULTILINGUAL)
+    m.store_qa("打包 发布", "twine", "Python 打包")
+    stored = m.store_qa("打包 发布", "twine upload", "打包 Python")  # same words: cosine 1.0
+    assert stored.topic.name == "Python 打包" and stored.topic.reused is True
+    assert stored.thresholds == Thresholds(0.5, 0.5) and len(stored.suggestion) == 1
+    found = m.query_qa("打包 发布", "发布 Python 打包")
+    assert found.topic == "Python 打包" and found.threshold == 0.5 and len(found.answers) == 2
 
 
 def test_script_classes() -> None:
