@@ -583,7 +583,7 @@ class Searcher:
             self._check()
             with traced(request.trace, EXPANDING):
                 expanded = self._expand(expander, query, request) or []
-            texts += [s.query for s in self._searched(query, expanded) if s.type != "lex"]
+            texts += [s.query for s in self._searched(query, expanded) if s.type in ("vec", "hyde")]
         self._check()
         with traced(request.trace, EMBEDDING):
             vectors = embedder.embed_queries(texts)
