@@ -184,9 +184,9 @@ class App:
 
         keeper = self.chunk_keeper
         manager = (
-            ChunkedCollections(keeper, self.config, self.source, self.clock, self.cache)
+            ChunkedCollections(keeper, self.config, self.source, self.clock)
             if keeper is not None
-            else CollectionManager(self.store, self.config, self.source, self.clock, self.cache)
+            else CollectionManager(self.store, self.config, self.source, self.clock)
         )
         if self.extraction is not None:
             manager.use_extraction(self.extraction)

@@ -6,6 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+# At most this many query expansions of each kind (lex, vec, hyde) are searched on this
+# project's surfaces (REQ-SEARCH-EXPAND-DISTINCT-001). The original's expansion model writes
+# two or three of each: a well-behaved answer is kept whole, and a repeating one cannot add
+# more than nine ranked lists beside the query's own.
+EXPANSIONS_PER_KIND = 3
+
 
 class LexicalRule(Enum):
     """Which documents a multi-term BM25 query matches (docs/decisions/0007)."""
@@ -46,6 +52,10 @@ class SearchProfile:
     bm25_only_without_vectors: bool
     # None: the any-term fill rides in the keyword list after the all-term matches.
     fill_fusion: FillFusion | None = None
+    # Query expansions: at most this many distinct ones of each kind are searched
+    # (domain/expansions.py, REQ-SEARCH-EXPAND-DISTINCT-001); None: every one the model wrote,
+    # repeats included, as the original searches them.
+    expansions_per_kind: int | None = None
 
 
 ORIGINAL_2_8_3 = SearchProfile(
@@ -71,6 +81,7 @@ SEED_000 = SearchProfile(
     on_model_failure=ModelFailure.SKIP_STAGE,
     bm25_only_without_vectors=True,
     fill_fusion=DEFAULT_FILL_FUSION,
+    expansions_per_kind=EXPANSIONS_PER_KIND,
 )
 
 # The `qmd` command line: the default surface's lexical rule (any-term fill; `--strict` gives
@@ -82,6 +93,7 @@ COMMAND_LINE = SearchProfile(
     on_model_failure=ModelFailure.SKIP_STAGE,
     bm25_only_without_vectors=True,
     fill_fusion=DEFAULT_FILL_FUSION,
+    expansions_per_kind=EXPANSIONS_PER_KIND,
 )
 
 COMMAND_LINE_STRICT = SearchProfile(
@@ -89,4 +101,5 @@ COMMAND_LINE_STRICT = SearchProfile(
     lexical_rule=LexicalRule.ALL_TERMS,
     on_model_failure=ModelFailure.SKIP_STAGE,
     bm25_only_without_vectors=True,
+    expansions_per_kind=EXPANSIONS_PER_KIND,
 )

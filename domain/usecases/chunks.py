@@ -20,7 +20,6 @@ from domain.ports import (
     ContentSource,
     DocumentCut,
     DocumentStore,
-    LlmCache,
 )
 from domain.sections import split_sections
 from domain.usecases.collections import CollectionManager, ProgressCallback
@@ -60,9 +59,8 @@ class ChunkedCollections(CollectionManager):
         config: ConfigRepository,
         source: ContentSource,
         clock: Clock,
-        cache: LlmCache | None = None,
     ) -> None:
-        super().__init__(keeper.store, config, source, clock, cache)
+        super().__init__(keeper.store, config, source, clock)
         self._keeper = keeper
 
     @property

@@ -27,7 +27,6 @@ from domain.ports import (
     ContentSource,
     DocumentStore,
     FileStampIndex,
-    LlmCache,
 )
 from domain.stamps import RecordedStamp, can_skip
 from domain.text import content_hash, extract_title
@@ -70,13 +69,11 @@ class CollectionManager:
         config: ConfigRepository,
         source: ContentSource,
         clock: Clock,
-        cache: LlmCache | None = None,
     ) -> None:
         self._store = store
         self._config = config
         self._source = source
         self._clock = clock
-        self._cache = cache
         self._extraction: DocumentExtraction | None = None
         # set by the composition root: records each document's metadata (REQ-META-001)
         self.metadata: MetadataRecorder | None = None
@@ -133,8 +130,6 @@ class CollectionManager:
             self._refuse_unmatched(collection)
         self._config.save_collection(collection)
         self._store.put_collection(collection)
-        if self._cache is not None:
-            self._cache.clear()
         # through `index`, which a subclass extends (ChunkedCollections cuts the chunk rows)
         return collection, self.index(collection, progress, scan=scan)
 
@@ -276,13 +271,12 @@ class CollectionManager:
         *,
         tidy: bool = True,
     ) -> dict[str, UpdateCounts]:
-        """Re-scan collections; clears the LLM cache like the original's `qmd update`. The
-        lexical index is tidied once, for what the whole run wrote (REQ-INDEX-FTS-TIDY-001):
-        collections each under the share may add up to more. `tidy=False` leaves that to a
+        """Re-scan collections. The LLM cache is kept (its keys name the model,
+        REQ-INDEX-LLMCACHE-001; the original empties it here). The lexical index is tidied
+        once, for what the whole run wrote (REQ-INDEX-FTS-TIDY-001): collections each under
+        the share may add up to more. `tidy=False` leaves that to a
         caller that updates one collection at a time (`qmd update`: `tidy_lexical_index`)."""
         targets = [self.get(n) for n in names] if names else self._store.list_collections()
-        if self._cache is not None:
-            self._cache.clear()
         counts = {c.name: self.index(c, progress, tidy=False) for c in targets}
         if tidy:
             self.tidy_lexical_index(sum(c.written for c in counts.values()))

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from domain.bounds import check_query
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
+from domain.expansions import distinct_expansions
 from domain.lexfill import FilledHits, merge_filled
 from domain.lexquery import LexQuery, cjk_fallback_query, parse_lex_query
 from domain.model import (
@@ -196,6 +197,10 @@ class SearchRequest:
 # a fifth of the time left, at most 1 s.
 STAGE_RESERVE_S = 1.0
 STAGE_RESERVE_SHARE = 0.2
+# Query expansion comes first: it may take half of the time left (after that reserve), so the
+# embedding, the vector searches and the rerank still have the other half
+# (REQ-SEARCH-EXPAND-TIME-001).
+EXPANSION_SHARE = 0.5
 
 NO_VECTOR_INDEX = "no vector index (run 'qmd embed'); expansion and reranking skipped too"
 
@@ -375,18 +380,21 @@ class Searcher:
         if self._budget is not None:
             self._budget.check()
 
-    def _in_time(self, stage: Callable[[], T], request: SearchRequest, name: str) -> T | None:
+    def _in_time(
+        self, stage: Callable[[], T], request: SearchRequest, name: str, share: float = 1.0
+    ) -> T | None:
         """Run an optional model stage. Under a profile that skips failed stages, a request
-        with a time limit gives the stage what is left of it (less a reserve for the rest):
-        a stage that would run past it is skipped, or left unfinished, and the trace says so
-        (REQ-SEARCH-DEGRADE-001); the results are then those of the stages before it. A
-        request without a trace has nowhere to say so: its stage is not cut short."""
+        with a time limit gives the stage `share` of what is left of it (less a reserve for
+        the rest): a stage that would run past it is skipped, or left unfinished, and the
+        trace says so (REQ-SEARCH-DEGRADE-001, REQ-SEARCH-EXPAND-TIME-001); the results are
+        then those of the stages before it. A request without a trace has nowhere to say so:
+        its stage is not cut short."""
         budget = self._budget
         says_so = self._degrade and request.trace is not None
         left = budget.seconds_left() if budget is not None and says_so else None
         if budget is None or left is None:
             return _optional_stage(self._degrade, stage, request, name)
-        allowed = left - _stage_reserve(left)
+        allowed = (left - _stage_reserve(left)) * share
         if allowed <= 0:
             _degrade_note(request, name, "the request's time limit left no time for it")
             return None
@@ -401,6 +409,22 @@ class Searcher:
                 f"it did not finish in the {allowed:.1f} s the request's time limit left",
             )
             return None
+
+    def _expand(
+        self, expander: QueryExpander, query: str, request: SearchRequest
+    ) -> list[SubQuery] | None:
+        """The model's expansions of `query`, or None when the stage was skipped: its model
+        cannot be had, or (under a time limit) it did not finish in its share of the time
+        left, so the search goes on with the caller's query alone (REQ-SEARCH-EXPAND-TIME-001)."""
+        return self._in_time(lambda: expander.expand(query), request, "expansion", EXPANSION_SHARE)
+
+    def _searched(self, query: str, expanded: Sequence[SubQuery]) -> list[SubQuery]:
+        """The expansions this profile searches: each distinct one once, a few of each kind
+        (REQ-SEARCH-EXPAND-DISTINCT-001); under the original's profile, all of them."""
+        per_kind = self.profile.expansions_per_kind
+        if per_kind is None:
+            return list(expanded)
+        return distinct_expansions(query, expanded, per_kind)
 
     # -- collections --------------------------------------------------------------------------
 
@@ -585,13 +609,8 @@ class Searcher:
         if request.expand and expander is not None:
             self._check()
             with traced(request.trace, EXPANDING):
-                expanded = (
-                    _optional_stage(
-                        self._degrade, lambda: expander.expand(query), request, "expansion"
-                    )
-                    or []
-                )
-            texts += [s.query for s in expanded if s.type in ("vec", "hyde")]
+                expanded = self._expand(expander, query, request) or []
+            texts += [s.query for s in self._searched(query, expanded) if s.type in ("vec", "hyde")]
         self._check()
         with traced(request.trace, EMBEDDING):
             vectors = embedder.embed_queries(texts)
@@ -698,10 +717,8 @@ class Searcher:
         if expander is not None and not strong and request.expand:
             self._check()
             with traced(request.trace, EXPANDING), stepped(trace, "query_expansion"):
-                expanded = _optional_stage(
-                    self._degrade, lambda: expander.expand(query), request, "expansion"
-                )
-            expansions = [s for s in expanded or [] if s.query != query]
+                expanded = self._expand(expander, query, request)
+            expansions = self._searched(query, [s for s in expanded or [] if s.query != query])
             # None: the model could not be had, so the stage did not run (it is skipped, with
             # its reason, not reported as run with nothing out)
             if request.trace is not None and expanded is not None:

@@ -1,8 +1,28 @@
-"""LlmCache contract: InMemoryStore and SqliteIndex keep and forget entries alike."""
+"""LlmCache contract: the fake, SQLite and PostgreSQL keep and forget entries alike, and keep
+them across indexing runs (REQ-INDEX-LLMCACHE-001)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+from adapters.app import App, assemble
+from adapters.fs.claude_sessions import ClaudeCodeSessions, VaultFolder
+from adapters.fs.content_source import FileSystemSource
+from adapters.models.llama import LlamaQueryExpander
+from adapters.models.references import ModelResolver
+from domain.model import SubQuery
+from domain.sessions import Transcript
+from domain.usecases.sessions import SessionMemory
 from tests.contract.conftest import StoreLike
+from tests.fakes import (
+    FixedClock,
+    InMemoryChunkIndex,
+    InMemoryConfigRepository,
+    InMemorySessions,
+    InMemoryStore,
+)
+from tests.projmem_fixtures import install_sessions
 
 
 def test_get_put_clear(store: StoreLike) -> None:
@@ -16,3 +36,63 @@ def test_get_put_clear(store: StoreLike) -> None:
     store.clear()
     assert store.get("k") is None
     assert store.get("k2") is None
+
+
+def _app(store: StoreLike) -> App:
+    """The composition root over `store` (every storage port), reading real folders."""
+    return assemble(
+        store=store,
+        lexical=store,
+        vectors=store,
+        cache=store,
+        config=InMemoryConfigRepository(),
+        source=FileSystemSource(),
+        clock=FixedClock(),
+        maintenance=store,
+        metadata=store,
+    )
+
+
+def test_indexing_and_summary_writes_keep_the_cache(store: StoreLike, tmp_path: Path) -> None:
+    """REQ-INDEX-LLMCACHE-001: `collection add`, `update` and a projmem summary write (which
+    indexes the session vault) keep every entry; a changed model misses its entries because
+    the key names the model, so nothing needs emptying."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Alpha\n\nalpha beta\n", encoding="utf-8")
+    expander = LlamaQueryExpander(
+        "model-a", cache=store, resolver=ModelResolver(allow_download=False)
+    )
+    cached = '[{"type":"lex","query":"alpha notes"},{"type":"vec","query":"alpha explained"}]'
+    store.put(expander.cache_key("alpha"), cached)
+    store.put("rerank-entry", "0.5")
+    app = _app(store)
+    app.collections.add(str(notes), "notes")
+    (notes / "a.md").write_text("# Alpha\n\nalpha beta gamma\n", encoding="utf-8")
+    (notes / "b.md").write_text("# Beta\n\nbeta\n", encoding="utf-8")
+    app.collections.update()
+    transcript = InMemorySessions(_transcripts(tmp_path))
+    summaries = InMemoryChunkIndex(InMemoryStore())
+    memory = SessionMemory(
+        transcript, summaries, VaultFolder(str(tmp_path / "vault")), app.collections, FixedClock()
+    )
+    session_id = transcript.list_sessions()[0].session_id
+    lists: dict[str, Any] = {"decisions": [], "outcomes": [], "openItems": [], "tags": []}
+    memory.summarize(session_id, {"overview": "First.", **lists})  # adds the vault
+    memory.summarize(session_id, {"overview": "Second.", **lists})  # indexes it again
+    assert app.store.get_collection("sessions") is not None
+    assert store.get("rerank-entry") == "0.5"
+    # served from the cache: the model is not even on disk
+    assert expander.expand("alpha") == [
+        SubQuery("lex", "alpha notes"),
+        SubQuery("vec", "alpha explained"),
+    ]
+    other = LlamaQueryExpander("model-b", cache=store, resolver=ModelResolver(allow_download=False))
+    assert store.get(other.cache_key("alpha")) is None  # another model: another key
+
+
+def _transcripts(tmp_path: Path) -> list[Transcript]:
+    root = install_sessions(tmp_path / "projects")
+    disk = ClaudeCodeSessions(str(root))
+    found = [disk.read_session(ref.session_id) for ref in disk.list_sessions()]
+    return [t for t in found if t is not None]

@@ -201,20 +201,25 @@ def _cpu_seconds(pid: int) -> float:
 def test_a_query_past_its_time_limit_stops_generating(
     embedded: tuple[Path, dict[str, str]],
 ) -> None:
-    """REQ-SEARCH-CANCEL-MODEL-001 from outside: the expansion (gemma-3-270m, up to 600 tokens)
-    takes far longer than a 3 s limit on a CPU. After the timeout error the server's CPU time
-    must stop growing; before the model stop checks, the expansion ran on to its end."""
+    """REQ-SEARCH-EXPAND-TIME-001 and REQ-SEARCH-CANCEL-MODEL-001 from outside: the expansion
+    (gemma-3-270m, up to 600 tokens) takes far longer than its share of an 8 s limit on a CPU.
+    The query answers within the limit from the caller's query, saying the expansion was
+    skipped (it used to be the timeout error), and the server's CPU time then stops growing:
+    the expansion left behind stops at its next token instead of running on to its end."""
     env = {**embedded[1], "QMD_EXPAND_MAX_TOKENS": "600"}
-    server = StdioServer(env, "--request-timeout", "3")
+    server = StdioServer(env, "--request-timeout", "8")
     try:
         server.initialize()
+        began = time.monotonic()
         # a question the keyword index answers weakly, so the search expands it
         reply = server.request(
             "tools/call",
             {"name": "query", "arguments": {"query": "why do migrating zebras cross rivers"}},
             timeout=60,
         )
-        assert "error" in reply and reply["error"]["code"] == -32001, reply
+        assert time.monotonic() - began < 8.0 and "result" in reply, reply
+        degraded = reply["result"]["structuredContent"]["degraded"]
+        assert "expansion" in [d["stage"] for d in degraded], degraded
         time.sleep(1.0)  # the next token, the worker's unwinding
         before = _cpu_seconds(server.process.pid)
         time.sleep(3.0)

@@ -128,8 +128,10 @@ def test_no_time_left_skips_the_rerank_without_calling_it(release: threading.Eve
     with request_deadline(time.monotonic() - 1):
         results = searcher.hybrid_query("sign in", SearchRequest(trace=trace))
     assert results and reranker.calls == 0
+    # the expansion before it had no time either (REQ-SEARCH-EXPAND-TIME-001)
     assert [(d.stage, d.reason) for d in trace.degradations] == [
-        ("rerank", "the request's time limit left no time for it")
+        ("expansion", "the request's time limit left no time for it"),
+        ("rerank", "the request's time limit left no time for it"),
     ]
 
 
