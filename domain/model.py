@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from domain.extraction import ExtractionReport
+if TYPE_CHECKING:
+    from domain.extraction import ExtractionReport
 
 DEFAULT_PATTERN = "**/*.md"
 
@@ -181,6 +182,13 @@ class CollectionStatus:
     last_updated: str
 
 
+def _no_extraction_report() -> ExtractionReport:
+    # imported on use: a search never builds a status, and the module's classes cost start-up
+    from domain.extraction import ExtractionReport
+
+    return ExtractionReport()
+
+
 @dataclass(frozen=True)
 class IndexStatus:
     """What `status` reports of the whole index."""
@@ -190,7 +198,7 @@ class IndexStatus:
     has_vector_index: bool
     collections: tuple[CollectionStatus, ...]
     # files that could not be extracted, and extracted files with pages without text
-    extraction: ExtractionReport = field(default_factory=ExtractionReport)
+    extraction: ExtractionReport = field(default_factory=_no_extraction_report)
 
 
 @dataclass(frozen=True)

@@ -475,6 +475,13 @@ class NamespaceRegistry(Protocol):
         ...
 
 
+class IndexFigures(NamespaceRegistry, Protocol):
+    """Namespace ids plus the figures `projmem_status` reports that no other port offers."""
+
+    def llm_cache_entries(self) -> int: ...
+    def embedding_dimensions(self) -> int | None: ...
+
+
 class SessionSource(Protocol):
     """Agent session transcripts, read-only (e.g. Claude Code's JSONL files)."""
 

@@ -939,8 +939,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _ledger: ExtractionLedger = ledger
 
     def _chunk_conforms(chunks: InMemoryChunkIndex) -> None:
-        from domain.ports import ChunkIndex, NamespaceRegistry, SummaryStore
-        from domain.usecases.projmem import IndexFigures
+        from domain.ports import ChunkIndex, IndexFigures, NamespaceRegistry, SummaryStore
 
         _chunks: ChunkIndex = chunks
         _names: NamespaceRegistry = chunks

@@ -25,7 +25,6 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
@@ -249,26 +248,30 @@ def dump_config(config: QmdConfig) -> str:
 
 def load_config(path: str | os.PathLike[str]) -> QmdConfig:
     """Read `index.yml`; a missing file is an empty config (as in the original)."""
-    target = Path(path)
-    if not target.exists():
+    target = os.fspath(path)
+    if not os.path.exists(target):
         return QmdConfig()
     try:
-        text = target.read_text(encoding="utf-8")
+        with open(target, encoding="utf-8") as handle:
+            text = handle.read()
     except (OSError, UnicodeDecodeError) as error:
         # saved in another encoding, a folder, unreadable: the user's file, not a crash
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         raise QmdError(INVALID_ARGUMENT, f"Failed to read {target}: {reason}") from None
-    return parse_config(text, str(target))
+    return parse_config(text, target)
 
 
 def save_config(path: str | os.PathLike[str], config: QmdConfig) -> None:
     """Write `index.yml` alone: for a file no open index mirrors yet (`qmd init`, the first own
     config of a PostgreSQL index), which the next open syncs. With an index open, use
     `write_config`, which keeps the index's `config_hash` in step."""
-    _write_text(Path(path), dump_config(config))
+    _write_text(path, dump_config(config))
 
 
-def _write_text(target: Path, text: str) -> None:
+def _write_text(path: str | os.PathLike[str], text: str) -> None:
+    from pathlib import Path  # writes only: reading the file at start needs none of it
+
+    target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     # a name of this process's own: two writers sharing one temporary file made the second's
     # rename fail (FileNotFoundError) or install the first one's text
@@ -502,7 +505,7 @@ def write_config(
         return
     mirror.set_config_value("config_hash", None)
     text = dump_config(config)
-    _write_text(Path(path), text)
+    _write_text(path, text)
     written = parse_config(text, os.fspath(path))  # hashed as the next reader will see it
     sync_config_to_store(written, mirror, force=True, config_path=path, home=home)
 
@@ -521,7 +524,7 @@ class YamlConfigRepository:
         mirror: ConfigMirror | None = None,
         home: str | None = None,
     ) -> None:
-        self.path = Path(path)
+        self.path = os.fspath(path)
         self._mirror = mirror
         self._home = home
 

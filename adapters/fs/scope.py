@@ -26,7 +26,6 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from domain.errors import OUT_OF_ROOT, QmdError
@@ -357,6 +356,8 @@ class FolderScopedMemoryRows:
     absent here, and never deleted by this server's repair (REQ-SEC-SCOPE-004)."""
 
     def __init__(self, inner: MemoryRows, folder: str) -> None:
+        from pathlib import Path  # the memory surface only
+
         self._inner = inner
         self._folder = Path(folder)
 

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from adapters.backend import Backend
-from adapters.sqlite.chunks import SqliteChunkIndex
+from adapters.deferred import deferred
 from adapters.sqlite.driver import dbapi
 from adapters.sqlite.driver import storage_failure as storage_failure
 from adapters.sqlite.dump import SqliteDump, stage
 from adapters.sqlite.dump import staging_leftovers as staging_leftovers
-from adapters.sqlite.extraction import SqliteExtractionLedger
-from adapters.sqlite.memory import SqliteMemoryRows
-from adapters.sqlite.stamps import SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import UNAVAILABLE, QmdError
-from domain.ports import MemoryRows
+
+if TYPE_CHECKING:
+    from adapters.backend import ChunkTables
+    from domain.ports import ExtractionLedger, FileStampIndex, MemoryRows
 
 
 def open_backend(
@@ -45,7 +46,26 @@ def open_backend(
     def replaced() -> bool:
         return _identity(path) != opened
 
+    # the ports besides the index itself are built, and their modules imported, on first use:
+    # a search or a status never touches them (adapters/deferred.py)
+    def chunks() -> ChunkTables:
+        from adapters.sqlite.chunks import SqliteChunkIndex
+
+        return SqliteChunkIndex(conn)
+
+    def ledger() -> ExtractionLedger:
+        from adapters.sqlite.extraction import SqliteExtractionLedger
+
+        return SqliteExtractionLedger(conn)
+
+    def stamps() -> FileStampIndex:
+        from adapters.sqlite.stamps import SqliteFileStamps
+
+        return SqliteFileStamps(conn)
+
     def memory() -> MemoryRows:
+        from adapters.sqlite.memory import SqliteMemoryRows
+
         return SqliteMemoryRows(conn)
 
     def size() -> int:
@@ -54,10 +74,10 @@ def open_backend(
     return Backend(
         name="sqlite",
         index=index,
-        chunks=SqliteChunkIndex(conn),
-        ledger=SqliteExtractionLedger(conn),
+        chunks=deferred(chunks),
+        ledger=deferred(ledger),
         memory=memory,
-        stamps=SqliteFileStamps(conn),
+        stamps=deferred(stamps),
         lock=None,  # the CLI's lock files beside the index file (adapters/cli/runtime.py)
         lock_holder=None,
         interrupt=conn.raw.interrupt,
