@@ -32,7 +32,6 @@ from domain.errors import OUT_OF_ROOT, QmdError
 from domain.lexfill import FilledHits, merge_filled
 from domain.lexquery import LexQuery
 from domain.model import Collection, DocumentMeta, LexHit, VectorHit
-from domain.paths import parse_line_ref
 from domain.ports import (
     CollectionCount,
     DocumentStore,
@@ -99,6 +98,8 @@ class ScopePolicy:
         canonicalize inside DIR)."""
         if self.root is None:
             return
+        from domain.paths import parse_line_ref  # under a root only: a cold start skips it
+
         target = parse_line_ref(reference).target.strip()
         if self.home and (target == "~" or target.startswith("~/")):
             target = self.home + target[1:]

@@ -33,9 +33,21 @@ def test_the_full_parser_has_every_indexed_command_and_no_other() -> None:
     assert table.names() == COMMAND_NAMES
 
 
-def test_a_parser_for_one_command_holds_only_its_module() -> None:
+def test_a_parser_for_one_command_holds_only_that_command() -> None:
     _parser, table = build_parser("search")
-    assert table.names() == dict(COMMAND_MODULES)["search"]
+    assert table.names() == {"search"}
+    _parser, table = build_parser("deep-search")  # an alias builds its command
+    assert table.names() == {"query", "deep-search"}
+    parser, table = build_parser("collection")  # a group builds all of its sub-commands
+    assert table.names() == {"collection"}
+    assert parser.parse_args(["collection", "add", ".", "--name", "n"]).name == "n"
+
+
+def test_a_parser_for_one_command_parses_it_as_the_full_parser_does() -> None:
+    argv = ["search", "-n", "3", "--json", "-c", "a", "--min-score", "0.2", "rate", "limits"]
+    full, _table = build_parser()
+    alone, _table = build_parser("search")
+    assert vars(alone.parse_args(argv)) == vars(full.parse_args(argv))
 
 
 @pytest.mark.parametrize(
