@@ -23,18 +23,11 @@ if TYPE_CHECKING:
         SourceDigest,
     )
     from domain.filters import MetaValue, Probe
+    from domain.indexing import ScanResult, Unreadable
     from domain.lexfill import FilledHits
     from domain.lexquery import LexQuery
     from domain.memory import MemoryRecord, MergeGroup, Topic
-    from domain.model import (
-        Collection,
-        DocumentMeta,
-        LexHit,
-        ScanResult,
-        SubQuery,
-        Unreadable,
-        VectorHit,
-    )
+    from domain.model import Collection, DocumentMeta, LexHit, SubQuery, VectorHit
     from domain.sections import Section
     from domain.sessions import SessionRef, Transcript, TurnWindow
     from domain.stamps import RecordedStamp

@@ -15,7 +15,8 @@ from adapters.cli.errors import CommandError
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
-    from domain.model import Collection, UpdateCounts
+    from domain.indexing import UpdateCounts
+    from domain.model import Collection
     from domain.ports import IndexMaintenance
     from domain.usecases.collections import IndexProgress
 
