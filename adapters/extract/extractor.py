@@ -15,7 +15,6 @@ default) before any parser sees them.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -47,6 +46,8 @@ SELF_EXE = "/proc/self/exe"
 
 
 def digest_file(absolute_path: str, max_bytes: int) -> SourceDigest | ExtractionFailure:
+    import hashlib
+
     from domain.extraction import UNREADABLE, ExtractionFailure, SourceDigest
 
     hasher = hashlib.sha256(EXTRACTION_VERSION)

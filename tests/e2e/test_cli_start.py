@@ -127,6 +127,7 @@ SEARCH_NEVER_IMPORTS = (
     "adapters.fs.claude_sessions",
     "adapters.fs.content_source",
     "yaml",
+    "hashlib",  # OpenSSL's load: the config's hash comes from the parse cache
     "subprocess",
     "tempfile",
     "shutil",
