@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adapters.sqlite.driver import FTS5_RANK_FUNCTION as FTS5_RANK_FUNCTION
-
 # in a folder that is not a package: Python would take `qmd_rank.so` beside its modules for
 # one of them
 SOURCE = Path(__file__).with_name("native") / "qmd_rank.c"
