@@ -27,6 +27,7 @@ from domain.ports import (
     DocumentStore,
     ExtractionLedger,
     FileStampIndex,
+    IndexFigures,
     IndexMaintenance,
     LexicalIndex,
     LlmCache,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from domain.usecases.collections import CollectionManager
     from domain.usecases.extraction import DocumentExtraction
     from domain.usecases.metadata import MetadataService
-    from domain.usecases.projmem import ChunkSearch, IndexFigures
+    from domain.usecases.projmem import ChunkSearch
     from domain.usecases.retrieval import Retrieval
     from domain.usecases.search import Searcher
     from domain.usecases.services import Services

@@ -20,6 +20,7 @@ from domain.ports import (
     DocumentStore,
     ExtractionLedger,
     FileStampIndex,
+    IndexFigures,
     IndexMaintenance,
     LexicalIndex,
     LlmCache,
@@ -28,7 +29,6 @@ from domain.ports import (
     SummaryStore,
     VectorIndex,
 )
-from domain.usecases.projmem import IndexFigures
 
 # (lock name, wait) -> held?: a lock every process writing the index shares
 IndexLock = Callable[[str, bool], AbstractContextManager[bool]]

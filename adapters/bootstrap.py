@@ -26,9 +26,9 @@ from adapters.config.yaml_config import (
     resolve_paths,
     sync_config_to_store,
 )
+from adapters.deferred import deferred
 from adapters.extract.extractor import WorkerExtractor, timeout_from_env
 from adapters.fs.clock import SystemClock
-from adapters.fs.content_source import FileSystemSource
 from adapters.fs.scope import (
     RootScope,
     RootScopedLexicalIndex,
@@ -47,9 +47,12 @@ from adapters.models.bundle import Models
 from domain.errors import QmdError
 from domain.model import Collection
 from domain.ports import (
+    ContentSource,
     DocumentStore,
     LexicalIndex,
     LlmCache,
+    NoteWriter,
+    SessionSource,
     VectorIndex,
 )
 
@@ -162,8 +165,6 @@ def _projmem_adapters(
     Under a root, a transcript whose real path lies outside it is absent (the sessions
     folder is read-only, so it is confined), and a vault outside it makes the projmem surface
     refuse to start (it is written to), REQ-SEC-SCOPE-003."""
-    from adapters.fs.claude_sessions import ClaudeCodeSessions, VaultFolder  # read on use
-
     policy = scope or ScopePolicy()
     folders = session_folders(environ)
     sessions_dir, vault = folders.transcripts, folders.vault
@@ -173,12 +174,25 @@ def _projmem_adapters(
         policy.require_inside("QMD_SESSIONS_VAULT", os.path.expanduser(vault))
     except QmdError as error:
         refusal = error
+
+    # built on first use, like the chunk tables (adapters/deferred.py): only the projmem
+    # surface and `qmd session` read sessions or write notes
+    def sessions() -> SessionSource:
+        from adapters.fs.claude_sessions import ClaudeCodeSessions
+
+        return ClaudeCodeSessions(sessions_dir, admit=policy.contains_path)
+
+    def notes() -> NoteWriter:
+        from adapters.fs.claude_sessions import VaultFolder
+
+        return VaultFolder(vault)
+
     return ProjmemAdapters(
         chunks=tables,
         figures=tables,
-        sessions=ClaudeCodeSessions(sessions_dir, admit=policy.contains_path),
+        sessions=deferred(sessions),
         summaries=tables,
-        notes=VaultFolder(vault),
+        notes=deferred(notes),
         refusal=refusal,
     )
 
@@ -212,7 +226,7 @@ def _wire(
         cache=index,
         # every edit of index.yml re-mirrors it into the (unscoped) index it belongs to
         config=YamlConfigRepository(config_path, mirror=index, home=home),
-        source=FileSystemSource(),
+        source=deferred(_file_system),  # folders are read by indexing commands only
         clock=SystemClock(),
         models=models,
         home=home,
@@ -231,6 +245,12 @@ def _wire(
         settings=settings,
         storage=storage,
     )
+
+
+def _file_system() -> ContentSource:
+    from adapters.fs.content_source import FileSystemSource
+
+    return FileSystemSource()
 
 
 @dataclass

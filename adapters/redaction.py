@@ -9,7 +9,6 @@ run masks what it prints, a SQLite one too, and a SQLite run imports nothing of 
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 
 MASK = "***"
 # libpq's connection parameters that carry a secret, in a URL's query or a key=value string
@@ -68,6 +67,8 @@ def _redact_url(url: str) -> str:
     if begin >= 0:
         url = url[:begin] + MASK + url[end:]
 
+    from urllib.parse import unquote  # only for a URL: its import costs every start
+
     def parameter(match: re.Match[str]) -> str:
         secret = unquote(match.group("key")).strip().lower() in SECRET_PARAMETERS
         return match.group("lead") + (MASK if secret else match.group("value"))
@@ -77,6 +78,8 @@ def _redact_url(url: str) -> str:
 
 def _secrets_of(url: str) -> set[str]:
     """The secrets a URL carries, as written and percent-decoded."""
+    from urllib.parse import unquote
+
     found: list[str] = []
     begin, end = _userinfo_end(url)
     if begin >= 0:

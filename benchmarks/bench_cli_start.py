@@ -9,12 +9,16 @@
 3. `--rounds` times: each command once per implementation, the order alternating per round,
    every run a new process (an agent calling the CLI through a shell pays exactly this).
    The machine may be shared: the figure is the ratio of the medians of the wall clocks.
-4. Ours once more, in-process under a counting wrapper: the modules a `search` imports
-   (all, and the project's own) and the SQL statements it runs (`QMD_SQL_TRACE`, statements
-   SQLite runs inside FTS5 on our behalf left out).
+4. Ours once more, in-process under a counting wrapper with `python -X importtime`: the
+   modules a `search` imports (all, and the project's own), the time those imports take,
+   and the SQL statements it runs (`QMD_SQL_TRACE`, statements SQLite runs inside FTS5 on
+   our behalf left out).
 
 It prints the medians, the ratios and PASS/FAIL against the targets: each command at most
-half the original's wall time, at most 10 SQL statements for `search`.
+half the original's wall time, at most 10 SQL statements for `search`. The 1-minute load
+average is printed beside the figures (at the start and the end of the timed rounds); at
+`LOAD_LIMIT` or above the ratios are marked as not valid: a loaded machine slows the heavier
+process more, which flatters the lighter one, so re-run on a quiet machine.
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import corpus as corpus_mod
-from benchmarks.harness import BenchError, Implementation, machine, original, ours
+from benchmarks.harness import BenchError, Implementation, load_average, machine, original, ours
 
 COLLECTION = "bench"
 TARGET_RATIO = 0.5
 SQL_BUDGET = 10
+LOAD_LIMIT = 1.5  # a 1-minute load average at or above it makes the ratios unreliable
 
 # Runs our `main` and writes how many modules it left imported to stderr's last line.
 _COUNTING = (
@@ -71,27 +76,68 @@ def _timed(impl: Implementation, args: tuple[str, ...]) -> float:
     return timed.wall_s
 
 
-def count_ours(impl: Implementation, args: tuple[str, ...]) -> tuple[int, int, list[str]]:
-    """(modules, project modules, SQL statements) of one in-process run of ours."""
+@dataclass
+class Counted:
+    """One in-process run of ours under the counting wrapper."""
+
+    modules: int
+    own_modules: int
+    import_ms: float  # the imports' own clock (`-X importtime`), top-level imports summed
+    statements: list[str]
+
+
+def _import_ms(stderr: str) -> float:
+    """The summed cumulative time of the top-level imports `-X importtime` reported."""
+    total_us = 0
+    for line in stderr.splitlines():
+        if not line.startswith("import time:"):
+            continue
+        _, cumulative, name = line.removeprefix("import time:").split("|")
+        if name.startswith(" ") and not name.startswith("  ") and cumulative.strip().isdigit():
+            total_us += int(cumulative)  # one space: a top-level import (nested ones indent)
+    return total_us / 1000
+
+
+def count_ours(impl: Implementation, args: tuple[str, ...], runs: int = 5) -> Counted:
+    """Modules, import time (the least of `runs` runs: a shared machine only adds to it) and
+    SQL statements of an in-process run of ours."""
     trace = impl.home / "sql-trace.txt"
-    trace.unlink(missing_ok=True)
     env = dict(impl.env, QMD_SQL_TRACE=str(trace))
-    done = subprocess.run(
-        [sys.executable, "-c", _COUNTING, *args],
-        env=env,
-        cwd=impl.home,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    last = done.stderr.strip().splitlines()[-1:] or [""]
-    if done.returncode != 0 or not last[0].startswith("MODULES "):
-        raise BenchError(f"counting run of `qmd {' '.join(args)}` failed: {done.stderr[-800:]}")
-    _, total, own = last[0].split()
-    lines = trace.read_text().splitlines() if trace.exists() else []
-    # FTS5 reports the statements it prepares for itself with a leading `-- `
-    statements = [line for line in lines if not line.startswith("-- ")]
-    return int(total), int(own), statements
+    counted: Counted | None = None
+    for _ in range(runs):
+        trace.unlink(missing_ok=True)
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", _COUNTING, *args],
+            env=env,
+            cwd=impl.home,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        last = done.stderr.strip().splitlines()[-1:] or [""]
+        if done.returncode != 0 or not last[0].startswith("MODULES "):
+            failed = done.stderr[-800:]
+            raise BenchError(f"counting run of `qmd {' '.join(args)}` failed: {failed}")
+        _, total, own = last[0].split()
+        lines = trace.read_text().splitlines() if trace.exists() else []
+        # FTS5 reports the statements it prepares for itself with a leading `-- `
+        statements = [line for line in lines if not line.startswith("-- ")]
+        ms = _import_ms(done.stderr)
+        if counted is None or ms < counted.import_ms:
+            counted = Counted(int(total), int(own), ms, statements)
+    assert counted is not None
+    return counted
+
+
+def _load_note(loads: list[float]) -> str:
+    worst = max(loads)
+    note = f"1-minute load {loads[0]:.1f} at start, {loads[-1]:.1f} at end"
+    if worst >= LOAD_LIMIT:
+        note += (
+            f"  WARNING: load {worst:.1f} >= {LOAD_LIMIT}: the ratios are not valid "
+            "(a loaded machine flatters the lighter process); re-run on a quiet machine"
+        )
+    return note
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,12 +165,15 @@ def main(argv: list[str] | None = None) -> int:
         for args in commands.values():
             for impl in impls:
                 _timed(impl, args)  # untimed: bytecode and page caches
+        loads = [load_average()]
         for round_number in range(options.rounds):
             order = impls if round_number % 2 == 0 else impls[::-1]
             for name, args in commands.items():
                 for impl in order:
                     walls[(name, impl.label)].runs.append(_timed(impl, args))
+        loads.append(load_average())
         print(f"wall clock, median of {options.rounds} cold processes each (`search {word}`):")
+        print(f"  {_load_note(loads)}")
         passed = True
         for name in commands:
             figures = [walls[(name, impl.label)] for impl in impls]
@@ -134,11 +183,16 @@ def main(argv: list[str] | None = None) -> int:
                 verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
                 passed = passed and ratio <= TARGET_RATIO
                 line += f"   ratio {ratio:.2f} (target <= {TARGET_RATIO}: {verdict})"
-            print(f"  {name:<7} {line}")
-        total, own, statements = count_ours(impls[0], commands["search"])
+            print(f"  {name:<7} {line}   load {loads[-1]:.1f}")
+        counted = count_ours(impls[0], commands["search"])
+        statements = counted.statements
         sql_ok = len(statements) <= SQL_BUDGET
         passed = passed and sql_ok
-        print(f"ours, `qmd search {word}`: {total} modules imported ({own} of the project)")
+        print(
+            f"ours, `qmd search {word}`: {counted.modules} modules imported "
+            f"({counted.own_modules} of the project) in {counted.import_ms:.1f} ms "
+            f"(-X importtime, least of 5 runs), load {load_average():.1f}"
+        )
         print(
             f"ours, `qmd search {word}`: {len(statements)} SQL statements "
             f"(target <= {SQL_BUDGET}: {'PASS' if sql_ok else 'FAIL'})"

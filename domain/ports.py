@@ -23,18 +23,11 @@ if TYPE_CHECKING:
         SourceDigest,
     )
     from domain.filters import MetaValue, Probe
+    from domain.indexing import ScanResult, Unreadable
     from domain.lexfill import FilledHits
     from domain.lexquery import LexQuery
     from domain.memory import MemoryRecord, MergeGroup, Topic
-    from domain.model import (
-        Collection,
-        DocumentMeta,
-        LexHit,
-        ScanResult,
-        SubQuery,
-        Unreadable,
-        VectorHit,
-    )
+    from domain.model import Collection, DocumentMeta, LexHit, SubQuery, VectorHit
     from domain.sections import Section
     from domain.sessions import SessionRef, Transcript, TurnWindow
     from domain.stamps import RecordedStamp
@@ -473,6 +466,13 @@ class NamespaceRegistry(Protocol):
     def namespace_ids(self, names: Sequence[str]) -> dict[str, int]:
         """The id of every name, assigning new ids to names not seen before."""
         ...
+
+
+class IndexFigures(NamespaceRegistry, Protocol):
+    """Namespace ids plus the figures `projmem_status` reports that no other port offers."""
+
+    def llm_cache_entries(self) -> int: ...
+    def embedding_dimensions(self) -> int | None: ...
 
 
 class SessionSource(Protocol):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import codecs
 
-from domain.model import Unreadable
+from domain.indexing import Unreadable
 
 # (magic prefix, what it is); checked before the NUL test so the reason names the format.
 BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from domain.model import DocumentMeta, FileStamp
+from domain.indexing import FileStamp
+from domain.model import DocumentMeta
 
 RACY_WINDOW_NS = 2_000_000_000
 

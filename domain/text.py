@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +26,8 @@ _NOTES_TITLES = ("📝 Notes", "Notes")
 
 def content_hash(body: str) -> str:
     """sha256 hex of the UTF-8 body (the original's content address)."""
+    import hashlib  # indexing only: OpenSSL's load costs every cold start otherwise
+
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 

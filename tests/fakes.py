@@ -33,21 +33,11 @@ from domain.extraction import (
     SourceDigest,
 )
 from domain.filters import MetaValue, Probe
+from domain.indexing import FileStamp, ScanResult, SkippedFile, SourceFile, Unreadable
 from domain.lexfill import FilledHits, filled_by_two_searches
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 from domain.memory import MemoryRecord, Topic, parse_record, record_path, render_record
-from domain.model import (
-    Collection,
-    Document,
-    DocumentMeta,
-    FileStamp,
-    LexHit,
-    ScanResult,
-    SkippedFile,
-    SourceFile,
-    Unreadable,
-    VectorHit,
-)
+from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
 from domain.paths import scan_order_key
 from domain.ports import ChunkRow, CollectionCount, DocumentCut, UpsertOutcome
 from domain.sections import Section
@@ -939,8 +929,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         _ledger: ExtractionLedger = ledger
 
     def _chunk_conforms(chunks: InMemoryChunkIndex) -> None:
-        from domain.ports import ChunkIndex, NamespaceRegistry, SummaryStore
-        from domain.usecases.projmem import IndexFigures
+        from domain.ports import ChunkIndex, IndexFigures, NamespaceRegistry, SummaryStore
 
         _chunks: ChunkIndex = chunks
         _names: NamespaceRegistry = chunks

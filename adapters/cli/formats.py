@@ -10,6 +10,7 @@ follow the original 2.8.3 CLI (`src/cli/qmd.ts`), with one deliberate difference
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,7 +48,21 @@ _SIX_MONTHS_SECONDS: Final = 6 * 30 * 24 * 60 * 60
 
 
 def js_fixed(value: float, digits: int) -> str:
-    """`Number.prototype.toFixed`: the exact binary value rounded half away from zero."""
+    """`Number.prototype.toFixed`: the exact binary value rounded half away from zero.
+
+    Worked out on the float's exact ratio of integers, so `status` and the CSV results do not
+    import `decimal` on a cold start; what that ratio cannot give (infinities, NaN, values
+    beyond `decimal`'s 28 digits) still goes through `decimal`, as before."""
+    if math.isfinite(value) and abs(value) < 1e20:
+        numerator, denominator = abs(value).as_integer_ratio()
+        scaled, rest = divmod(numerator * 10**digits, denominator)
+        if 2 * rest >= denominator:  # a tie goes away from zero (ROUND_HALF_UP)
+            scaled += 1
+        text = str(scaled).rjust(digits + 1, "0")
+        sign = "-" if math.copysign(1.0, value) < 0 else ""
+        if digits <= 0:
+            return sign + text
+        return f"{sign}{text[:-digits]}.{text[-digits:]}"
     from decimal import ROUND_HALF_UP, Decimal
 
     quantum = Decimal(1).scaleb(-digits)

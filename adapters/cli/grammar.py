@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from adapters.cli.errors import UsageError
 
@@ -162,16 +162,37 @@ def filter_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Unbuilt(Parser):
+    """A command this run does not execute, registered by the module of the one it does: the
+    options its module declares on it are dropped unbuilt (each costs a cold start)."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        return argparse.Action([], argparse.SUPPRESS)
+
+    def set_defaults(self, **kwargs: Any) -> None:
+        return None
+
+
+# `only` value of a table none of whose commands is built
+_NO_COMMAND = ""
+
+
 class CommandTable:
     """The sub-commands of one parser: `command` adds one with its handler, `group` one that
-    has sub-commands of its own (`qmd collection add`)."""
+    has sub-commands of its own (`qmd collection add`). With `only` (a command name or alias),
+    that command alone is built: a run parses its own command's arguments only."""
 
-    def __init__(self, parent: argparse.ArgumentParser, dest: str, metavar: str) -> None:
+    def __init__(
+        self, parent: argparse.ArgumentParser, dest: str, metavar: str, only: str | None = None
+    ) -> None:
         self._sub = parent.add_subparsers(dest=dest, metavar=metavar, parser_class=Parser)
+        self._only = only
 
     def command(
         self, name: str, handler: Handler, help_text: str, *aliases: str
     ) -> argparse.ArgumentParser:
+        if self._only is not None and self._only not in (name, *aliases):
+            return _Unbuilt(prog=name, add_help=False)
         child: Parser = self._sub.add_parser(name, help=help_text, aliases=list(aliases))
         add_globals(child, top=False)
         child.set_defaults(handler=handler)
@@ -179,7 +200,9 @@ class CommandTable:
 
     def group(self, name: str, handler: Handler, help_text: str) -> CommandTable:
         """A command whose bare form runs `handler` (its help) and which has sub-commands."""
-        return CommandTable(self.command(name, handler, help_text), "subcommand", "<subcommand>")
+        child = self.command(name, handler, help_text)
+        only = _NO_COMMAND if isinstance(child, _Unbuilt) else None
+        return CommandTable(child, "subcommand", "<subcommand>", only)
 
     def names(self) -> frozenset[str]:
         """Every command name and alias in this table."""

@@ -69,7 +69,7 @@ Run 'qmd <command> --help' for a command's options.
 
 def build_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, CommandTable]:
     """The parser and its table of top-level commands: every command, or with `command`
-    (a known top-level name) that command's module alone."""
+    (a known top-level name) that command alone, from its module alone."""
     parser = Parser(
         prog=PROG,
         description=f"qmd — Quick Markdown Search (a Python implementation of QMD {IMPLEMENTS})",
@@ -79,7 +79,7 @@ def build_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, C
     add_globals(parser, top=True)
     parser.add_argument("-v", "--version", action="store_true", help="print the version")
     parser.set_defaults(handler=None)  # a command sets its handler function
-    table = CommandTable(parser, "command", "<command>")
+    table = CommandTable(parser, "command", "<command>", command)
     for name, names in COMMAND_MODULES:
         if command is None or command in names:
             importlib.import_module(f"adapters.cli.commands.{name}").register(table)

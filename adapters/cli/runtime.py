@@ -15,7 +15,8 @@ from adapters.cli.errors import CommandError
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
-    from domain.model import Collection, UpdateCounts
+    from domain.indexing import UpdateCounts
+    from domain.model import Collection
     from domain.ports import IndexMaintenance
     from domain.usecases.collections import IndexProgress
 
@@ -235,11 +236,11 @@ def result_path(app: App, args: argparse.Namespace, collection: str, path: str) 
 
 def display_uri(args: argparse.Namespace, collection: str, path: str) -> str:
     """`qmd://c/p`, with `?index=NAME` for a non-default `--index` (as the original)."""
-    from urllib.parse import quote
-
     base = f"qmd://{collection}/{path}"
     name = getattr(args, "index", None)
     if name and name != "index":
+        from urllib.parse import quote  # a named index only: urllib costs every result list
+
         return f"{base}?index={quote(name, safe='')}"
     return base
 

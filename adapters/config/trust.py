@@ -23,7 +23,6 @@ reset them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -111,6 +110,8 @@ def gated_digest(gated: GatedItems, config_path: str, home: str | None = None) -
         "models": sorted([list(m) for m in gated.models], key=lambda pair: pair[0]),
     }
     text = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
+    import hashlib  # a project-local config only: your own config is never hashed here
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

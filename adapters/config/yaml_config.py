@@ -20,12 +20,11 @@ Unknown keys are kept and written back unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
@@ -50,6 +49,9 @@ class QmdConfig:
     # the parsed YAML as read (None when built in code); the config hash is taken over it so
     # that it equals the original's hash of the same file
     raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    # `config_hash` of `raw` when the parse cache knew it (a start then needs no sha256, and
+    # no hashlib); describes `raw` only, so it is ignored once `raw` is None
+    raw_hash: str | None = field(default=None, compare=False, repr=False)
 
     def with_collection(self, collection: Collection) -> QmdConfig:
         collections = dict(self.collections)
@@ -155,36 +157,45 @@ PARSED_CACHE = "parsed-config"
 
 
 def _parsed_cache_file(text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return os.path.join(cache_dir(os.environ), PARSED_CACHE, f"{digest}.json")
+    # named by a CRC and the length, which need no hashlib; the entry holds the text it was
+    # parsed from, so a collision is a miss, never another file's parse
+    key = f"{zlib.crc32(text.encode('utf-8')):08x}-{len(text)}"
+    return os.path.join(cache_dir(os.environ), PARSED_CACHE, f"{key}.json")
+
+
+def _cached_parse(text: str) -> tuple[Any, str] | None:
+    """(the YAML data, its config hash) kept by an earlier parse of exactly `text`: a later
+    command with the same `index.yml` reads that instead of importing and running the YAML
+    parser and hashing (a large share of a cold `qmd search`)."""
+    try:
+        with open(_parsed_cache_file(text), encoding="utf-8") as handle:
+            entry = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("text") != text:
+        return None
+    digest = entry.get("hash")
+    return (entry.get("data"), digest) if isinstance(digest, str) else None
 
 
 def _safe_load(text: str, source: str) -> Any:
-    """`yaml.safe_load(text)`, kept as JSON under the text's digest in the cache folder: a
-    later command with the same `index.yml` reads that instead of importing and running the
-    YAML parser (a large share of a cold `qmd search`). A document JSON cannot hold exactly
-    (dates, non-string keys) is parsed every time."""
-    cached = _parsed_cache_file(text)
-    try:
-        with open(cached, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        pass
+    """`yaml.safe_load(text)`, for a file the parse cache does not hold."""
     import yaml  # the parser only for a file not parsed before
 
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise QmdError(INVALID_ARGUMENT, f"Failed to parse {source}: {exc}") from exc
-    _keep_parsed(cached, data)
-    return data
 
 
-def _keep_parsed(cached: str, data: Any) -> None:
+def _keep_parsed(text: str, data: Any, digest: str) -> None:
+    """Keep the parse of `text` for the next command; a document JSON cannot hold exactly
+    (dates, non-string keys) is parsed every time."""
+    cached = _parsed_cache_file(text)
     try:
-        encoded = json.dumps(data)
-        if json.loads(encoded) != data:
+        if json.loads(json.dumps(data)) != data:
             return
+        encoded = json.dumps({"text": text, "data": data, "hash": digest})
         os.makedirs(os.path.dirname(cached), exist_ok=True)
         partial = f"{cached}.{os.getpid()}.tmp"
         with open(partial, "w", encoding="utf-8") as handle:
@@ -195,7 +206,17 @@ def _keep_parsed(cached: str, data: Any) -> None:
 
 
 def parse_config(text: str, source: str = "index.yml") -> QmdConfig:
-    data = _safe_load(text, source)
+    known = _cached_parse(text)
+    data, known_hash = known if known is not None else (_safe_load(text, source), None)
+    config = _config_from_data(data, source)
+    if known_hash is not None:
+        return replace(config, raw_hash=known_hash)
+    if config.raw is not None:
+        _keep_parsed(text, data, config_hash(config))
+    return config
+
+
+def _config_from_data(data: Any, source: str) -> QmdConfig:
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -249,26 +270,30 @@ def dump_config(config: QmdConfig) -> str:
 
 def load_config(path: str | os.PathLike[str]) -> QmdConfig:
     """Read `index.yml`; a missing file is an empty config (as in the original)."""
-    target = Path(path)
-    if not target.exists():
+    target = os.fspath(path)
+    if not os.path.exists(target):
         return QmdConfig()
     try:
-        text = target.read_text(encoding="utf-8")
+        with open(target, encoding="utf-8") as handle:
+            text = handle.read()
     except (OSError, UnicodeDecodeError) as error:
         # saved in another encoding, a folder, unreadable: the user's file, not a crash
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         raise QmdError(INVALID_ARGUMENT, f"Failed to read {target}: {reason}") from None
-    return parse_config(text, str(target))
+    return parse_config(text, target)
 
 
 def save_config(path: str | os.PathLike[str], config: QmdConfig) -> None:
     """Write `index.yml` alone: for a file no open index mirrors yet (`qmd init`, the first own
     config of a PostgreSQL index), which the next open syncs. With an index open, use
     `write_config`, which keeps the index's `config_hash` in step."""
-    _write_text(Path(path), dump_config(config))
+    _write_text(path, dump_config(config))
 
 
-def _write_text(target: Path, text: str) -> None:
+def _write_text(path: str | os.PathLike[str], text: str) -> None:
+    from pathlib import Path  # writes only: reading the file at start needs none of it
+
+    target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     # a name of this process's own: two writers sharing one temporary file made the second's
     # rename fail (FileNotFoundError) or install the first one's text
@@ -396,6 +421,10 @@ class ConfigMirror(Protocol):
 
 def config_hash(config: QmdConfig) -> str:
     """sha256 of `JSON.stringify(config)` (compact, non-ASCII kept)."""
+    if config.raw is not None and config.raw_hash is not None:
+        return config.raw_hash  # kept by the parse cache with the file it read
+    import hashlib  # OpenSSL's load costs a cold start: only when the hash is not known
+
     text = json.dumps(config.hash_source(), ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -502,7 +531,7 @@ def write_config(
         return
     mirror.set_config_value("config_hash", None)
     text = dump_config(config)
-    _write_text(Path(path), text)
+    _write_text(path, text)
     written = parse_config(text, os.fspath(path))  # hashed as the next reader will see it
     sync_config_to_store(written, mirror, force=True, config_path=path, home=home)
 
@@ -521,7 +550,7 @@ class YamlConfigRepository:
         mirror: ConfigMirror | None = None,
         home: str | None = None,
     ) -> None:
-        self.path = Path(path)
+        self.path = os.fspath(path)
         self._mirror = mirror
         self._home = home
 

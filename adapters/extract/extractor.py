@@ -15,7 +15,6 @@ default) before any parser sees them.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -23,19 +22,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from domain.extraction import (
-    CRASHED,
-    TIMEOUT,
-    TOO_LARGE,
-    UNREADABLE,
-    Extracted,
-    ExtractionFailure,
-    MetadataValue,
-    SourceDigest,
-)
+# domain.extraction is imported where it is used: the composition root builds this adapter
+# for every command, and most never extract a file
 
 if TYPE_CHECKING:
     import subprocess
+
+    from domain.extraction import Extracted, ExtractionFailure, MetadataValue, SourceDigest
 
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 # Part of every cache key: changed whenever the parsers' output for the same bytes changes
@@ -53,6 +46,10 @@ SELF_EXE = "/proc/self/exe"
 
 
 def digest_file(absolute_path: str, max_bytes: int) -> SourceDigest | ExtractionFailure:
+    import hashlib
+
+    from domain.extraction import UNREADABLE, ExtractionFailure, SourceDigest
+
     hasher = hashlib.sha256(EXTRACTION_VERSION)
     size = 0
     try:
@@ -70,12 +67,16 @@ def digest_file(absolute_path: str, max_bytes: int) -> SourceDigest | Extraction
 
 
 def _too_large(size: int, limit: int) -> ExtractionFailure:
+    from domain.extraction import TOO_LARGE, ExtractionFailure
+
     return ExtractionFailure(
         TOO_LARGE, f"file too large ({size:,} bytes; the limit is {limit:,} bytes)"
     )
 
 
 def from_reply(reply: Mapping[str, Any]) -> Extracted | ExtractionFailure:
+    from domain.extraction import Extracted, ExtractionFailure
+
     empty = tuple(int(p) for p in reply.get("empty_pages") or ())
     if reply.get("ok"):
         raw = reply.get("metadata") or {}
@@ -122,6 +123,8 @@ class WorkerExtractor:
         return digest_file(absolute_path, self.max_bytes)
 
     def extract(self, absolute_path: str, file_format: str) -> Extracted | ExtractionFailure:
+        from domain.extraction import CRASHED, TIMEOUT, ExtractionFailure
+
         try:
             process = self._worker()
         except OSError as error:  # no interpreter to run it with, out of processes…
@@ -205,6 +208,8 @@ class WorkerExtractor:
 
     def _died(self, process: subprocess.Popen[bytes]) -> ExtractionFailure:
         import subprocess
+
+        from domain.extraction import CRASHED, ExtractionFailure
 
         try:
             code = process.wait(timeout=5)

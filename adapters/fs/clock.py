@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from adapters.fs.content_source import iso_from_ns
-
 
 class SystemClock:
     def now_iso(self) -> str:
+        # the scanning module on first use: a search never asks the time
+        from adapters.fs.content_source import iso_from_ns
+
         now = time.time_ns()
         return iso_from_ns(now - now % 1_000_000)  # Date.now() truncates to ms
 

@@ -41,7 +41,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from domain.model import Collection, FileStamp, ScanResult, SkippedFile, SourceFile, Unreadable
+from domain.indexing import FileStamp, ScanResult, SkippedFile, SourceFile, Unreadable
+from domain.model import Collection
 
 EXCLUDED_DIRS = ("node_modules", ".git", ".cache", "vendor", "dist", "build")
 DEFAULT_IGNORES = tuple(f"**/{name}/**" for name in EXCLUDED_DIRS)

@@ -26,14 +26,12 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from domain.errors import OUT_OF_ROOT, QmdError
 from domain.lexfill import FilledHits, merge_filled
 from domain.lexquery import LexQuery
 from domain.model import Collection, DocumentMeta, LexHit, VectorHit
-from domain.paths import parse_line_ref
 from domain.ports import (
     CollectionCount,
     DocumentStore,
@@ -100,6 +98,8 @@ class ScopePolicy:
         canonicalize inside DIR)."""
         if self.root is None:
             return
+        from domain.paths import parse_line_ref  # under a root only: a cold start skips it
+
         target = parse_line_ref(reference).target.strip()
         if self.home and (target == "~" or target.startswith("~/")):
             target = self.home + target[1:]
@@ -357,6 +357,8 @@ class FolderScopedMemoryRows:
     absent here, and never deleted by this server's repair (REQ-SEC-SCOPE-004)."""
 
     def __init__(self, inner: MemoryRows, folder: str) -> None:
+        from pathlib import Path  # the memory surface only
+
         self._inner = inner
         self._folder = Path(folder)
 

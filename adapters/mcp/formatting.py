@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from domain.errors import DocumentNotFoundError
-from domain.model import DocumentMeta, IndexStatus, SearchResult
+from domain.indexing import IndexStatus
+from domain.model import DocumentMeta, SearchResult
 from domain.paths import encode_qmd_path
 from domain.scoring import percent, round_score
 from domain.text import LineWindow, add_line_numbers, window_lines

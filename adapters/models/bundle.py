@@ -8,15 +8,17 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from domain.ports import Embedder, QueryExpander, Reranker
-from domain.usecases.status import EmbeddingIdentity
 
 if TYPE_CHECKING:
     from adapters.models.idle import Resident
+    from domain.usecases.status import EmbeddingIdentity
 
 DEFAULT_EMBED_MODEL = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
 
 
 def _unconfigured() -> EmbeddingIdentity:
+    from domain.usecases.status import EmbeddingIdentity  # status's module: only when asked
+
     return EmbeddingIdentity(DEFAULT_EMBED_MODEL, "")
 
 

@@ -7,14 +7,12 @@ touches the network.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from adapters.models.bundle import Models
 from adapters.models.embed_text import EmbedFamily, EmbedText
-from adapters.models.idle import never_given_up
 from adapters.models.references import (
     ModelResolver,
     is_remote_ref,
@@ -30,6 +28,8 @@ from domain.usecases.status import EmbeddingIdentity
 
 def llama_available() -> bool:
     """Whether llama-cpp-python is installed (checked without importing it)."""
+    import importlib.util  # not for `status`, which builds no model adapter
+
     try:
         return importlib.util.find_spec("llama_cpp") is not None
     except (ImportError, ValueError):
@@ -158,6 +158,8 @@ def embedding_identity(
     environ = os.environ if env is None else env
     refs = configured_refs(from_yaml, config_dir, environ)
     if is_remote_ref(refs["embed"]):
+        from adapters.models.idle import never_given_up  # (and logging): remote models only
+
         return models_from_config(
             from_yaml, config_dir, environ, cache=cache, stop_check=never_given_up
         ).identity

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from adapters.postgres.connection import PgConnections
-from domain.model import FileStamp
+from domain.indexing import FileStamp
 from domain.stamps import RecordedStamp
 
 STAMPS_TABLE = "py_file_stamps"

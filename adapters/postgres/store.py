@@ -106,6 +106,7 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         DocumentStore,
         ExtractionLedger,
         FileStampIndex,
+        IndexFigures,
         IndexMaintenance,
         LexicalIndex,
         LlmCache,
@@ -114,7 +115,6 @@ if TYPE_CHECKING:  # structural conformance, checked by mypy
         SummaryStore,
         VectorIndex,
     )
-    from domain.usecases.projmem import IndexFigures
 
     def _conforms(index: PostgresIndex) -> None:
         _store: DocumentStore = index

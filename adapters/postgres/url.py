@@ -3,10 +3,13 @@ index is one; psycopg takes about 0.2 s to import)."""
 
 from __future__ import annotations
 
-from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import TYPE_CHECKING
 
 from adapters.redaction import redact
 from domain.errors import INVALID_ARGUMENT, QmdError
+
+if TYPE_CHECKING:
+    from urllib.parse import SplitResult
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -17,6 +20,9 @@ def is_postgres_url(text: str | None) -> bool:
 
 def split_schema(url: str) -> tuple[str, str | None]:
     """(libpq URL, schema): `?schema=NAME` is ours, not libpq's, so it is taken out."""
+    # imported for a URL only: a SQLite index's start would pay for urllib and ipaddress
+    from urllib.parse import parse_qsl, urlencode, urlunsplit
+
     parts = _readable(url, with_port=False)
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = next((value for key, value in query if key == "schema"), None)
@@ -55,6 +61,8 @@ def config_label(url: str) -> str:
 def _readable(url: str, with_port: bool = True) -> SplitResult:
     """The URL's parts; one Python cannot read (an unclosed `[` of an IPv6 host, a port that
     is no number) is the user's mistake, said as such, not an internal error."""
+    from urllib.parse import urlsplit
+
     try:
         parts = urlsplit(url)
         if with_port:

@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 from adapters.backend import Backend
-from adapters.sqlite.chunks import SqliteChunkIndex
+from adapters.deferred import deferred
 from adapters.sqlite.driver import dbapi
 from adapters.sqlite.driver import storage_failure as storage_failure
-from adapters.sqlite.dump import SqliteDump, stage
-from adapters.sqlite.dump import staging_leftovers as staging_leftovers
-from adapters.sqlite.extraction import SqliteExtractionLedger
-from adapters.sqlite.memory import SqliteMemoryRows
-from adapters.sqlite.stamps import SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
 from domain.errors import UNAVAILABLE, QmdError
-from domain.ports import MemoryRows
+
+if TYPE_CHECKING:
+    from adapters.backend import ChunkTables, Leftover
+    from adapters.sqlite.dump import SqliteDump
+    from domain.ports import ExtractionLedger, FileStampIndex, MemoryRows
+
+
+def staging_leftovers(
+    location: str, file_lock: Callable[[str], AbstractContextManager[bool]]
+) -> Iterator[Leftover]:
+    """What unfinished copies left beside `location` (adapters/sqlite/dump.py)."""
+    from adapters.sqlite.dump import staging_leftovers as found
+
+    return found(location, file_lock)
 
 
 def open_backend(
@@ -25,7 +35,12 @@ def open_backend(
     """The index file at `location` (created when missing). `staged`: a new index in a
     temporary file beside `location`, renamed onto it by `dump.publish()`; refused when
     `location` holds an index with documents."""
-    target, path = stage(location) if staged else (None, location)
+    target: str | None = None
+    path = location
+    if staged:
+        from adapters.sqlite.dump import stage
+
+        target, path = stage(location)
     try:
         index = SqliteIndex.open(path, env)
     except (OSError, dbapi.DatabaseError) as error:
@@ -39,13 +54,42 @@ def open_backend(
             "name a QMD index file, or a place where one can be created.",
         ) from None
     conn = index.connection
-    dump = SqliteDump(index, target)
+
+    def rows() -> SqliteDump:
+        from adapters.sqlite.dump import SqliteDump
+
+        return SqliteDump(index, target)
+
+    # only `qmd index copy` reads or writes the rows whole: an index opened in place closes
+    # as its connection does, and its dump is built on use; a staged one is removed on close
+    # unless published, which its dump does
+    dump = rows() if staged else deferred(rows)
+    close = dump.close if staged else index.close
     opened = _identity(path)
 
     def replaced() -> bool:
         return _identity(path) != opened
 
+    # the ports besides the index itself are built, and their modules imported, on first use:
+    # a search or a status never touches them (adapters/deferred.py)
+    def chunks() -> ChunkTables:
+        from adapters.sqlite.chunks import SqliteChunkIndex
+
+        return SqliteChunkIndex(conn)
+
+    def ledger() -> ExtractionLedger:
+        from adapters.sqlite.extraction import SqliteExtractionLedger
+
+        return SqliteExtractionLedger(conn)
+
+    def stamps() -> FileStampIndex:
+        from adapters.sqlite.stamps import SqliteFileStamps
+
+        return SqliteFileStamps(conn)
+
     def memory() -> MemoryRows:
+        from adapters.sqlite.memory import SqliteMemoryRows
+
         return SqliteMemoryRows(conn)
 
     def size() -> int:
@@ -54,17 +98,17 @@ def open_backend(
     return Backend(
         name="sqlite",
         index=index,
-        chunks=SqliteChunkIndex(conn),
-        ledger=SqliteExtractionLedger(conn),
+        chunks=deferred(chunks),
+        ledger=deferred(ledger),
         memory=memory,
-        stamps=SqliteFileStamps(conn),
+        stamps=deferred(stamps),
         lock=None,  # the CLI's lock files beside the index file (adapters/cli/runtime.py)
         lock_holder=None,
         interrupt=conn.raw.interrupt,
         size=size,
         dump=dump,
         errors=(dbapi.DatabaseError,),
-        close=dump.close,
+        close=close,
         replaced=replaced,
     )
 

@@ -10,19 +10,18 @@ Connections run in autocommit mode (`isolation_level=None`); callers group write
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from pathlib import Path
+from importlib.machinery import PathFinder
 from types import ModuleType
 from typing import Any, cast
 
-from adapters.sqlite import rank_ext
-
 DEFAULT_BUSY_TIMEOUT_MS = 120_000
+# FTS5's own rank function: lexical search ranks with it until qmd's is loaded
+FTS5_RANK_FUNCTION = "bm25"
 
 
 def _load_driver() -> ModuleType:
@@ -80,7 +79,7 @@ class Connection:
         self.schema_names: frozenset[str] = frozenset()
         # the FTS5 rank function lexical search calls: qmd's once `load_rank_function` has
         # loaded it (adapters/sqlite/rank_ext.py), else FTS5's own, which gives the same scores
-        self.rank_function = rank_ext.FTS5_RANK_FUNCTION
+        self.rank_function = FTS5_RANK_FUNCTION
         self.rank_error: str | None = "not loaded yet"
         self._rank_tried = False
         self._rank_lock = threading.Lock()  # not the transaction lock: never waits for a writer
@@ -100,6 +99,8 @@ class Connection:
             if not hasattr(self.raw, "enable_load_extension"):
                 self.rank_error = "the SQLite driver cannot load extensions"
                 return
+            from adapters.sqlite import rank_ext  # not on open: a one-shot search never needs it
+
             try:
                 self.raw.enable_load_extension(True)
                 try:
@@ -190,7 +191,8 @@ def sqlite_vec_library() -> str | None:
     Importing the package pulls in numpy (about half a second), which every CLI call and
     every MCP server start would pay; the extension itself is all we load.
     """
-    spec = importlib.util.find_spec("sqlite_vec")
+    # the path finder alone: `importlib.util` costs a cold start more than the lookup does
+    spec = PathFinder.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:
         return None
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
@@ -265,7 +267,9 @@ def connect(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) 
     """Open (creating parent folders) and configure a connection; `:memory:` is accepted."""
     target = os.fspath(path)
     if target != ":memory:" and not target.startswith("file:"):
-        Path(target).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        folder = os.path.dirname(os.path.expanduser(target))
+        if folder:
+            os.makedirs(folder, exist_ok=True)
     timeout = busy_timeout_ms(env)
     # the driver sets the busy timeout itself (sqlite3_busy_timeout): no PRAGMA to run
     raw = dbapi.connect(

@@ -9,35 +9,41 @@ import contextlib
 import functools
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from adapters.backend import IndexDump, Leftover, Table
 from adapters.sqlite import vector_bits
-from adapters.sqlite.chunks import CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL
 from adapters.sqlite.driver import dbapi
-from adapters.sqlite.extraction import CACHE_DDL, STATE_DDL
-from adapters.sqlite.memory import SCHEMA as MEMORY_SCHEMA
-from adapters.sqlite.metadata import METADATA_DDL
 from adapters.sqlite.schema import ensure_vec_table, vec_table_sql
 from adapters.sqlite.store import SqliteIndex
 from adapters.store_dump import BATCH, TableReads
 from domain.errors import CONFLICT, QmdError
 
-_PROJMEM_DDL = (CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL)  # SqliteChunkIndex makes all three
-# the scripts that make each on-demand table (`Table.on_demand`) as its adapter does
-ON_DEMAND_DDL: dict[str, tuple[str, ...]] = {
-    "py_document_metadata": (METADATA_DDL,),
-    "extraction_cache": (CACHE_DDL, STATE_DDL),  # the SQLite ledger expects both or neither
-    "extraction_state": (CACHE_DDL, STATE_DDL),
-    "memory_topics": (MEMORY_SCHEMA,),
-    "memory_records": (MEMORY_SCHEMA,),
-    "pyqmd_chunks": _PROJMEM_DDL,
-    "pyqmd_namespaces": _PROJMEM_DDL,
-    "pyqmd_session_summaries": _PROJMEM_DDL,
-}
+
+def on_demand_ddl() -> dict[str, tuple[str, ...]]:
+    """The scripts that make each on-demand table (`Table.on_demand`) as its adapter does.
+    Built on use: the adapters' modules (the metadata one imports the filter code) are not
+    needed to open an index (tests/e2e/test_cli_start.py)."""
+    from adapters.sqlite.chunks import CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL
+    from adapters.sqlite.extraction import CACHE_DDL, STATE_DDL
+    from adapters.sqlite.memory import SCHEMA as MEMORY_SCHEMA
+    from adapters.sqlite.metadata import METADATA_DDL
+
+    projmem = (CHUNKS_DDL, NAMESPACES_DDL, SUMMARIES_DDL)  # SqliteChunkIndex makes all three
+    return {
+        "py_document_metadata": (METADATA_DDL,),
+        "extraction_cache": (CACHE_DDL, STATE_DDL),  # the SQLite ledger expects both or neither
+        "extraction_state": (CACHE_DDL, STATE_DDL),
+        "memory_topics": (MEMORY_SCHEMA,),
+        "memory_records": (MEMORY_SCHEMA,),
+        "pyqmd_chunks": projmem,
+        "pyqmd_namespaces": projmem,
+        "pyqmd_session_summaries": projmem,
+    }
+
+
 # Derived from other tables by this adapter: never copied, rebuilt on the destination.
 DERIVED_TABLES = (vector_bits.BITS_TABLE,)
 # Written by this adapter for itself when it creates an index: never copied over.
@@ -76,6 +82,8 @@ def stage(location: str) -> tuple[str, str]:
         raise QmdError(CONFLICT, f"{path} is a folder; name the index file to write")
     if not _file_is_empty(path):
         raise QmdError(CONFLICT, NOT_EMPTY)
+    import tempfile  # a copy's destination only
+
     # beside the destination, so the final rename stays on one file system
     handle, temporary = tempfile.mkstemp(
         prefix=f".{os.path.basename(path)}.", suffix=STAGING_SUFFIX, dir=os.path.dirname(path)
@@ -176,13 +184,14 @@ class SqliteDump(TableReads):
     ) -> None:
         conn = self._index.connection
         skip = (*source.own_config_keys, *self.own_config_keys)
+        made_by = on_demand_ddl()
         with conn.transaction():
             for table in tables:
                 # a table the source has is copied even when empty (a PostgreSQL index has
                 # them all); one the source lacks (an index of the original's) stays absent
                 if table.on_demand and not source.has_table(table.name):
                     continue
-                for script in ON_DEMAND_DDL.get(table.name, ()):
+                for script in made_by.get(table.name, ()):
                     for statement in filter(str.strip, script.split(";")):
                         conn.execute(statement)  # not executescript: it would COMMIT
                 self._insert(table, source.read_table(table, skip), tick)

@@ -11,9 +11,7 @@ Without the library, search ranks with FTS5's `bm25` and finds the same pages, m
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ _SUFFIX = {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
 # SQLite derives the entry point from the file name: qmd_rank -> sqlite3_qmdrank_init
 LIBRARY = SOURCE.with_suffix(_SUFFIX)
 RANK_FUNCTION = "qmd_bm25"
-FTS5_RANK_FUNCTION = "bm25"
 
 
 class RankBuildError(RuntimeError):
@@ -34,6 +31,10 @@ class RankBuildError(RuntimeError):
 def build(target: Path = LIBRARY, compiler: str | None = None) -> Path:
     """Compile the library into `target` (replaced whole, so a running process never loads
     half a file). Needs a C compiler and SQLite's headers (Debian: gcc, libsqlite3-dev)."""
+    # here, not at the top: every connection imports this module for its constants
+    import subprocess
+    import tempfile
+
     command = [compiler or os.environ.get("CC") or "cc", "-O2", "-fPIC", "-shared"]
     if sys.platform == "darwin":
         command += ["-undefined", "dynamic_lookup"]

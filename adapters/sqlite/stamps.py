@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from adapters.sqlite.driver import Connection
-from domain.model import FileStamp
+from domain.indexing import FileStamp
 from domain.stamps import RecordedStamp
 
 STAMPS_TABLE = "py_file_stamps"

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from domain.model import Collection, ScanResult, UpdateCounts
+from domain.indexing import ScanResult, UpdateCounts
+from domain.model import Collection
 from domain.ports import (
     ChunkIndex,
     Clock,

@@ -10,16 +10,8 @@ from typing import Any
 
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, OUT_OF_ROOT, QmdError
 from domain.extraction import ExtractionState, is_extracted
-from domain.model import (
-    DEFAULT_PATTERN,
-    Collection,
-    DocumentMeta,
-    ScanResult,
-    SkippedFile,
-    SourceFile,
-    Unreadable,
-    UpdateCounts,
-)
+from domain.indexing import ScanResult, SkippedFile, SourceFile, Unreadable, UpdateCounts
+from domain.model import DEFAULT_PATTERN, Collection, DocumentMeta
 from domain.paths import parse_virtual_path
 from domain.ports import (
     Clock,

@@ -27,7 +27,7 @@ from domain.extraction import (
     is_extracted,
     skipped_detail,
 )
-from domain.model import SourceFile
+from domain.indexing import SourceFile
 from domain.ports import Clock, DocumentExtractor, DocumentStore, ExtractionLedger
 from domain.text import content_hash, extract_title
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.filters import FilterNode, MetaValue, matches, narrowing, parse_filter
+from domain.indexing import SourceFile
 from domain.metadata import file_facts, merge
-from domain.model import SourceFile
 from domain.ports import FrontMatterReader, MetadataIndex
 
 # (collection, relative path) -> extra fields for that document (an extractor's), or None

@@ -11,12 +11,11 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from domain.errors import INVALID_ARGUMENT, NOT_FOUND, QmdError
 from domain.filters import MetaValue
 from domain.model import SearchResult
-from domain.ports import ChunkIndex, ChunkRow, DocumentStore, NamespaceRegistry
+from domain.ports import ChunkIndex, ChunkRow, DocumentStore, IndexFigures, NamespaceRegistry
 from domain.profiles import SearchProfile
 from domain.usecases.chunks import chunk_id_of, like_to_regex
 from domain.usecases.search import Searcher, SearchRequest
@@ -46,13 +45,6 @@ NOTE_KIND = "note"
 DOCUMENT_KIND = "document"
 NOTE_FORMATS = frozenset({"md", "markdown", "txt"})
 DOCUMENT_FORMATS = frozenset({"pdf", "docx", "pptx", "xlsx", "html", "htm"})
-
-
-class IndexFigures(NamespaceRegistry, Protocol):
-    """Namespace ids plus the figures `projmem_status` reports that no other port offers."""
-
-    def llm_cache_entries(self) -> int: ...
-    def embedding_dimensions(self) -> int | None: ...
 
 
 @dataclass(frozen=True)

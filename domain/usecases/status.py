@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from domain.extraction import ExtractionReport
-from domain.model import CollectionStatus, IndexStatus
+from domain.indexing import CollectionStatus, IndexStatus
 from domain.ports import DocumentStore, VectorIndex
 
 if TYPE_CHECKING:

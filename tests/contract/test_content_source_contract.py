@@ -9,7 +9,8 @@ import pytest
 
 from adapters.fs.clock import SystemClock
 from adapters.fs.content_source import FileSystemSource
-from domain.model import Collection, SkippedFile, Unreadable
+from domain.indexing import SkippedFile, Unreadable
+from domain.model import Collection
 from tests.fakes import FakeContentSource, FixedClock
 
 FILES = {

@@ -16,7 +16,7 @@ import pytest
 from adapters.postgres.store import PostgresIndex
 from adapters.sqlite.stamps import STAMPS_TABLE, SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
-from domain.model import FileStamp
+from domain.indexing import FileStamp
 from domain.stamps import RecordedStamp
 from tests.fakes import InMemoryFileStamps
 from tests.postgres_server import drop_schema, fresh_schema_url

@@ -102,3 +102,73 @@ def test_a_search_imports_no_other_command(added: Qmd) -> None:
     modules = _imported(added, "search", "authentication")
     commands = {m for m in modules if m.startswith("adapters.cli.commands.")}
     assert commands == {"adapters.cli.commands.search"}
+
+
+# What a cold `qmd search` imported before issue 35 and never uses: the use cases and storage
+# ports of other commands (projmem, chunk rows, extraction, file stamps, the copy's dump,
+# folder scanning, session transcripts) and the standard modules only they need.
+SEARCH_NEVER_IMPORTS = (
+    "domain.usecases.projmem",
+    "domain.usecases.chunks",
+    "domain.usecases.collections",
+    "domain.usecases.extraction",
+    "domain.usecases.status",
+    "domain.filters",
+    "domain.extraction",
+    "domain.paths",
+    "domain.stamps",
+    "adapters.sqlite.chunks",
+    "adapters.sqlite.extraction",
+    "adapters.sqlite.stamps",
+    "adapters.sqlite.memory",
+    "adapters.sqlite.metadata",
+    "adapters.sqlite.dump",
+    "adapters.sqlite.rank_ext",
+    "adapters.fs.claude_sessions",
+    "adapters.fs.content_source",
+    "yaml",
+    "hashlib",  # OpenSSL's load: the config's hash comes from the parse cache
+    "subprocess",
+    "tempfile",
+    "shutil",
+    "urllib.parse",
+    "ipaddress",
+    "pathlib",
+    "importlib.util",
+)
+# The project's own modules a search may import (58 when this was set, 100 in issue 24's
+# tree): each costs a cold start its load and its classes (a dataclass about 0.5 ms).
+SEARCH_OWN_MODULES = 62
+
+
+def test_a_search_imports_nothing_only_other_commands_need(added: Qmd) -> None:
+    added.ok("search", "authentication")  # index.yml parsed once, as by any earlier command
+    modules = _imported(added, "search", "authentication")
+    assert "adapters.sqlite.store" in modules  # the index was opened in this process
+    found = sorted(set(modules) & set(SEARCH_NEVER_IMPORTS))
+    assert found == [], found
+    own = [m for m in modules if m.split(".")[0] in ("adapters", "domain")]
+    assert len(own) <= SEARCH_OWN_MODULES, own
+
+
+def test_a_status_imports_no_port_or_module_it_does_not_use(added: Qmd) -> None:
+    added.ok("status")
+    modules = _imported(added, "status")
+    unused = (
+        "domain.usecases.projmem",
+        "domain.filters",
+        "adapters.sqlite.chunks",
+        "adapters.sqlite.stamps",
+        "adapters.sqlite.memory",
+        "adapters.sqlite.dump",
+        "adapters.fs.claude_sessions",
+        "adapters.fs.content_source",
+        "yaml",
+        "subprocess",
+        "tempfile",
+        "decimal",  # the sizes are rounded on the float's exact ratio
+        "logging",  # the idle unloader's: no model is loaded
+        "importlib.util",
+    )
+    found = sorted(set(modules) & set(unused))
+    assert found == [], found

@@ -252,6 +252,7 @@ def test_bench_cli_start_runs_for_ours_and_counts_the_search() -> None:
     out = done.stdout
     for label in ("search  ours", "status  ours", "modules imported", "SQL statements"):
         assert label in out, f"missing {label!r} in:\n{out}"
+    assert "1-minute load" in out and "ms (-X importtime" in out  # the load beside the figures
     assert "(target <= 10: PASS)" in out
     assert "MATCH" in out  # the statements listed include the search itself
 

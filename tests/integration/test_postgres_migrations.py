@@ -13,8 +13,8 @@ from adapters.postgres.schema import MIGRATIONS, SCHEMA_VERSION, current_version
 from adapters.postgres.store import PostgresIndex
 from adapters.postgres.url import split_schema
 from domain.extraction import ExtractionState
+from domain.indexing import FileStamp
 from domain.lexquery import parse_lex_query
-from domain.model import FileStamp
 from domain.ports import DocumentCut
 from domain.sections import split_sections
 from domain.stamps import RecordedStamp

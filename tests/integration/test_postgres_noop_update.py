@@ -8,7 +8,7 @@ import pytest
 
 from adapters.bootstrap import assemble
 from adapters.postgres.backend import open_backend
-from domain.model import FileStamp
+from domain.indexing import FileStamp
 from tests.fakes import FakeContentSource, FixedClock, InMemoryConfigRepository
 from tests.postgres_server import drop_schema, fresh_schema_url
 

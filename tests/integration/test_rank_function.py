@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.sqlite import rank_ext
-from adapters.sqlite.driver import Connection, connect
+from adapters.sqlite.driver import FTS5_RANK_FUNCTION, Connection, connect
 from adapters.sqlite.schema import ensure_schema
 from adapters.sqlite.store import SqliteIndex
 from domain.lexquery import parse_lex_query
@@ -111,7 +111,7 @@ def test_a_connection_loads_it_when_it_ranks_a_second_time(tmp_path: Path) -> No
             index.upsert_document("c", f"{n}.md", f"t{n}", f"h{n}", body, T0, T0)
         query = parse_lex_query("alpha")
         first = index.search_lex(query, 10, None)
-        assert index.connection.rank_function == rank_ext.FTS5_RANK_FUNCTION
+        assert index.connection.rank_function == FTS5_RANK_FUNCTION
         second = index.search_lex(query, 10, None)
         assert index.connection.rank_function == rank_ext.RANK_FUNCTION
         assert [(h.document.meta.path, h.bm25) for h in second] == [

@@ -4,12 +4,15 @@ module, and the embedding identity worked out without a model adapter (issue 24)
 from __future__ import annotations
 
 import importlib
+import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from adapters.cli.grammar import CommandTable, Parser
 from adapters.cli.parser import COMMAND_MODULES, COMMAND_NAMES, build_parser
+from adapters.config.yaml_config import _parsed_cache_file, config_hash, parse_config
 from adapters.locations import config_reader
 from adapters.models.factory import embedding_identity, models_from_config
 from adapters.models.idle import never_given_up
@@ -33,9 +36,21 @@ def test_the_full_parser_has_every_indexed_command_and_no_other() -> None:
     assert table.names() == COMMAND_NAMES
 
 
-def test_a_parser_for_one_command_holds_only_its_module() -> None:
+def test_a_parser_for_one_command_holds_only_that_command() -> None:
     _parser, table = build_parser("search")
-    assert table.names() == dict(COMMAND_MODULES)["search"]
+    assert table.names() == {"search"}
+    _parser, table = build_parser("deep-search")  # an alias builds its command
+    assert table.names() == {"query", "deep-search"}
+    parser, table = build_parser("collection")  # a group builds all of its sub-commands
+    assert table.names() == {"collection"}
+    assert parser.parse_args(["collection", "add", ".", "--name", "n"]).name == "n"
+
+
+def test_a_parser_for_one_command_parses_it_as_the_full_parser_does() -> None:
+    argv = ["search", "-n", "3", "--json", "-c", "a", "--min-score", "0.2", "rate", "limits"]
+    full, _table = build_parser()
+    alone, _table = build_parser("search")
+    assert vars(alone.parse_args(argv)) == vars(full.parse_args(argv))
 
 
 @pytest.mark.parametrize(
@@ -66,3 +81,30 @@ def test_the_config_reader_parses_each_file_once(tmp_path: Path) -> None:
     path.write_text("collections: {}\n", encoding="utf-8")  # a second parse would see this
     assert load(str(path)) is first
     assert "notes" in first.collections
+
+
+def test_a_cached_config_parse_knows_its_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a start whose index.yml was parsed before needs neither the YAML parser nor sha256
+    # (hashlib loads OpenSSL): the cache keeps the hash with the parse
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    text = "collections:\n  notes:\n    path: /notes\n    context:\n      /: Notes\n"
+    first = parse_config(text)
+    again = parse_config(text)
+    assert again == first and again.raw_hash is not None
+    assert config_hash(again) == config_hash(replace(again, raw_hash=None))
+    edited = again.with_global_context("changed")  # an edit forgets the hash of the file
+    assert config_hash(edited) != config_hash(again)
+
+
+def test_a_parse_cache_entry_of_another_text_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    mine = "collections:\n  mine:\n    path: /mine\n"
+    other = "collections:\n  other:\n    path: /other\n"
+    parse_config(other)
+    # the entry kept for `other` where `mine`'s would be, as a collision of the names would
+    os.replace(_parsed_cache_file(other), _parsed_cache_file(mine))
+    assert set(parse_config(mine).collections) == {"mine"}

@@ -5,7 +5,7 @@ still finds every change the stamp or the racy-window rule can reveal (domain/st
 from __future__ import annotations
 
 from adapters.bootstrap import App, assemble
-from domain.model import FileStamp
+from domain.indexing import FileStamp
 from domain.stamps import RACY_WINDOW_NS
 from tests.fakes import (
     FakeContentSource,

@@ -6,7 +6,7 @@ import codecs
 
 import pytest
 
-from domain.model import Unreadable
+from domain.indexing import Unreadable
 from domain.source_text import decode_document, display_path, name_problem
 
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
-    from domain.model import Collection, IndexStatus
+    from domain.indexing import IndexStatus
+    from domain.model import Collection
 
 # What each variable does when set; doctor lists the ones present.
 ENVIRONMENT_EFFECTS: Mapping[str, str] = {
