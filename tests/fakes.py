@@ -49,7 +49,7 @@ from domain.model import (
     VectorHit,
 )
 from domain.paths import scan_order_key
-from domain.ports import ChunkRow, CollectionCount, DocumentCut, UpsertOutcome
+from domain.ports import ChunkRow, CollectionCount, DocumentCut, DocumentWrite, UpsertOutcome
 from domain.sections import Section
 from domain.sessions import SessionRef, Transcript, TurnWindow
 from domain.stamps import RecordedStamp
@@ -219,6 +219,16 @@ class InMemoryStore:
             self._next_id += 1
         return UpsertOutcome("indexed")
 
+    def upsert_documents(
+        self, collection: str, documents: Sequence[DocumentWrite]
+    ) -> list[UpsertOutcome]:
+        return [
+            self.upsert_document(
+                collection, d.path, d.title, d.content_hash, d.body, d.created_at, d.modified_at
+            )
+            for d in documents
+        ]
+
     def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
         wanted = set(paths)
         changed = 0
@@ -379,6 +389,12 @@ class InMemoryStore:
         for row in self._active():
             if row.collection == collection and row.path == path:
                 self._metadata[row.id] = dict(metadata)
+
+    def put_metadata_many(
+        self, collection: str, entries: Sequence[tuple[str, Mapping[str, MetaValue]]]
+    ) -> None:
+        for path, metadata in entries:
+            self.put_metadata(collection, path, metadata)
 
     def active_metadata(
         self, collections: Sequence[str] | None, narrowing: Probe | None = None
