@@ -58,6 +58,7 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
     )
 
     _INSERTION_ORDER = "ord"
+    _temp_allowed: bool | None = None  # asked on the first batch
 
     def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._query(pyformat(statement), params)
@@ -123,9 +124,21 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
         lexemes folded once (adapters/postgres/batch.py, REQ-INDEX-BATCH-001)."""
         outcomes: list[UpsertOutcome] = []
         with self.transaction(), self._conn() as conn:
+            if not self._may_stage(conn):
+                return super().upsert_documents(collection, documents)
             for run in unique_runs(documents):
                 outcomes += upsert_batch(conn, collection, run)
         return outcomes
+
+    def _may_stage(self, conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
+        """Whether this role may create the batch's temporary table (every role may unless an
+        administrator revoked TEMP on the database): without it, batches go row by row."""
+        if self._temp_allowed is None:
+            row = conn.execute(
+                "SELECT has_database_privilege(current_database(), 'TEMP')"
+            ).fetchone()
+            self._temp_allowed = bool(row and row[0])
+        return self._temp_allowed
 
     def tidy_lexical_index(self, documents_written: int) -> None:
         """Fold the GIN index's pending list in after any run that wrote, and refresh the
