@@ -125,3 +125,16 @@ def test_a_batch_keeps_the_figures_writing_one_by_one_keeps() -> None:
     assert by_batch == by_rows
     assert [tuple(r) for r in by_batch[0]] == [tuple(r) for r in counted]
     assert by_batch[1] == [(150, sum(r[2] for r in by_batch[2]))]  # type: ignore[index]
+
+
+def test_a_role_without_temporary_tables_writes_its_batches_row_by_row() -> None:
+    """The batch's temporary table needs TEMP on the database; a role without it (as the
+    privilege check answers) gets the same rows and figures, written one by one."""
+    with _index() as staged, _index() as plain:
+        plain._temp_allowed = False  # what `has_database_privilege(..., 'TEMP')` answers then
+        outcomes = [
+            [o.kind for o in index.upsert_documents("c", _documents(40, 5))]
+            for index in (staged, plain)
+        ]
+        assert outcomes[0] == outcomes[1] == ["indexed"] * 40
+        assert _figures(staged) == _figures(plain)
