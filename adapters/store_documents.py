@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from domain.ports import UpsertOutcome
+from domain.ports import DocumentWrite, UpsertOutcome
 
 # an indexing run that wrote at least 1/TIDY_SHARE of the active documents reorganises the
 # lexical index (REQ-INDEX-FTS-TIDY-001, REQ-INDEX-FTS-TIDY-002)
@@ -111,6 +111,25 @@ class DocumentWrites:
                 ).fetchone()
             write_fts(int(row[0]))
             return UpsertOutcome("indexed")
+
+    def upsert_documents(
+        self, collection: str, documents: Sequence[DocumentWrite]
+    ) -> list[UpsertOutcome]:
+        """`upsert_document` of each in turn, in one transaction (SQLite: already fast
+        row by row; PostgreSQL writes the batch set-based, adapters/postgres/batch.py)."""
+        with self._writing():
+            return [
+                self.upsert_document(
+                    collection,
+                    d.path,
+                    d.title,
+                    d.content_hash,
+                    d.body,
+                    d.created_at,
+                    d.modified_at,
+                )
+                for d in documents
+            ]
 
     def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
         """Mark the active documents at `paths` inactive (their rows kept); how many were."""

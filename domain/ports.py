@@ -43,6 +43,19 @@ class UpsertOutcome:
 
 
 @dataclass(frozen=True)
+class DocumentWrite:
+    """One document for `DocumentStore.upsert_documents`: `upsert_document`'s arguments but
+    the collection."""
+
+    path: str
+    title: str
+    content_hash: str
+    body: str
+    created_at: str
+    modified_at: str
+
+
+@dataclass(frozen=True)
 class CollectionCount:
     """Active documents of one collection and its latest modification."""
 
@@ -83,6 +96,14 @@ class DocumentStore(Protocol):
         created_at: str,
         modified_at: str,
     ) -> UpsertOutcome: ...
+    def upsert_documents(
+        self, collection: str, documents: Sequence[DocumentWrite]
+    ) -> list[UpsertOutcome]:
+        """`upsert_document` of each in turn, in one transaction: the same outcomes, in
+        order, and the same index. A backend may write the batch together (PostgreSQL: one
+        COPY and a few set-based statements, REQ-INDEX-BATCH-001)."""
+        ...
+
     def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int: ...
     def delete_orphan_content(self) -> int: ...
     def tidy_lexical_index(self, documents_written: int) -> None:
@@ -204,6 +225,12 @@ class MetadataIndex(Protocol):
 
     def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
         """Replace the metadata of the active document at (collection, path), if any."""
+        ...
+
+    def put_metadata_many(
+        self, collection: str, entries: Sequence[tuple[str, Mapping[str, MetaValue]]]
+    ) -> None:
+        """`put_metadata` of each (path, metadata) in turn (PostgreSQL: one statement)."""
         ...
 
     def active_metadata(

@@ -39,7 +39,7 @@ from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 from domain.memory import MemoryRecord, Topic, parse_record, record_path, render_record
 from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
 from domain.paths import scan_order_key
-from domain.ports import ChunkRow, CollectionCount, DocumentCut, UpsertOutcome
+from domain.ports import ChunkRow, CollectionCount, DocumentCut, DocumentWrite, UpsertOutcome
 from domain.sections import Section
 from domain.sessions import SessionRef, Transcript, TurnWindow
 from domain.stamps import RecordedStamp
@@ -209,6 +209,16 @@ class InMemoryStore:
             self._next_id += 1
         return UpsertOutcome("indexed")
 
+    def upsert_documents(
+        self, collection: str, documents: Sequence[DocumentWrite]
+    ) -> list[UpsertOutcome]:
+        return [
+            self.upsert_document(
+                collection, d.path, d.title, d.content_hash, d.body, d.created_at, d.modified_at
+            )
+            for d in documents
+        ]
+
     def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
         wanted = set(paths)
         changed = 0
@@ -369,6 +379,12 @@ class InMemoryStore:
         for row in self._active():
             if row.collection == collection and row.path == path:
                 self._metadata[row.id] = dict(metadata)
+
+    def put_metadata_many(
+        self, collection: str, entries: Sequence[tuple[str, Mapping[str, MetaValue]]]
+    ) -> None:
+        for path, metadata in entries:
+            self.put_metadata(collection, path, metadata)
 
     def active_metadata(
         self, collections: Sequence[str] | None, narrowing: Probe | None = None

@@ -35,6 +35,7 @@ from domain.model import Collection, DocumentMeta, LexHit, VectorHit
 from domain.ports import (
     CollectionCount,
     DocumentStore,
+    DocumentWrite,
     LexicalIndex,
     MemoryRows,
     UpsertOutcome,
@@ -193,6 +194,11 @@ class RootScopedStore:
         return self._inner.upsert_document(
             collection, path, title, content_hash, body, created_at, modified_at
         )
+
+    def upsert_documents(
+        self, collection: str, documents: Sequence[DocumentWrite]
+    ) -> list[UpsertOutcome]:
+        return self._inner.upsert_documents(collection, documents)
 
     def deactivate_documents(self, collection: str, paths: Sequence[str]) -> int:
         return self._inner.deactivate_documents(collection, paths)

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from adapters.postgres.batch import unique_runs, upsert_batch
 from adapters.postgres.connection import PgConnections, pyformat
 from adapters.postgres.fts import fts_params, fts_row_sql
 from adapters.store_catalog import Catalog
@@ -22,7 +23,7 @@ from adapters.store_rows import meta_from_row as _meta
 from adapters.store_vectors import EMBEDDED_BY_MODEL, VECTOR_COUNT
 from domain.errors import CONFLICT, QmdError
 from domain.model import DocumentMeta
-from domain.ports import CollectionCount
+from domain.ports import CollectionCount, DocumentWrite, UpsertOutcome
 
 # SQLite's LIKE folds ASCII letters only; PostgreSQL's lower() would fold every script.
 _ASCII_LOWER = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
@@ -57,6 +58,7 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
     )
 
     _INSERTION_ORDER = "ord"
+    _temp_allowed: bool | None = None  # asked on the first batch
 
     def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._query(pyformat(statement), params)
@@ -114,6 +116,29 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
     def _writing(self) -> Iterator[Writing]:
         with self.transaction(), self._conn() as conn:
             yield Qmark(conn), lambda doc_id: self._write_fts(conn, doc_id)
+
+    def upsert_documents(
+        self, collection: str, documents: Sequence[DocumentWrite]
+    ) -> list[UpsertOutcome]:
+        """The batch written set-based: one COPY and a fixed number of statements, the
+        lexemes folded once (adapters/postgres/batch.py, REQ-INDEX-BATCH-001)."""
+        outcomes: list[UpsertOutcome] = []
+        with self.transaction(), self._conn() as conn:
+            if not self._may_stage(conn):
+                return super().upsert_documents(collection, documents)
+            for run in unique_runs(documents):
+                outcomes += upsert_batch(conn, collection, run)
+        return outcomes
+
+    def _may_stage(self, conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
+        """Whether this role may create the batch's temporary table (every role may unless an
+        administrator revoked TEMP on the database): without it, batches go row by row."""
+        if self._temp_allowed is None:
+            row = conn.execute(
+                "SELECT has_database_privilege(current_database(), 'TEMP')"
+            ).fetchone()
+            self._temp_allowed = bool(row and row[0])
+        return self._temp_allowed
 
     def tidy_lexical_index(self, documents_written: int) -> None:
         """Fold the GIN index's pending list in after any run that wrote, and refresh the

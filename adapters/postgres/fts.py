@@ -18,21 +18,31 @@ SEPARATOR_LEXEMES = f"ARRAY['{COLUMN_SEPARATOR}', 'qmdcolumnsepar']"
 TOKEN_COUNT = "(SELECT COALESCE(SUM(cardinality(positions)), 0) FROM unnest(t))"
 
 
-def fts_row_sql() -> str:
-    """Parameters: id, folded path, folded title, folded body.
+def fts_vector_sql(path: str, title: str, body: str) -> str:
+    """The tsvector of a row from three SQL expressions of folded text (path, title, body).
 
     The three columns share one tsvector; a separator word ends the first two and is deleted
     afterwards, leaving a gap in the positions so that no phrase can match across columns
     (FTS5 keeps columns apart the same way)."""
     sep = f" {COLUMN_SEPARATOR}"
     return (
-        f"INSERT INTO documents_fts (id, tsv, len) SELECT %s, t, {TOKEN_COUNT} "
-        "FROM (SELECT ts_delete("
-        f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'C') || "
-        f"setweight(to_tsvector('{TS_CONFIG}', %s || '{sep}'), 'B') || "
-        f"setweight(to_tsvector('{TS_CONFIG}', %s), 'D'), {SEPARATOR_LEXEMES}) AS t) s "
-        "ON CONFLICT (id) DO UPDATE SET tsv = excluded.tsv, len = excluded.len"
+        "ts_delete("
+        f"setweight(to_tsvector('{TS_CONFIG}', {path} || '{sep}'), 'C') || "
+        f"setweight(to_tsvector('{TS_CONFIG}', {title} || '{sep}'), 'B') || "
+        f"setweight(to_tsvector('{TS_CONFIG}', {body}), 'D'), {SEPARATOR_LEXEMES})"
     )
+
+
+# the upsert of full-text rows from `SELECT id, t` (t: the tsvector), with BM25's row length
+FTS_UPSERT = (
+    f"INSERT INTO documents_fts (id, tsv, len) SELECT id, t, {TOKEN_COUNT} FROM ({{rows}}) s "
+    "ON CONFLICT (id) DO UPDATE SET tsv = excluded.tsv, len = excluded.len"
+)
+
+
+def fts_row_sql() -> str:
+    """Parameters: id, folded path, folded title, folded body."""
+    return FTS_UPSERT.format(rows=f"SELECT %s AS id, {fts_vector_sql('%s', '%s', '%s')} AS t")
 
 
 def fts_params(doc_id: int, collection: str, path: str, title: str, body: str) -> tuple[Any, ...]:

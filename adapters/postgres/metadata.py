@@ -48,6 +48,27 @@ class PgMetadata(PgConnections):
             (encoded, collection, path),
         )
 
+    def put_metadata_many(
+        self, collection: str, entries: Sequence[tuple[str, Mapping[str, MetaValue]]]
+    ) -> None:
+        """One statement for the lot (a batch of `upsert_documents`, REQ-INDEX-BATCH-001);
+        a path given twice keeps its last metadata, as `put_metadata` in turn would."""
+        last = {
+            path: json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
+            for path, metadata in entries
+        }
+        if not last:
+            return
+        self._execute(
+            "INSERT INTO py_document_metadata (doc_id, metadata) SELECT d.id, m.metadata "
+            "FROM unnest(%s::text[], %s::text[]) AS m(path, metadata) "
+            "JOIN documents d ON d.collection = %s AND d.path = m.path AND d.active = 1 "
+            "ORDER BY d.id "
+            "ON CONFLICT (doc_id) DO UPDATE SET metadata = excluded.metadata "
+            "WHERE py_document_metadata.metadata IS DISTINCT FROM excluded.metadata",
+            (list(last), list(last.values()), collection),
+        )
+
     def active_metadata(
         self, collections: Sequence[str] | None, narrowing: Probe | None = None
     ) -> list[tuple[int, dict[str, MetaValue]]]:

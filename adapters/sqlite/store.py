@@ -327,6 +327,13 @@ class SqliteIndex(Catalog, DocumentWrites):
 
         _metadata.put_metadata(self._conn, collection, path, metadata)
 
+    def put_metadata_many(
+        self, collection: str, entries: Sequence[tuple[str, Mapping[str, MetaValue]]]
+    ) -> None:
+        with self.transaction():
+            for path, metadata in entries:
+                self.put_metadata(collection, path, metadata)
+
     def active_metadata(
         self, collections: Sequence[str] | None, narrowing: Probe | None = None
     ) -> list[tuple[int, dict[str, MetaValue]]]:

@@ -18,6 +18,7 @@ from domain.ports import (
     ConfigRepository,
     ContentSource,
     DocumentStore,
+    DocumentWrite,
     FileStampIndex,
 )
 from domain.stamps import RecordedStamp, can_skip
@@ -50,6 +51,55 @@ def _check_name(name: str) -> None:
         or any(ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in name)
     ):
         raise QmdError(INVALID_ARGUMENT, f"Invalid collection name: {name!r}")
+
+
+# documents written together (REQ-INDEX-BATCH-001): as many, or as many characters of text,
+# whichever comes first (the texts are held until written)
+WRITE_BATCH_DOCUMENTS = 1000
+WRITE_BATCH_CHARS = 16_000_000
+
+
+class _WriteBatch:
+    """The documents of an indexing pass waiting to be written, `WRITE_BATCH_DOCUMENTS` at a
+    time through `upsert_documents`, each document's metadata recorded once its row exists."""
+
+    def __init__(
+        self,
+        store: DocumentStore,
+        metadata: MetadataRecorder | None,
+        collection: str,
+        counts: dict[str, int],
+    ) -> None:
+        self._store = store
+        self._metadata = metadata
+        self._collection = collection
+        self._counts = counts
+        self._writes: list[DocumentWrite] = []
+        self._sources: list[tuple[SourceFile, Mapping[str, Any]]] = []
+        self._chars = 0
+
+    def add(self, write: DocumentWrite, file: SourceFile, extra: Mapping[str, Any]) -> None:
+        self._writes.append(write)
+        self._sources.append((file, extra))
+        self._chars += len(write.body)
+        if len(self._writes) >= WRITE_BATCH_DOCUMENTS or self._chars >= WRITE_BATCH_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._writes:
+            return
+        outcomes = self._store.upsert_documents(self._collection, self._writes)
+        for outcome in outcomes:
+            self._counts[outcome.kind] = self._counts.get(outcome.kind, 0) + 1
+        if self._metadata is not None:
+            self._metadata.record_many(
+                self._collection,
+                [
+                    (file, write.body, extra or None)
+                    for write, (file, extra) in zip(self._writes, self._sources, strict=True)
+                ],
+            )
+        self._writes, self._sources, self._chars = [], [], 0
 
 
 class CollectionManager:
@@ -339,6 +389,7 @@ class CollectionManager:
         stamps = self.stamps if started is not None else None
         recorded = stamps.file_stamps(collection.name) if stamps is not None else {}
         fresh: dict[str, RecordedStamp] = {}
+        batch = _WriteBatch(self._store, self.metadata, collection.name, counts)
         for done, file in enumerate(files, start=1):
             if progress is not None:
                 progress(IndexProgress(collection.name, done, len(files), file.relative_path))
@@ -392,19 +443,19 @@ class CollectionManager:
             previous = known.get(file.relative_path)
             created = previous.created_at if previous else file.created_at
             title = title or extract_title(text, posixpath.basename(file.relative_path))
-            outcome = self._store.upsert_document(
-                collection.name, file.relative_path, title, digest, text, created, file.modified_at
+            given = extra_metadata.get(file.relative_path)
+            extra = {**extracted_metadata, **given} if given else extracted_metadata
+            batch.add(
+                DocumentWrite(file.relative_path, title, digest, text, created, file.modified_at),
+                file,
+                extra,
             )
-            counts[outcome.kind] = counts.get(outcome.kind, 0) + 1
             if stamps is not None and started is not None and file.stamp is not None:
                 reader = self._reader_of(file.relative_path)
                 fresh[file.relative_path] = RecordedStamp(
                     file.stamp, started, digest, title, reader
                 )
-            if self.metadata is not None:
-                given = extra_metadata.get(file.relative_path)
-                extra = {**extracted_metadata, **given} if given else extracted_metadata
-                self.metadata.record(collection.name, file, text, extra or None)
+        batch.flush()
         if self._extraction is not None:
             self._extraction.record(collection.name, states)
         gone = [path for path in known if path not in seen]

@@ -35,14 +35,38 @@ class MetadataRecorder:
     ) -> dict[str, MetaValue]:
         """Merge the file's facts, its front matter and any extra fields; store and return
         them. `extra` (given by the caller) adds to what the `extra` hook gives."""
+        metadata = self.fields(collection, file, text, extra)
+        self.index.put_metadata(collection, file.relative_path, metadata)
+        return metadata
+
+    def record_many(
+        self,
+        collection: str,
+        entries: Sequence[tuple[SourceFile, str, Mapping[str, Any] | None]],
+    ) -> None:
+        """`record` of each (file, text, extra), stored together (REQ-INDEX-BATCH-001)."""
+        self.index.put_metadata_many(
+            collection,
+            [
+                (file.relative_path, self.fields(collection, file, text, extra))
+                for file, text, extra in entries
+            ],
+        )
+
+    def fields(
+        self,
+        collection: str,
+        file: SourceFile,
+        text: str,
+        extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, MetaValue]:
+        """What `record` stores for the file."""
         fields: dict[str, Any] = {}
         if self.extra is not None:
             fields.update(self.extra(collection, file.relative_path) or {})
         fields.update(extra or {})
         front = self.front_matter.read(text) if self.front_matter is not None else {}
-        metadata = merge(file_facts(file.relative_path, file.size, file.modified_at), front, fields)
-        self.index.put_metadata(collection, file.relative_path, metadata)
-        return metadata
+        return merge(file_facts(file.relative_path, file.size, file.modified_at), front, fields)
 
 
 class MetadataService:

@@ -47,6 +47,28 @@ def test_metadata_follows_the_active_documents(store: StoreLike) -> None:
     assert dict(store.active_metadata(["renamed"])) == {b: {"author": "Ana"}}
 
 
+def test_metadata_stored_together_as_in_turn(store: StoreLike) -> None:
+    """REQ-INDEX-BATCH-001: `put_metadata_many` stores what `put_metadata` of each (path,
+    metadata) in turn stores: a path given twice keeps its last, a path without an active
+    document stores nothing, an unchanged value stays."""
+    a = add(store, "c", "a.md", "alpha")
+    b = add(store, "c", "b.md", "beta")
+    store.put_metadata("c", "b.md", {"size": 2})
+    store.put_metadata_many(
+        "c",
+        [
+            ("a.md", {"tags": ("x",)}),
+            ("nowhere.md", {"size": 1}),
+            ("b.md", {"size": 2}),
+            ("a.md", {"tags": ("y", "z"), "draft": True}),
+        ],
+    )
+    assert store.metadata_by_id([a, b]) == {a: {"tags": ("y", "z"), "draft": True}, b: {"size": 2}}
+    store.put_metadata_many("other", [("a.md", {"size": 9})])  # another collection's path
+    store.put_metadata_many("c", [])
+    assert store.metadata_by_id([a]) == {a: {"tags": ("y", "z"), "draft": True}}
+
+
 def test_lexical_within_selects_before_the_limit(store: StoreLike) -> None:
     ids = [add(store, "c", f"d{i:02d}.md", "common " * (30 - i) + f"word{i}") for i in range(30)]
     query = parse_lex_query("common")

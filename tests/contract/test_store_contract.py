@@ -1,4 +1,4 @@
-"""DocumentStore contract: InMemoryStore and SqliteIndex behave the same."""
+"""DocumentStore contract: InMemoryStore, SqliteIndex and PostgresIndex behave the same."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import hashlib
 import pytest
 
 from domain.errors import CONFLICT, NOT_FOUND, QmdError
+from domain.lexquery import parse_lex_query
 from domain.model import Collection
+from domain.ports import DocumentWrite
 from tests.contract.conftest import StoreLike
 
 T0 = "2025-01-01T00:00:00.000Z"
@@ -215,3 +217,80 @@ def test_cleanup_counts(store: StoreLike) -> None:
         "inactive_documents": 0,
         "orphaned_content": 0,
     }
+
+
+def _write(path: str, body: str, title: str = "T", when: str = T0) -> DocumentWrite:
+    return DocumentWrite(path, title, sha(body), body, T0, when)
+
+
+# two batches with every outcome: new rows, a body two documents share, then an unchanged
+# document, a new title, a new body, an inactive row coming back and a path written twice
+FIRST_BATCH = [
+    _write("a.md", "alpha apples and pears"),
+    _write("b.md", "bravo bananas"),
+    _write("c.md", "alpha apples and pears", "Shared"),
+    _write("d.md", "delta dates and apples"),
+]
+SECOND_BATCH = [
+    _write("a.md", "alpha apples and pears", when=T1),
+    _write("b.md", "bravo bananas", "Bravo", T1),
+    _write("c.md", "charlie cherries and apples", "C", T1),
+    _write("d.md", "delta dates again", "Back", T2),
+    _write("e.md", "echo elderberries"),
+    _write("a.md", "alpha apples, pears and plums", "A", T2),
+]
+
+
+def _written_row_by_row(store: StoreLike, collection: str, batch: list[DocumentWrite]) -> list[str]:
+    with store.transaction():
+        return [
+            store.upsert_document(
+                collection, d.path, d.title, d.content_hash, d.body, d.created_at, d.modified_at
+            ).kind
+            for d in batch
+        ]
+
+
+def _written_as_batch(store: StoreLike, collection: str, batch: list[DocumentWrite]) -> list[str]:
+    with store.transaction():
+        return [outcome.kind for outcome in store.upsert_documents(collection, batch)]
+
+
+def test_a_batch_is_written_as_row_by_row(store: StoreLike) -> None:
+    """REQ-INDEX-BATCH-001: `upsert_documents` gives the outcomes, rows, bodies and search
+    ranking that `upsert_document` of each document in turn gives."""
+    outcomes = {}
+    first_ids = {}
+    for collection, write in (("rows", _written_row_by_row), ("batch", _written_as_batch)):
+        first = write(store, collection, FIRST_BATCH)
+        first_ids[collection] = {d.path: d.id for d in store.documents(collection)}
+        store.deactivate_documents(collection, ["d.md"])
+        outcomes[collection] = first + write(store, collection, SECOND_BATCH)
+    assert (
+        outcomes["batch"]
+        == outcomes["rows"]
+        == [
+            *["indexed"] * 4,
+            *["unchanged", "updated", "updated", "indexed", "indexed", "updated"],
+        ]
+    )
+
+    def rows(collection: str) -> list[tuple[object, ...]]:
+        docs = store.documents(collection)
+        return [
+            (d.path, d.title, d.hash, d.created_at, d.modified_at, store.body(d.hash)) for d in docs
+        ]
+
+    assert rows("batch") == rows("rows") and len(rows("rows")) == 5
+    # (rows come in id order: the batch numbered its new rows in its order) the rows written
+    # again, the revived d.md included, keep their ids
+    for c in ("rows", "batch"):
+        ids = {d.path: d.id for d in store.documents(c)}
+        assert {p: ids[p] for p in first_ids[c]} == first_ids[c]
+    for text in ("apples", "alpha plums", "cherries", "dates", "bravo"):
+        query = parse_lex_query(text)
+        ranked = {
+            c: [(h.document.meta.path, round(h.bm25, 9)) for h in store.search_lex(query, 10, c)]
+            for c in ("rows", "batch")
+        }
+        assert ranked["batch"] == ranked["rows"] and ranked["rows"], text

@@ -54,7 +54,7 @@ def test_a_version_6_index_gets_lexeme_counts_that_follow_every_write() -> None:
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 14
+                assert current_version(conn) == SCHEMA_VERSION == 15
             kept, counted = _kept_and_counted(index)
             assert kept == counted and len(counted) > 5
             with index.transaction():  # an UPDATE (changed body) and INSERTs

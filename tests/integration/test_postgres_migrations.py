@@ -45,7 +45,7 @@ def test_a_version_1_index_is_migrated_on_open() -> None:
         index = PostgresIndex.open(url)
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 14
+                assert current_version(conn) == SCHEMA_VERSION == 15
             (doc,) = index.documents()
             index.put_metadata("c", "a.md", {"author": "Ana"})
             assert index.metadata_by_id([doc.id]) == {doc.id: {"author": "Ana"}}
@@ -129,7 +129,7 @@ def test_migration_10_keeps_every_tsvector_in_its_row_and_changes_no_figure() ->
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 14
+                assert current_version(conn) == SCHEMA_VERSION == 15
                 assert _toasted_rows(conn) == 0
             hits = index.search_lex(parse_lex_query("common w3x7"), 10, None)
             assert [h.document.meta.path for h in hits] == ["n3.md"]
@@ -163,7 +163,7 @@ def test_migration_11_gives_an_older_index_empty_file_stamps() -> None:
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 14
+                assert current_version(conn) == SCHEMA_VERSION == 15
             assert [d.path for d in index.documents()] == ["n1.md"]
             assert index.file_stamps("c") == {}
             stamp = RecordedStamp(FileStamp(5, 10, 11, 12), 9, "h1", "Note 1")
@@ -216,7 +216,7 @@ def test_migration_13_stems_every_row_again_with_porters_algorithm() -> None:
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 14
+                assert current_version(conn) == SCHEMA_VERSION == 15
                 kept = dict(
                     conn.execute(
                         "SELECT lexeme, documents FROM fts_lexemes WHERE documents > 0"
@@ -256,7 +256,7 @@ def test_migration_14_keeps_two_letter_words_as_fts5_does() -> None:
         index = PostgresIndex.open(url, env={})
         try:
             with index.connection() as conn:
-                assert current_version(conn) == SCHEMA_VERSION == 14
+                assert current_version(conn) == SCHEMA_VERSION == 15
                 assert conn.execute(
                     "SELECT COUNT(*) FROM documents_fts WHERE tsv @@ 'l'::tsquery"
                 ).fetchone() == (1,)

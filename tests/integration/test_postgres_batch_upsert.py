@@ -1,0 +1,140 @@
+"""A batch of documents on PostgreSQL (REQ-INDEX-BATCH-001): a fixed number of round trips
+whatever its size, and the full-text rows and BM25's kept figures (each lexeme's document
+frequency, the document count and total length) that writing its documents one by one
+leaves."""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+
+from adapters.postgres.store import PostgresIndex
+from domain.ports import DocumentWrite
+from tests.postgres_server import drop_schema, fresh_schema_url
+
+pytestmark = pytest.mark.postgres
+T0 = "2025-01-01T00:00:00.000Z"
+WORDS = [f"w{n}x" for n in range(60)] + ["running", "runs", "api", "rate-limit", "2.8.3"]
+
+
+def _documents(count: int, seed: int) -> list[DocumentWrite]:
+    rng = random.Random(seed)
+    out = []
+    for n in range(count):
+        body = " ".join(rng.choice(WORDS) for _ in range(30)) + f" unique{n}"
+        out.append(
+            DocumentWrite(
+                f"dir/n{n}.md", f"Note {n} {rng.choice(WORDS)}", f"h{seed}-{n}", body, T0, T0
+            )
+        )
+    return out
+
+
+@contextmanager
+def _index() -> Iterator[PostgresIndex]:
+    url, schema = fresh_schema_url()
+    index = PostgresIndex.open(url, env={})
+    try:
+        yield index
+    finally:
+        index.close()
+        drop_schema(schema)
+
+
+def _round_trips(index: PostgresIndex, documents: list[DocumentWrite]) -> int:
+    """The statements the batch sent, counted as libpq traces the protocol: every statement
+    (a COPY too) ends with the server's ReadyForQuery."""
+    with tempfile.TemporaryFile("w+") as trace, index.transaction(), index.connection() as conn:
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            index.upsert_documents("c", documents)
+        finally:
+            conn.pgconn.untrace()
+        trace.seek(0)
+        return sum("\tReadyForQuery\t" in line for line in trace if line.startswith("B\t"))
+
+
+def test_a_batch_costs_the_same_round_trips_whatever_its_size() -> None:
+    with _index() as small, _index() as large:
+        trips = _round_trips(small, _documents(6, 2)), _round_trips(large, _documents(300, 2))
+        # and again, over rows already indexed: a new title, a new body, unchanged ones
+        changed = [
+            DocumentWrite(
+                d.path,
+                d.title + ("!" if n % 3 == 0 else ""),
+                d.content_hash + ("x" if n % 3 == 1 else ""),
+                d.body,
+                T0,
+                T0,
+            )
+            for n, d in enumerate(_documents(300, 2))
+        ]
+        again = _round_trips(small, changed[:6]), _round_trips(large, changed)
+    assert trips[0] == trips[1] <= 12, trips
+    assert again[0] == again[1] <= 12, again
+
+
+def _figures(index: PostgresIndex) -> tuple[object, ...]:
+    with index.connection() as conn:
+        lexemes = conn.execute(
+            "SELECT lexeme, documents FROM fts_lexemes WHERE documents <> 0 ORDER BY lexeme"
+        ).fetchall()
+        stats = conn.execute("SELECT documents, total_len FROM fts_stats").fetchall()
+        rows = conn.execute(
+            "SELECT d.path, f.tsv::text, f.len FROM documents_fts f"
+            " JOIN documents d ON d.id = f.id ORDER BY d.path"
+        ).fetchall()
+    return lexemes, stats, rows
+
+
+def test_a_batch_keeps_the_figures_writing_one_by_one_keeps() -> None:
+    first = _documents(120, 3)
+    second = [
+        DocumentWrite(
+            d.path,
+            d.title + " again",
+            d.content_hash + ("y" if n % 2 else ""),
+            d.body + (" added words" if n % 2 else ""),
+            T0,
+            T0,
+        )
+        for n, d in enumerate(_documents(120, 3)[::3])
+    ] + _documents(150, 4)[120:]
+    with _index() as rows, _index() as batch:
+        for part in (first, second):
+            with rows.transaction():
+                for d in part:
+                    rows.upsert_document(
+                        "c", d.path, d.title, d.content_hash, d.body, d.created_at, d.modified_at
+                    )
+            with batch.transaction():
+                batch.upsert_documents("c", part)
+        by_rows, by_batch = _figures(rows), _figures(batch)
+        # and the kept frequencies are the counted ones
+        with batch.connection() as conn:
+            counted = conn.execute(
+                "SELECT lexeme, COUNT(*) FROM documents_fts, unnest(tsvector_to_array(tsv))"
+                " AS lexeme GROUP BY lexeme ORDER BY lexeme"
+            ).fetchall()
+    assert by_batch == by_rows
+    assert [tuple(r) for r in by_batch[0]] == [tuple(r) for r in counted]
+    assert by_batch[1] == [(150, sum(r[2] for r in by_batch[2]))]  # type: ignore[index]
+
+
+def test_a_role_without_temporary_tables_writes_its_batches_row_by_row() -> None:
+    """The batch's temporary table needs TEMP on the database; a role without it (as the
+    privilege check answers) gets the same rows and figures, written one by one."""
+    with _index() as staged, _index() as plain:
+        plain._temp_allowed = False  # what `has_database_privilege(..., 'TEMP')` answers then
+        outcomes = [
+            [o.kind for o in index.upsert_documents("c", _documents(40, 5))]
+            for index in (staged, plain)
+        ]
+        assert outcomes[0] == outcomes[1] == ["indexed"] * 40
+        assert _figures(staged) == _figures(plain)
