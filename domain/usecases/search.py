@@ -18,6 +18,7 @@ from domain.expansions import distinct_expansions
 from domain.lexfill import FilledHits, merge_filled
 from domain.lexquery import LexQuery, cjk_fallback_query, parse_lex_query
 from domain.model import (
+    Collection,
     Document,
     LexHit,
     ListContribution,
@@ -153,13 +154,17 @@ def _key(document: Document) -> DocKey:
 
 
 class _Contexts:
-    """Context lookups memoised for one search call (a result page shares a few collections)."""
+    """Context lookups memoised for one search call (a result page shares a few collections).
+    `catalog`: the collections this request has read already; their contexts are not read
+    again."""
 
-    def __init__(self, store: DocumentStore) -> None:
+    def __init__(self, store: DocumentStore, catalog: Sequence[Collection] | None = None) -> None:
         self._store = store
         self._global: str | None = None
         self._loaded_global = False
-        self._by_collection: dict[str, Mapping[str, str]] = {}
+        self._by_collection: dict[str, Mapping[str, str]] = {
+            collection.name: collection.contexts for collection in catalog or ()
+        }
 
     def __call__(self, document: Document) -> str | None:
         if not self._loaded_global:
@@ -189,6 +194,9 @@ class SearchRequest:
     # domain/usecases/metadata.py), applied inside every index query before its limit
     # (REQ-FILTER-003); None: every document
     within: frozenset[int] | None = None
+    # the collections as this request read them (`Searcher.catalog`), so that result contexts
+    # come from them instead of one more read each; None: read when needed
+    catalog: Sequence[Collection] | None = field(default=None, compare=False)
     # where the stages and the skipped ones are reported (domain/usecases/trace.py)
     trace: SearchTrace | None = field(default=None, compare=False)
 
@@ -263,6 +271,12 @@ def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], st
                 f"{where}: Negation (-term) is not supported in vec/hyde queries. "
                 "Use lex for exclusions.",
             )
+
+
+def default_names(collections: Sequence[Collection]) -> list[str]:
+    """The names of the collections included by default; every one when none is."""
+    included = [c.name for c in collections if c.include_by_default]
+    return included or [c.name for c in collections]
 
 
 class _WithinLexical:
@@ -430,9 +444,11 @@ class Searcher:
 
     def default_collections(self) -> list[str]:
         """Collections included by default; every collection when none is."""
-        collections = self._store.list_collections()
-        included = [c.name for c in collections if c.include_by_default]
-        return included or [c.name for c in collections]
+        return default_names(self._store.list_collections())
+
+    def catalog(self) -> list[Collection]:
+        """Every collection, read once for a request (see `SearchRequest.catalog`)."""
+        return self._store.list_collections()
 
     def has_vector_index(self) -> bool:
         return self._vectors.has_vector_index()
@@ -581,7 +597,7 @@ class Searcher:
         if scoped is not None:
             return scoped.lex_search(query, request)
         hits = self._lex_by_rule(query, request.limit, request.collections)
-        contexts = _Contexts(self._store)
+        contexts = _Contexts(self._store, request.catalog)
         snippet = _Snippet(query, chars=request.snippet_chars)
         return [
             self._result(contexts, hit, hit.score, snippet)
@@ -617,7 +633,7 @@ class Searcher:
         with traced(request.trace, SEARCHING):
             legs = [self._vec_merged(v, request.limit, request.collections) for v in vectors]
         merged = _merge_best(legs, request.limit)
-        contexts = _Contexts(self._store)
+        contexts = _Contexts(self._store, request.catalog)
         snippet = _Snippet(query, chars=request.snippet_chars)
         return [
             self._result(contexts, c, c.score, snippet)
@@ -825,7 +841,7 @@ class Searcher:
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])
         traces = ranked.contributions() if request.explain else {}
         results: list[SearchResult] = []
-        contexts = _Contexts(self._store)
+        contexts = _Contexts(self._store, request.catalog)
         snippet = _Snippet(primary, intent)
         for index in order:
             candidate, chunk = candidates[index]
