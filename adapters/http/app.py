@@ -6,7 +6,7 @@ original) and, when a bearer token is configured, the token check (401). Then:
 `GET /health`, `POST /query` and `POST /search` (REST), `/mcp` (Streamable HTTP in both
 eras, `adapters/http/exchange.py`), `GET /sse` + `POST /messages` (the 2024-11-05 HTTP+SSE
 transport, `adapters/http/legacy_sse.py`), and 404 `Not Found` for anything else. The work runs in
-worker threads (`adapters/http/workers.py`) under a per-request time limit; a client that goes
+worker threads (`adapters/mcp/workers.py`) under a per-request time limit; a client that goes
 away cancels its request. Which lane a tool call takes, its time limit and whether its answer
 is streamed come from the facts its surface declares (`SurfaceFacts`), never from a name.
 """
