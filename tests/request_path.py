@@ -36,6 +36,7 @@ class RequestCost:
     files: tuple[str, ...]  # project files (repo-relative) whose code ran
     statements: tuple[str, ...]  # SQL the request executed
     reply: dict[str, Any]
+    calls: dict[str, int]  # "file:function" -> how often the request called it
 
 
 def _qmd_env(root: Path, trace: Path) -> dict[str, str]:
@@ -104,13 +105,17 @@ class _FilesRun:
     def __init__(self) -> None:
         self.on = False
         self.files: set[str] = set()
+        self.calls: dict[str, int] = {}
         self._prefixes = tuple(str(REPO / part) + os.sep for part in _OWN)
 
     def __call__(self, frame: FrameType, event: str, _arg: object) -> None:
         if self.on and event == "call":
             name = frame.f_code.co_filename
             if name.startswith(self._prefixes):
-                self.files.add(os.path.relpath(name, REPO))
+                where = os.path.relpath(name, REPO)
+                self.files.add(where)
+                key = f"{where}:{frame.f_code.co_name}"
+                self.calls[key] = self.calls.get(key, 0) + 1
 
 
 @contextmanager
@@ -162,7 +167,9 @@ def measure(query: str = "authentication", surface: str = "spec") -> RequestCost
         finally:
             http_app.pools.shutdown()
             app.close()
-        return RequestCost(tuple(sorted(profile.files)), tuple(statements), reply)
+        return RequestCost(
+            tuple(sorted(profile.files)), tuple(statements), reply, dict(profile.calls)
+        )
 
 
 def main() -> int:

@@ -477,7 +477,7 @@ class Searcher:
         return _merge_best([self._lex_query_leg(query, limit, c) for c in collections], limit)
 
     def _lex_by_rule(
-        self, text: str, limit: int, collections: Sequence[str] | None
+        self, text: str | LexQuery, limit: int, collections: Sequence[str] | None
     ) -> list[Candidate]:
         """The profile's lexical rule: every term must match, or any-term matches fill up."""
         if self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:
@@ -485,7 +485,7 @@ class Searcher:
         return self._lex_merged(text, limit, collections)
 
     def _lex_relaxed(
-        self, text: str, limit: int, collections: Sequence[str] | None
+        self, text: str | LexQuery, limit: int, collections: Sequence[str] | None
     ) -> list[Candidate]:
         """All-term matches first, then any-term matches to fill the limit (spec surface).
 
@@ -496,11 +496,11 @@ class Searcher:
         return (strict + _below(loose, strict))[:limit]
 
     def _lex_split(
-        self, text: str, limit: int, collections: Sequence[str] | None
+        self, text: str | LexQuery, limit: int, collections: Sequence[str] | None
     ) -> tuple[list[Candidate], list[Candidate]]:
         """(all-term matches, any-term matches that fill up to `limit`; these are marked
         `partial`)."""
-        query = parse_lex_query(text)
+        query = parse_lex_query(text) if isinstance(text, str) else text
         if len(query.positives) < 2 or not query.is_searchable:
             whole = self._lex_merged(query, limit, collections)
             return self._with_cjk_fallback(query, whole, [], limit, collections)
@@ -592,11 +592,11 @@ class Searcher:
 
     def lex_search(self, query: str, request: SearchRequest) -> list[SearchResult]:
         """BM25 search under the profile's lexical rule; scores are |bm25| / (1 + |bm25|)."""
-        check_query(query)
+        parsed = check_query(query)
         scoped = self._scoped(request)
         if scoped is not None:
             return scoped.lex_search(query, request)
-        hits = self._lex_by_rule(query, request.limit, request.collections)
+        hits = self._lex_by_rule(parsed, request.limit, request.collections)
         contexts = _Contexts(self._store, request.catalog)
         snippet = _Snippet(query, chars=request.snippet_chars)
         return [
@@ -692,7 +692,7 @@ class Searcher:
         no rerank), and a model that cannot be loaded skips its stage instead of failing the
         call; under the original's profile such a model failure is the answer.
         """
-        check_query(query)
+        parsed = check_query(query)
         if request.intent:
             check_query(request.intent, "intent")
         scoped = self._scoped(request)
@@ -704,7 +704,7 @@ class Searcher:
         trace = request.trace
         with traced(trace, SEARCHING), stepped(trace, "bm25_search"):
             if fill is not None and self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:
-                strict, loose = self._lex_split(query, LEG_LIMIT, collections)
+                strict, loose = self._lex_split(parsed, LEG_LIMIT, collections)
                 probe = strict + _below(loose, strict)
                 origin = _ListOrigin("fts", "original", query)
                 if fill.merged:
@@ -715,7 +715,7 @@ class Searcher:
                     )
                     ranked.add_shifted(loose, fill.weight, fill.rank_offset, origin)
             else:
-                probe = self._lex_by_rule(query, LEG_LIMIT, collections)
+                probe = self._lex_by_rule(parsed, LEG_LIMIT, collections)
                 ranked.add(probe, 2.0, "fts", "original", query)
         tallied(trace, "bm25_search", 1, len(probe))
         if self.profile.bm25_only_without_vectors and not self._vectors.has_vector_index():

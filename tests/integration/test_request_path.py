@@ -39,5 +39,10 @@ def test_the_collections_are_read_once_per_request(cost: RequestCost) -> None:
     assert len(reads) == 1, cost.statements
 
 
+def test_the_query_is_parsed_once(cost: RequestCost) -> None:
+    # checked and searched with the one parse (the bounds check returns it)
+    assert cost.calls.get("domain/lexquery.py:parse_lex_query") == 1, cost.calls
+
+
 def test_one_warm_search_runs_in_at_most_the_files_budget(cost: RequestCost) -> None:
     assert len(cost.files) <= FILES_BUDGET, cost.files
