@@ -36,7 +36,7 @@ class RequestCost:
     files: tuple[str, ...]  # project files (repo-relative) whose code ran
     statements: tuple[str, ...]  # SQL the request executed
     reply: dict[str, Any]
-    calls: dict[str, int]  # "file:function" -> how often the request called it
+    calls: dict[str, int]  # "file:qualified function name" -> how often the request called it
 
 
 def _qmd_env(root: Path, trace: Path) -> dict[str, str]:
@@ -114,7 +114,7 @@ class _FilesRun:
             if name.startswith(self._prefixes):
                 where = os.path.relpath(name, REPO)
                 self.files.add(where)
-                key = f"{where}:{frame.f_code.co_name}"
+                key = f"{where}:{frame.f_code.co_qualname}"
                 self.calls[key] = self.calls.get(key, 0) + 1
 
 
@@ -129,8 +129,13 @@ def _profiled(profile: _FilesRun) -> Iterator[None]:
         threading.setprofile(None)  # type: ignore[arg-type]
 
 
-def measure(query: str = "authentication", surface: str = "spec") -> RequestCost:
-    """Index the handbook, serve it, make one warm-up search and measure the second."""
+def measure(
+    query: str = "authentication",
+    surface: str = "spec",
+    metadata_filter: dict[str, Any] | None = None,
+) -> RequestCost:
+    """Index the handbook, serve it, make one warm-up search and measure the second
+    (`metadata_filter`: the search's `filter` argument, if any)."""
     from adapters.bootstrap import build_app
     from adapters.http.main import HttpOptions, build_http_app
     from adapters.mcp.registry import SurfaceContext
@@ -143,11 +148,14 @@ def measure(query: str = "authentication", surface: str = "spec") -> RequestCost
         app = build_app(env=env, with_models=False)
         options = HttpOptions(env=env, threads=1, model_threads=1)
         http_app = build_http_app(app, surface, SurfaceContext(version="0"), options)
+        arguments: dict[str, Any] = {"query": query, "limit": 5}
+        if metadata_filter is not None:
+            arguments["filter"] = metadata_filter
         call = {
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "search", "arguments": {"query": query, "limit": 5}},
+            "params": {"name": "search", "arguments": arguments},
         }
 
         profile = _FilesRun()

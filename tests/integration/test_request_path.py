@@ -44,5 +44,14 @@ def test_the_query_is_parsed_once(cost: RequestCost) -> None:
     assert cost.calls.get("domain/lexquery.py:parse_lex_query") == 1, cost.calls
 
 
+def test_a_filtered_search_builds_no_second_searcher() -> None:
+    # the filter's documents go down the search legs to the index (REQ-FILTER-003)
+    tags = {"key": "tags", "operator": "all", "value": ["fixture"]}
+    filtered = measure("frontmatter", metadata_filter=tags)
+    found = filtered.reply["result"]["structuredContent"]["results"]
+    assert [hit["file"] for hit in found] == ["handbook/notes/frontmatter.md"], found
+    assert "domain/usecases/search.py:Searcher.__init__" not in filtered.calls, filtered.calls
+
+
 def test_one_warm_search_runs_in_at_most_the_files_budget(cost: RequestCost) -> None:
     assert len(cost.files) <= FILES_BUDGET, cost.files
