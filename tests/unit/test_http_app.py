@@ -208,3 +208,18 @@ async def test_body_limit(gate: threading.Event) -> None:
 def test_the_worker_pools_have_one_home() -> None:
     # the HTTP transport imports them from adapters/mcp/workers.py; no re-export shim
     assert importlib.util.find_spec("adapters.http.workers") is None
+
+
+async def test_every_route_in_the_table_sits_behind_the_origin_guard(
+    gate: threading.Event,
+) -> None:
+    app = _app(gate, [])
+    assert set(app._routes) >= {"/health", "/query", "/search", "/mcp"}
+    hostile = [(b"origin", b"https://evil.example"), *ACCEPT]
+    for path in app._routes:
+        for method in ("GET", "POST"):
+            reply = await _request(app, method, path, _call("get"), hostile)
+            assert reply is not None and reply.status == 403, (method, path)
+    unknown = await _request(app, "GET", "/nowhere")
+    assert unknown is not None and unknown.status == 404
+    app.pools.shutdown()
