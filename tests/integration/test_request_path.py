@@ -10,7 +10,7 @@ import pytest
 from tests.request_path import RequestCost, measure
 
 SQL_BUDGET = 4
-FILES_BUDGET = 32
+FILES_BUDGET = 31
 
 
 @pytest.fixture(scope="module")
