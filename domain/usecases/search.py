@@ -448,7 +448,7 @@ class Searcher:
         query = parse_lex_query(text) if isinstance(text, str) else text
         if len(query.positives) < 2 or not query.is_searchable:
             whole = self._lex_merged(query, limit, collections, within=within)
-            return self._with_cjk_fallback(query, whole, [], limit, collections, within=within)
+            return self._with_cjk_fallback(query, (whole, []), limit, collections, within=within)
         scopes: list[str | None] = list(collections) if collections is not None else [None]
         parts: list[FilledHits] = []
         for scope in scopes:
@@ -459,8 +459,10 @@ class Searcher:
         every, fill = merge_filled(parts, limit)
         return self._with_cjk_fallback(
             query,
-            [Candidate(h.document, normalize_bm25(h.bm25)) for h in every],
-            [Candidate(h.document, normalize_bm25(h.bm25), partial=True) for h in fill],
+            (
+                [Candidate(h.document, normalize_bm25(h.bm25)) for h in every],
+                [Candidate(h.document, normalize_bm25(h.bm25), partial=True) for h in fill],
+            ),
             limit,
             collections,
             within=within,
@@ -469,8 +471,7 @@ class Searcher:
     def _with_cjk_fallback(
         self,
         query: LexQuery,
-        every: list[Candidate],
-        fill: list[Candidate],
+        hits: tuple[list[Candidate], list[Candidate]],
         limit: int,
         collections: Sequence[str] | None,
         *,
@@ -478,7 +479,9 @@ class Searcher:
     ) -> tuple[list[Candidate], list[Candidate]]:
         """The fill topped up by the words inside the query's CJK runs when the runs as a whole
         leave room (REQ-SPEC-SEARCH-007): documents matching any character pair of a run, not
-        already found, after the fill and scored below it, marked partial."""
+        already found, after the fill and scored below it, marked partial. `hits`: (all-term
+        matches, the fill)."""
+        every, fill = hits
         room = limit - len(every) - len(fill)
         fallback = cjk_fallback_query(query) if room > 0 and query.is_searchable else None
         if fallback is None:
