@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from domain.errors import INVALID_ARGUMENT, QmdError
-from domain.lexquery import parse_lex_query
+from domain.lexquery import LexQuery, parse_lex_query
 
 MAX_QUERY_CHARS: Final = 4000
 MAX_QUERY_TERMS: Final = 128
@@ -21,19 +21,22 @@ MAX_REFERENCE_CHARS: Final = 4096
 _WILDCARDS: Final = frozenset("*?[{(")
 
 
-def check_query(text: str, label: str = "query") -> None:
-    """A search text: at most MAX_QUERY_CHARS characters and MAX_QUERY_TERMS terms."""
+def check_query(text: str, label: str = "query") -> LexQuery:
+    """A search text: at most MAX_QUERY_CHARS characters and MAX_QUERY_TERMS terms. Returns
+    the text parsed as a lexical query, for the search to use rather than parse it again."""
     if len(text) > MAX_QUERY_CHARS:
         raise QmdError(
             INVALID_ARGUMENT,
             f"{label} is too long: {len(text)} characters (at most {MAX_QUERY_CHARS})",
         )
-    terms = sum(len(clause.terms) for clause in parse_lex_query(text).clauses)
+    parsed = parse_lex_query(text)
+    terms = sum(len(clause.terms) for clause in parsed.clauses)
     if terms > MAX_QUERY_TERMS:
         raise QmdError(
             INVALID_ARGUMENT,
             f"{label} has too many terms: {terms} (at most {MAX_QUERY_TERMS})",
         )
+    return parsed
 
 
 def check_pattern(pattern: str) -> None:

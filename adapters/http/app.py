@@ -6,7 +6,7 @@ original) and, when a bearer token is configured, the token check (401). Then:
 `GET /health`, `POST /query` and `POST /search` (REST), `/mcp` (Streamable HTTP in both
 eras, `adapters/http/exchange.py`), `GET /sse` + `POST /messages` (the 2024-11-05 HTTP+SSE
 transport, `adapters/http/legacy_sse.py`), and 404 `Not Found` for anything else. The work runs in
-worker threads (`adapters/http/workers.py`) under a per-request time limit; a client that goes
+worker threads (`adapters/mcp/workers.py`) under a per-request time limit; a client that goes
 away cancels its request. Which lane a tool call takes, its time limit and whether its answer
 is streamed come from the facts its surface declares (`SurfaceFacts`), never from a name.
 """
@@ -96,6 +96,23 @@ class ClientGoneError(Exception):
     """The client left (or was timed out, REQ-HTTP-LIMIT-003) before its body was whole."""
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One HTTP request as the routes see it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    receive: Receive
+    client: str = ""
+    send: Send | None = None
+    backend_target: tuple[str, str] | None = None
+    query: str = ""
+
+
+Route = Callable[[_Request], Awaitable[tuple[HttpReply | None, str]]]
+
+
 class QmdHttpApp:
     def __init__(
         self,
@@ -112,6 +129,7 @@ class QmdHttpApp:
         self.outgoing = outgoing
         self.facts = facts  # what the served surface declares of its tools
         self.legacy = legacy  # the 2024-11-05 HTTP+SSE transport (adapters/http/legacy_sse.py)
+        self._routes = self._route_table()
 
     def begin_shutdown(self, grace_s: float) -> None:
         """SIGTERM: open event streams end once their requests in flight have."""
@@ -172,52 +190,98 @@ class QmdHttpApp:
         backend_target: tuple[str, str] | None = None,
         query: str = "",
     ) -> tuple[HttpReply | None, str]:
-        refusal = self.settings.policy.refusal(headers.get("origin"), headers.get("host"))
-        if refusal is not None:
-            return transport_error(403, FORBIDDEN, f"Forbidden: {refusal}"), refusal
-        token = self.settings.token
-        if token and path != "/health" and not token_matches(headers.get("authorization"), token):
-            reply = transport_error(
-                401, UNAUTHORIZED, "Unauthorized: a valid bearer token is required"
-            )
-            return HttpReply(
-                reply.status, reply.body, reply.content_type, (("www-authenticate", "Bearer"),)
-            ), "unauthorized"
-        if path == "/health":
-            if method != "GET":
-                return NOT_FOUND, ""
-            uptime = math.floor(time.monotonic() - self.started)
-            body = b'{"status":"ok","uptime":' + str(uptime).encode() + b"}"
-            return HttpReply(200, body, "application/json"), ""
-        if backend_target is not None:
+        request = _Request(method, path, headers, receive, client, send, backend_target, query)
+        for guard in (self._origin_guard, self._token_guard):
+            refused = guard(request)
+            if refused is not None:
+                return refused
+        if backend_target is not None:  # seed 003's backend API: a path prefix, not one path
             return await self._backend(method, *backend_target, receive), ""
-        if path in ("/query", "/search"):
-            if method != "POST":
-                return NOT_FOUND, ""
-            return await self._rest(await self._body(headers, receive), receive)
-        if self.legacy is not None and path in LEGACY_PATHS and send is not None:
-            return await self._legacy(self.legacy, method, path, headers, receive, send, query)
-        if path == "/mcp":
-            body = await self._body(headers, receive) if method == "POST" else b""
-            plan = plan_mcp_request(method, headers, body)
-            if plan.reply is not None:
-                return plan.reply, plan.label or method
-            # who sent this POST: only they may answer the requests its stream carries
-            requester = (client, headers.get("authorization", ""))
-            if self.outgoing is not None and not plan.modern:
-                if all("method" not in m for m in plan.messages):
-                    for message in plan.messages:  # the client's answers to our requests
-                        if not self.outgoing.deliver(message, requester):
-                            log.info("dropped an answer no request of this client awaits")
-                    return HttpReply(202), "response"
-                if send is not None and self._waits_on_client(plan):
-                    return await self._mcp_streamed(plan, send, receive, requester), plan.label
-            answered = await self._mcp(plan, receive)
-            if answered is not None and len(answered.body) > self.settings.max_queued_bytes:
-                text = self._too_large_text(len(answered.body))
-                return _errors_for(plan, SERVER_ERROR, text, 200), plan.label
-            return answered, plan.label
-        return NOT_FOUND, ""
+        handler = self._routes.get(path)
+        if handler is None:
+            return NOT_FOUND, ""
+        return await handler(request)
+
+    def _route_table(self) -> dict[str, Route]:
+        """Path -> handler; every route sits behind the guards of `_route`."""
+        routes: dict[str, Route] = {
+            "/health": self._health,
+            "/query": self._rest_route,
+            "/search": self._rest_route,
+            "/mcp": self._mcp_route,
+        }
+        if self.legacy is not None:
+            routes.update(dict.fromkeys(LEGACY_PATHS, self._legacy_route))
+        return routes
+
+    def _origin_guard(self, request: _Request) -> tuple[HttpReply, str] | None:
+        headers = request.headers
+        refusal = self.settings.policy.refusal(headers.get("origin"), headers.get("host"))
+        if refusal is None:
+            return None
+        return transport_error(403, FORBIDDEN, f"Forbidden: {refusal}"), refusal
+
+    def _token_guard(self, request: _Request) -> tuple[HttpReply, str] | None:
+        token = self.settings.token
+        if not token or request.path == "/health":
+            return None
+        if token_matches(request.headers.get("authorization"), token):
+            return None
+        reply = transport_error(401, UNAUTHORIZED, "Unauthorized: a valid bearer token is required")
+        challenge = (("www-authenticate", "Bearer"),)
+        return HttpReply(reply.status, reply.body, reply.content_type, challenge), "unauthorized"
+
+    async def _health(self, request: _Request) -> tuple[HttpReply | None, str]:
+        if request.method != "GET":
+            return NOT_FOUND, ""
+        uptime = math.floor(time.monotonic() - self.started)
+        body = b'{"status":"ok","uptime":' + str(uptime).encode() + b"}"
+        return HttpReply(200, body, "application/json"), ""
+
+    async def _rest_route(self, request: _Request) -> tuple[HttpReply | None, str]:
+        if request.method != "POST":
+            return NOT_FOUND, ""
+        return await self._rest(await self._body(request.headers, request.receive), request.receive)
+
+    async def _legacy_route(self, request: _Request) -> tuple[HttpReply | None, str]:
+        if self.legacy is None or request.send is None:
+            return NOT_FOUND, ""
+        return await self._legacy(
+            self.legacy,
+            request.method,
+            request.path,
+            request.headers,
+            request.receive,
+            request.send,
+            request.query,
+        )
+
+    async def _mcp_route(self, request: _Request) -> tuple[HttpReply | None, str]:
+        method, headers, receive, send = (
+            request.method,
+            request.headers,
+            request.receive,
+            request.send,
+        )
+        body = await self._body(headers, receive) if method == "POST" else b""
+        plan = plan_mcp_request(method, headers, body)
+        if plan.reply is not None:
+            return plan.reply, plan.label or method
+        # who sent this POST: only they may answer the requests its stream carries
+        requester = (request.client, headers.get("authorization", ""))
+        if self.outgoing is not None and not plan.modern:
+            if all("method" not in m for m in plan.messages):
+                for message in plan.messages:  # the client's answers to our requests
+                    if not self.outgoing.deliver(message, requester):
+                        log.info("dropped an answer no request of this client awaits")
+                return HttpReply(202), "response"
+            if send is not None and self._waits_on_client(plan):
+                return await self._mcp_streamed(plan, send, receive, requester), plan.label
+        answered = await self._mcp(plan, receive)
+        if answered is not None and len(answered.body) > self.settings.max_queued_bytes:
+            text = self._too_large_text(len(answered.body))
+            return _errors_for(plan, SERVER_ERROR, text, 200), plan.label
+        return answered, plan.label
 
     def _too_large_text(self, size: int) -> str:
         return (

@@ -32,13 +32,13 @@ from domain.errors import (
     QmdError,
 )
 from domain.metadata import as_json
-from domain.model import DocumentMeta, SearchResult, SubQuery
+from domain.model import Collection, DocumentMeta, SearchResult, SubQuery
 from domain.paths import decode_uri_component, expand_reserved
 from domain.profiles import SEED_000
 from domain.scoring import js_round
 from domain.usecases.metadata import require as require_metadata
 from domain.usecases.retrieval import merge_get_arguments
-from domain.usecases.search import SearchRequest, primary_query
+from domain.usecases.search import SearchRequest, default_names, primary_query
 from domain.usecases.services import Services
 from domain.usecases.trace import SearchTrace
 
@@ -278,7 +278,11 @@ class SpecSurface(BaseSurface):
 
     # -- tools ----------------------------------------------------------------------------
 
-    def _search_args(self, args: dict[str, Any]) -> tuple[str, int, float, list[str]]:
+    def _search_args(
+        self, args: dict[str, Any]
+    ) -> tuple[str, int, float, list[str], list[Collection]]:
+        """The checked arguments, the collections to search and every collection as read once
+        for this request (the results' contexts come from it)."""
         query = args["query"].strip()
         if not query:
             raise QmdError(INVALID_ARGUMENT, "query must not be empty")
@@ -298,13 +302,15 @@ class SpecSurface(BaseSurface):
             named = [collection]
         # Under --force-root an outside collection is absent from the store, so it is
         # "not found" like one that does not exist.
+        catalog = self._searcher.catalog()
+        known = {c.name for c in catalog}
         for name in named:
-            if self._services.store.get_collection(name) is None:
+            if name not in known:
                 raise QmdError(NOT_FOUND, f"Collection not found: {name}")
-        collections = named or self._searcher.default_collections()
+        collections = named or default_names(catalog)
         # Searched up to the requested limit (within a horizon) so that a list the hard limit
         # cuts can say how many more there were; `_payload` applies the limit.
-        return query, min(limit, REMAINING_HORIZON), min_score, collections
+        return query, min(limit, REMAINING_HORIZON), min_score, collections, catalog
 
     def _payload(self, searched: list[SearchResult], query: str) -> dict[str, Any]:
         results = searched[: self._max_results]
@@ -349,13 +355,19 @@ class SpecSurface(BaseSurface):
         example={"query": "pagination"},
     )
     def _search(self, args: dict[str, Any]) -> dict[str, Any]:
-        query, limit, min_score, collections = self._search_args(args)
+        query, limit, min_score, collections, catalog = self._search_args(args)
         within = self._within(args, collections)
         if not collections:
             return self._payload([], query)
         results = self._searcher.lex_search(
             query,
-            SearchRequest(limit=limit, collections=collections, min_score=min_score, within=within),
+            SearchRequest(
+                limit=limit,
+                collections=collections,
+                min_score=min_score,
+                within=within,
+                catalog=catalog,
+            ),
         )
         return self._payload(results, query)
 
@@ -371,7 +383,7 @@ class SpecSurface(BaseSurface):
         example={"query": "pagination"},
     )
     def _vsearch(self, args: dict[str, Any]) -> dict[str, Any]:
-        query, limit, min_score, collections = self._search_args(args)
+        query, limit, min_score, collections, catalog = self._search_args(args)
         trace = SearchTrace()
         request = SearchRequest(
             limit=limit,
@@ -379,6 +391,7 @@ class SpecSurface(BaseSurface):
             min_score=min_score,
             trace=trace,
             within=self._within(args, collections),
+            catalog=catalog,
         )
         results = self._searcher.vector_search(query, request)
         return with_degradations(self._payload(results, query), trace)
@@ -409,7 +422,7 @@ class SpecSurface(BaseSurface):
                     "give query (a natural-language query) or searches (typed sub-queries)",
                 )
             args = {**args, "query": primary_query(typed)}
-        query, limit, min_score, collections = self._search_args(args)
+        query, limit, min_score, collections, catalog = self._search_args(args)
         within = self._within(args, collections)
         if not collections:
             return self._payload([], query)
@@ -426,6 +439,7 @@ class SpecSurface(BaseSurface):
             rerank=bool(args["rerank"]),
             trace=SearchTrace(),
             within=within,
+            catalog=catalog,
         )
         if typed:
             results = self._searcher.structured_query(

@@ -74,13 +74,15 @@ def ensure_metadata_table(conn: Connection) -> None:
     ensure_values_table(conn)
 
 
-def has_values_table(conn: Connection) -> bool:
+def _probe(conn: Connection, name: str) -> bool:
     return (
-        conn.scalar(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VALUES_TABLE,)
-        )
+        conn.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
         is not None
     )
+
+
+def has_values_table(conn: Connection) -> bool:
+    return _probe(conn, VALUES_TABLE)
 
 
 def ensure_values_table(conn: Connection) -> None:
@@ -99,12 +101,15 @@ def ensure_values_table(conn: Connection) -> None:
 
 
 def has_metadata_table(conn: Connection) -> bool:
-    return (
-        conn.scalar(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (METADATA_TABLE,)
-        )
-        is not None
-    )
+    """Answered from the connection's known schema once the table is seen: it is never
+    dropped, and every search asks (it used to cost one statement per request). An absent
+    table is probed each time: another process may create it."""
+    if METADATA_TABLE in conn.schema_names:
+        return True
+    found = _probe(conn, METADATA_TABLE)
+    if found:
+        conn.schema_names = conn.schema_names | {METADATA_TABLE}
+    return found
 
 
 def _decode(text: Any) -> dict[str, MetaValue]:

@@ -18,15 +18,14 @@ from domain.expansions import distinct_expansions
 from domain.lexfill import FilledHits, merge_filled
 from domain.lexquery import LexQuery, cjk_fallback_query, parse_lex_query
 from domain.model import (
+    Collection,
     Document,
-    LexHit,
     ListContribution,
     ListQueryType,
     ListSource,
     ScoreExplanation,
     SearchResult,
     SubQuery,
-    VectorHit,
 )
 from domain.ports import (
     DocumentStore,
@@ -153,13 +152,17 @@ def _key(document: Document) -> DocKey:
 
 
 class _Contexts:
-    """Context lookups memoised for one search call (a result page shares a few collections)."""
+    """Context lookups memoised for one search call (a result page shares a few collections).
+    `catalog`: the collections this request has read already; their contexts are not read
+    again."""
 
-    def __init__(self, store: DocumentStore) -> None:
+    def __init__(self, store: DocumentStore, catalog: Sequence[Collection] | None = None) -> None:
         self._store = store
         self._global: str | None = None
         self._loaded_global = False
-        self._by_collection: dict[str, Mapping[str, str]] = {}
+        self._by_collection: dict[str, Mapping[str, str]] = {
+            collection.name: collection.contexts for collection in catalog or ()
+        }
 
     def __call__(self, document: Document) -> str | None:
         if not self._loaded_global:
@@ -189,6 +192,9 @@ class SearchRequest:
     # domain/usecases/metadata.py), applied inside every index query before its limit
     # (REQ-FILTER-003); None: every document
     within: frozenset[int] | None = None
+    # the collections as this request read them (`Searcher.catalog`), so that result contexts
+    # come from them instead of one more read each; None: read when needed
+    catalog: Sequence[Collection] | None = field(default=None, compare=False)
     # where the stages and the skipped ones are reported (domain/usecases/trace.py)
     trace: SearchTrace | None = field(default=None, compare=False)
 
@@ -265,69 +271,10 @@ def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], st
             )
 
 
-class _WithinLexical:
-    """A lexical index whose every query is restricted to a set of documents."""
-
-    def __init__(self, inner: LexicalIndex, within: frozenset[int]) -> None:
-        self._inner = inner
-        self._within = within
-
-    def search_lex(
-        self,
-        query: LexQuery,
-        limit: int,
-        collection: str | None,
-        within: frozenset[int] | None = None,
-    ) -> list[LexHit]:
-        return self._inner.search_lex(query, limit, collection, self._within)
-
-    def search_lex_filled(
-        self,
-        query: LexQuery,
-        limit: int,
-        collection: str | None,
-        within: frozenset[int] | None = None,
-    ) -> FilledHits:
-        return self._inner.search_lex_filled(query, limit, collection, self._within)
-
-
-class _WithinVectors:
-    """A vector index whose every search is restricted to a set of documents."""
-
-    def __init__(self, inner: VectorIndex, within: frozenset[int]) -> None:
-        self._inner = inner
-        self._within = within
-
-    def has_vector_index(self) -> bool:
-        return self._inner.has_vector_index()
-
-    def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
-        return self._inner.pending_hashes(model, fingerprint)
-
-    def pending_count(self, model: str, fingerprint: str) -> int:
-        return self._inner.pending_count(model, fingerprint)
-
-    def store_chunk_vectors(
-        self,
-        content_hash: str,
-        chunks: Sequence[tuple[int, int, Sequence[float]]],
-        model: str,
-        fingerprint: str,
-        embedded_at: str,
-    ) -> None:
-        self._inner.store_chunk_vectors(content_hash, chunks, model, fingerprint, embedded_at)
-
-    def clear_vectors(self) -> None:
-        self._inner.clear_vectors()
-
-    def search_vectors(
-        self,
-        vector: Sequence[float],
-        limit: int,
-        collection: str | None,
-        within: frozenset[int] | None = None,
-    ) -> list[VectorHit]:
-        return self._inner.search_vectors(vector, limit, collection, self._within)
+def default_names(collections: Sequence[Collection]) -> list[str]:
+    """The names of the collections included by default; every one when none is."""
+    included = [c.name for c in collections if c.include_by_default]
+    return included or [c.name for c in collections]
 
 
 class Searcher:
@@ -354,20 +301,6 @@ class Searcher:
     def with_profile(self, profile: SearchProfile) -> Searcher:
         """The same indexes and models, searched the way `profile` says."""
         return Searcher(self._store, self._lexical, self._vectors, self._models, profile)
-
-    def _scoped(self, request: SearchRequest) -> Searcher | None:
-        """This searcher restricted to `request.within`, or None when it needs no restriction
-        (none asked, or this one is restricted already)."""
-        within = request.within
-        if within is None or isinstance(self._lexical, _WithinLexical):
-            return None
-        return Searcher(
-            self._store,
-            _WithinLexical(self._lexical, within),
-            _WithinVectors(self._vectors, within),
-            self._models,
-            self.profile,
-        )
 
     @property
     def _degrade(self) -> bool:
@@ -430,91 +363,125 @@ class Searcher:
 
     def default_collections(self) -> list[str]:
         """Collections included by default; every collection when none is."""
-        collections = self._store.list_collections()
-        included = [c.name for c in collections if c.include_by_default]
-        return included or [c.name for c in collections]
+        return default_names(self._store.list_collections())
+
+    def catalog(self) -> list[Collection]:
+        """Every collection, read once for a request (see `SearchRequest.catalog`)."""
+        return self._store.list_collections()
 
     def has_vector_index(self) -> bool:
         return self._vectors.has_vector_index()
 
     # -- legs ---------------------------------------------------------------------------------
 
-    def _lex_leg(self, text: str, limit: int, collection: str | None) -> list[Candidate]:
-        return self._lex_query_leg(parse_lex_query(text), limit, collection)
+    # Every leg takes the request's `within` (the documents a metadata filter admits, None:
+    # all) and hands it to the index, which applies it before its limit (REQ-FILTER-003).
+
+    def _lex_leg(
+        self, text: str, limit: int, collection: str | None, *, within: frozenset[int] | None
+    ) -> list[Candidate]:
+        return self._lex_query_leg(parse_lex_query(text), limit, collection, within=within)
 
     def _lex_query_leg(
-        self, query: LexQuery, limit: int, collection: str | None
+        self, query: LexQuery, limit: int, collection: str | None, *, within: frozenset[int] | None
     ) -> list[Candidate]:
         if not query.is_searchable:
             return []
         self._check()
-        hits = self._lexical.search_lex(query, limit, collection)
+        hits = self._lexical.search_lex(query, limit, collection, within)
         return [Candidate(h.document, normalize_bm25(h.bm25)) for h in hits]
 
     def _lex_merged(
-        self, text: str | LexQuery, limit: int, collections: Sequence[str] | None
+        self,
+        text: str | LexQuery,
+        limit: int,
+        collections: Sequence[str] | None,
+        *,
+        within: frozenset[int] | None,
     ) -> list[Candidate]:
         """One leg per collection, merged by best score per document (no starvation)."""
         query = parse_lex_query(text) if isinstance(text, str) else text
         if collections is None:
-            return self._lex_query_leg(query, limit, None)
-        return _merge_best([self._lex_query_leg(query, limit, c) for c in collections], limit)
+            return self._lex_query_leg(query, limit, None, within=within)
+        legs = [self._lex_query_leg(query, limit, c, within=within) for c in collections]
+        return _merge_best(legs, limit)
 
     def _lex_by_rule(
-        self, text: str, limit: int, collections: Sequence[str] | None
+        self,
+        text: str | LexQuery,
+        limit: int,
+        collections: Sequence[str] | None,
+        *,
+        within: frozenset[int] | None,
     ) -> list[Candidate]:
         """The profile's lexical rule: every term must match, or any-term matches fill up."""
         if self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:
-            return self._lex_relaxed(text, limit, collections)
-        return self._lex_merged(text, limit, collections)
+            return self._lex_relaxed(text, limit, collections, within=within)
+        return self._lex_merged(text, limit, collections, within=within)
 
     def _lex_relaxed(
-        self, text: str, limit: int, collections: Sequence[str] | None
+        self,
+        text: str | LexQuery,
+        limit: int,
+        collections: Sequence[str] | None,
+        *,
+        within: frozenset[int] | None,
     ) -> list[Candidate]:
         """All-term matches first, then any-term matches to fill the limit (spec surface).
 
         The original ANDs every term, which leaves natural-language questions with no hits;
         see docs/decisions/0007-multi-term-lexical-ranking.md for the measured choice.
         """
-        strict, loose = self._lex_split(text, limit, collections)
+        strict, loose = self._lex_split(text, limit, collections, within=within)
         return (strict + _below(loose, strict))[:limit]
 
     def _lex_split(
-        self, text: str, limit: int, collections: Sequence[str] | None
+        self,
+        text: str | LexQuery,
+        limit: int,
+        collections: Sequence[str] | None,
+        *,
+        within: frozenset[int] | None,
     ) -> tuple[list[Candidate], list[Candidate]]:
         """(all-term matches, any-term matches that fill up to `limit`; these are marked
         `partial`)."""
-        query = parse_lex_query(text)
+        query = parse_lex_query(text) if isinstance(text, str) else text
         if len(query.positives) < 2 or not query.is_searchable:
-            whole = self._lex_merged(query, limit, collections)
-            return self._with_cjk_fallback(query, whole, [], limit, collections)
+            whole = self._lex_merged(query, limit, collections, within=within)
+            return self._with_cjk_fallback(query, (whole, []), limit, collections, within=within)
         scopes: list[str | None] = list(collections) if collections is not None else [None]
         parts: list[FilledHits] = []
         for scope in scopes:
             self._check()
             # one call per scope: an index may share work between the two rules (PostgreSQL
             # reads the corpus figures once)
-            parts.append(self._lexical.search_lex_filled(query, limit, scope))
+            parts.append(self._lexical.search_lex_filled(query, limit, scope, within))
         every, fill = merge_filled(parts, limit)
         return self._with_cjk_fallback(
             query,
-            [Candidate(h.document, normalize_bm25(h.bm25)) for h in every],
-            [Candidate(h.document, normalize_bm25(h.bm25), partial=True) for h in fill],
+            (
+                [Candidate(h.document, normalize_bm25(h.bm25)) for h in every],
+                [Candidate(h.document, normalize_bm25(h.bm25), partial=True) for h in fill],
+            ),
             limit,
             collections,
+            within=within,
         )
 
     def _with_cjk_fallback(
         self,
         query: LexQuery,
-        every: list[Candidate],
-        fill: list[Candidate],
+        hits: tuple[list[Candidate], list[Candidate]],
         limit: int,
         collections: Sequence[str] | None,
+        *,
+        within: frozenset[int] | None,
     ) -> tuple[list[Candidate], list[Candidate]]:
         """The fill topped up by the words inside the query's CJK runs when the runs as a whole
         leave room (REQ-SPEC-SEARCH-007): documents matching any character pair of a run, not
-        already found, after the fill and scored below it, marked partial."""
+        already found, after the fill and scored below it, marked partial. `hits`: (all-term
+        matches, the fill)."""
+        every, fill = hits
         room = limit - len(every) - len(fill)
         fallback = cjk_fallback_query(query) if room > 0 and query.is_searchable else None
         if fallback is None:
@@ -522,24 +489,35 @@ class Searcher:
         found = {_key(c.document) for c in (*every, *fill)}
         extra = [
             Candidate(c.document, c.score, c.chunk_pos, c.source, partial=True)
-            for c in self._lex_merged(fallback, limit + len(found), collections)
+            for c in self._lex_merged(fallback, limit + len(found), collections, within=within)
             if _key(c.document) not in found
         ][:room]
         return every, fill + _below(extra, every + fill)
 
     def _vec_leg(
-        self, vector: Sequence[float], limit: int, collection: str | None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        collection: str | None,
+        *,
+        within: frozenset[int] | None,
     ) -> list[Candidate]:
         self._check()
-        hits = self._vectors.search_vectors(vector, limit, collection)
+        hits = self._vectors.search_vectors(vector, limit, collection, within)
         return [Candidate(h.document, 1.0 - h.distance, h.chunk_pos, "vec") for h in hits]
 
     def _vec_merged(
-        self, vector: Sequence[float], limit: int, collections: Sequence[str] | None
+        self,
+        vector: Sequence[float],
+        limit: int,
+        collections: Sequence[str] | None,
+        *,
+        within: frozenset[int] | None,
     ) -> list[Candidate]:
         if collections is None:
-            return self._vec_leg(vector, limit, None)
-        return _merge_best([self._vec_leg(vector, limit, c) for c in collections], limit)
+            return self._vec_leg(vector, limit, None, within=within)
+        legs = [self._vec_leg(vector, limit, c, within=within) for c in collections]
+        return _merge_best(legs, limit)
 
     def _require_embedder(self) -> Embedder:
         if self._embedder is None:
@@ -576,12 +554,9 @@ class Searcher:
 
     def lex_search(self, query: str, request: SearchRequest) -> list[SearchResult]:
         """BM25 search under the profile's lexical rule; scores are |bm25| / (1 + |bm25|)."""
-        check_query(query)
-        scoped = self._scoped(request)
-        if scoped is not None:
-            return scoped.lex_search(query, request)
-        hits = self._lex_by_rule(query, request.limit, request.collections)
-        contexts = _Contexts(self._store)
+        parsed = check_query(query)
+        hits = self._lex_by_rule(parsed, request.limit, request.collections, within=request.within)
+        contexts = _Contexts(self._store, request.catalog)
         snippet = _Snippet(query, chars=request.snippet_chars)
         return [
             self._result(contexts, hit, hit.score, snippet)
@@ -598,9 +573,6 @@ class Searcher:
         check_query(query)
         if not self._vectors.has_vector_index():
             raise QmdError(UNAVAILABLE, VECTOR_INDEX_MISSING)
-        scoped = self._scoped(request)
-        if scoped is not None:
-            return scoped.vector_search(query, request)
         embedder = self._require_embedder()
         texts = [query]
         expander = self._expander
@@ -615,9 +587,12 @@ class Searcher:
         with traced(request.trace, EMBEDDING):
             vectors = embedder.embed_queries(texts)
         with traced(request.trace, SEARCHING):
-            legs = [self._vec_merged(v, request.limit, request.collections) for v in vectors]
+            legs = [
+                self._vec_merged(v, request.limit, request.collections, within=request.within)
+                for v in vectors
+            ]
         merged = _merge_best(legs, request.limit)
-        contexts = _Contexts(self._store)
+        contexts = _Contexts(self._store, request.catalog)
         snippet = _Snippet(query, chars=request.snippet_chars)
         return [
             self._result(contexts, c, c.score, snippet)
@@ -641,16 +616,17 @@ class Searcher:
         validate_sub_queries(searches, label)
         if request.intent:
             check_query(request.intent, "intent")
-        scoped = self._scoped(request)
-        if scoped is not None:
-            return scoped.structured_query(searches, request, label=label, primary=primary)
         scopes: list[str | None] = list(request.collections) if request.collections else [None]
         ranked = _Ranked()
         for sub in searches:
             if sub.type == "lex":
                 for scope in scopes:
                     ranked.add(
-                        self._lex_leg(sub.query, LEG_LIMIT, scope), 1.0, "fts", "lex", sub.query
+                        self._lex_leg(sub.query, LEG_LIMIT, scope, within=request.within),
+                        1.0,
+                        "fts",
+                        "lex",
+                        sub.query,
                     )
         semantic = [s for s in searches if s.type in ("vec", "hyde")]
         if semantic and not self._vectors.has_vector_index():
@@ -662,7 +638,11 @@ class Searcher:
             for sub, vector in zip(semantic, vectors, strict=True):
                 for scope in scopes:
                     ranked.add(
-                        self._vec_leg(vector, LEG_LIMIT, scope), 1.0, "vec", sub.type, sub.query
+                        self._vec_leg(vector, LEG_LIMIT, scope, within=request.within),
+                        1.0,
+                        "vec",
+                        sub.type,
+                        sub.query,
                     )
         if ranked.weights:
             ranked.weights[0] = 2.0
@@ -676,19 +656,16 @@ class Searcher:
         no rerank), and a model that cannot be loaded skips its stage instead of failing the
         call; under the original's profile such a model failure is the answer.
         """
-        check_query(query)
+        parsed = check_query(query)
         if request.intent:
             check_query(request.intent, "intent")
-        scoped = self._scoped(request)
-        if scoped is not None:
-            return scoped.hybrid_query(query, request)
-        collections = request.collections
+        collections, within = request.collections, request.within
         ranked = _Ranked()
         fill = self.profile.fill_fusion
         trace = request.trace
         with traced(trace, SEARCHING), stepped(trace, "bm25_search"):
             if fill is not None and self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:
-                strict, loose = self._lex_split(query, LEG_LIMIT, collections)
+                strict, loose = self._lex_split(parsed, LEG_LIMIT, collections, within=within)
                 probe = strict + _below(loose, strict)
                 origin = _ListOrigin("fts", "original", query)
                 if fill.merged:
@@ -699,7 +676,7 @@ class Searcher:
                     )
                     ranked.add_shifted(loose, fill.weight, fill.rank_offset, origin)
             else:
-                probe = self._lex_by_rule(query, LEG_LIMIT, collections)
+                probe = self._lex_by_rule(parsed, LEG_LIMIT, collections, within=within)
                 ranked.add(probe, 2.0, "fts", "original", query)
         tallied(trace, "bm25_search", 1, len(probe))
         if self.profile.bm25_only_without_vectors and not self._vectors.has_vector_index():
@@ -730,7 +707,7 @@ class Searcher:
         for sub in expansions:
             if sub.type == "lex":
                 with stepped(trace, "bm25_search"):
-                    hits = self._lex_by_rule(sub.query, LEG_LIMIT, collections)
+                    hits = self._lex_by_rule(sub.query, LEG_LIMIT, collections, within=within)
                 tallied(trace, "bm25_search", 1, len(hits))
                 ranked.add(hits, 1.0, "fts", "lex", sub.query)
         embedder = self._embedder
@@ -750,7 +727,7 @@ class Searcher:
                 tallied(trace, "query_embedding", len(texts), len(vectors))
             for (query_type, text), vector in zip(semantic, vectors or [], strict=False):
                 with stepped(trace, "vector_search"):
-                    near = self._vec_merged(vector, LEG_LIMIT, collections)
+                    near = self._vec_merged(vector, LEG_LIMIT, collections, within=within)
                 tallied(trace, "vector_search", 1, len(near))
                 ranked.add(
                     near,
@@ -825,7 +802,7 @@ class Searcher:
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])
         traces = ranked.contributions() if request.explain else {}
         results: list[SearchResult] = []
-        contexts = _Contexts(self._store)
+        contexts = _Contexts(self._store, request.catalog)
         snippet = _Snippet(primary, intent)
         for index in order:
             candidate, chunk = candidates[index]

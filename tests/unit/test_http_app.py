@@ -4,6 +4,7 @@ time limits, a full model lane, disconnects, body limits."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import threading
 import time
@@ -15,9 +16,9 @@ import pytest
 from adapters.http.app import HttpSettings, QmdHttpApp
 from adapters.http.exchange import HttpReply
 from adapters.http.guard import OriginPolicy
-from adapters.http.workers import Worker, WorkerPools
 from adapters.mcp.protocol import Session
 from adapters.mcp.tools import ToolFacts, tool
+from adapters.mcp.workers import Worker, WorkerPools
 from domain.profiles import SEED_000
 from tests.fakes import InMemoryStore, app_over
 from tests.toy_surface import ToySurface
@@ -201,4 +202,24 @@ async def test_body_limit(gate: threading.Event) -> None:
     assert json.loads(reply.body)["error"]["message"] == (
         "Request body too large (limit 1024 bytes)"
     )
+    app.pools.shutdown()
+
+
+def test_the_worker_pools_have_one_home() -> None:
+    # the HTTP transport imports them from adapters/mcp/workers.py; no re-export shim
+    assert importlib.util.find_spec("adapters.http.workers") is None
+
+
+async def test_every_route_in_the_table_sits_behind_the_origin_guard(
+    gate: threading.Event,
+) -> None:
+    app = _app(gate, [])
+    assert set(app._routes) >= {"/health", "/query", "/search", "/mcp"}
+    hostile = [(b"origin", b"https://evil.example"), *ACCEPT]
+    for path in app._routes:
+        for method in ("GET", "POST"):
+            reply = await _request(app, method, path, _call("get"), hostile)
+            assert reply is not None and reply.status == 403, (method, path)
+    unknown = await _request(app, "GET", "/nowhere")
+    assert unknown is not None and unknown.status == 404
     app.pools.shutdown()

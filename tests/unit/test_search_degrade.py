@@ -17,9 +17,9 @@ from adapters.bootstrap import App, Models
 from adapters.fs.deadline import request_deadline
 from adapters.http.app import HttpSettings, QmdHttpApp
 from adapters.http.guard import OriginPolicy
-from adapters.http.workers import Worker, WorkerPools
 from adapters.mcp.protocol import Session
 from adapters.mcp.registry import SurfaceContext, create_surface, surface_facts
+from adapters.mcp.workers import Worker, WorkerPools
 from domain.model import Collection
 from domain.profiles import ORIGINAL_2_8_3, SEED_000
 from domain.text import content_hash

@@ -1,0 +1,57 @@
+"""One warm HTTP `tools/call search` stays a short, straight path (issue 35): the SQL it runs
+and the project files its code runs in, measured by tests/request_path.py. The budgets are the
+figures after the issue's work; a change that adds a read or a layer to every search fails
+here and must say why (benchmarks/README.md, "The HTTP search request path")."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.request_path import RequestCost, measure
+
+SQL_BUDGET = 4
+FILES_BUDGET = 31
+
+
+@pytest.fixture(scope="module")
+def cost() -> RequestCost:
+    return measure()
+
+
+def test_the_search_answers(cost: RequestCost) -> None:
+    result = cost.reply["result"]
+    assert not result.get("isError"), result
+    assert result["structuredContent"]["results"], result
+
+
+def test_one_warm_search_runs_at_most_the_sql_budget(cost: RequestCost) -> None:
+    assert len(cost.statements) <= SQL_BUDGET, cost.statements
+
+
+def test_the_schema_is_not_probed_on_every_request(cost: RequestCost) -> None:
+    # the metadata table's existence is kept on the connection once seen
+    assert not [s for s in cost.statements if "sqlite_master" in s], cost.statements
+
+
+def test_the_collections_are_read_once_per_request(cost: RequestCost) -> None:
+    # the results' contexts come from the list the request read to pick its collections
+    reads = [s for s in cost.statements if "FROM store_collections" in s]
+    assert len(reads) == 1, cost.statements
+
+
+def test_the_query_is_parsed_once(cost: RequestCost) -> None:
+    # checked and searched with the one parse (the bounds check returns it)
+    assert cost.calls.get("domain/lexquery.py:parse_lex_query") == 1, cost.calls
+
+
+def test_a_filtered_search_builds_no_second_searcher() -> None:
+    # the filter's documents go down the search legs to the index (REQ-FILTER-003)
+    tags = {"key": "tags", "operator": "all", "value": ["fixture"]}
+    filtered = measure("frontmatter", metadata_filter=tags)
+    found = filtered.reply["result"]["structuredContent"]["results"]
+    assert [hit["file"] for hit in found] == ["handbook/notes/frontmatter.md"], found
+    assert "domain/usecases/search.py:Searcher.__init__" not in filtered.calls, filtered.calls
+
+
+def test_one_warm_search_runs_in_at_most_the_files_budget(cost: RequestCost) -> None:
+    assert len(cost.files) <= FILES_BUDGET, cost.files
