@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.backend import FIELD_NAMES, OPTIONAL_FIELDS, TABLES, Backend
-from adapters.backends import KINDS, open_backend
+from adapters.storage.backend import FIELD_NAMES, OPTIONAL_FIELDS, TABLES, Backend
+from adapters.storage.registry import KINDS, open_backend
 from tests.postgres_server import drop_schema, fresh_schema_url
 
 

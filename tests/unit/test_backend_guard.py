@@ -1,6 +1,6 @@
 """Issue 24: no code outside a backend's own package asks which class stores the index. A
 module elsewhere that imports a class of `adapters/sqlite` or `adapters/postgres`, or asks
-`isinstance(..., <such a class>)`, fails here; the backend registry (adapters/backends.py)
+`isinstance(..., <such a class>)`, fails here; the backend registry (adapters/storage/registry.py)
 names each package by its module path, as a string, and is the one place that does."""
 
 from __future__ import annotations
@@ -118,8 +118,8 @@ def test_the_guard_catches_each_way_of_naming_a_store_class() -> None:
 
 
 def test_the_registry_opens_every_backend_package_by_name() -> None:
-    """A backend is one package and one line in `adapters.backends.KINDS`."""
-    from adapters.backends import KINDS, kind_of
+    """A backend is one package and one line in `adapters.storage.registry.KINDS`."""
+    from adapters.storage.registry import KINDS, kind_of
 
     assert {kind.module for kind in KINDS} == {f"{pkg}.backend" for pkg in BACKEND_PACKAGES}
     assert kind_of("postgresql://u@h/db?schema=s").name == "postgresql"
@@ -136,7 +136,7 @@ def test_opening_a_sqlite_index_imports_no_other_backend(tmp_path: Path) -> None
 
     probe = (
         "import sys\n"
-        "from adapters.backends import open_backend\n"
+        "from adapters.storage.registry import open_backend\n"
         f"open_backend({str(tmp_path / 'index.sqlite')!r}).close()\n"
         "print(sorted(m for m in sys.modules if m.startswith(('psycopg', 'adapters.postgres'))))"
     )
@@ -156,7 +156,7 @@ FRONT_ENDS = ("adapters/cli", "adapters/http", "adapters/mcp")
 
 
 def _backend_words() -> frozenset[str]:
-    from adapters.backends import KINDS
+    from adapters.storage.registry import KINDS
 
     return frozenset(word for kind in KINDS for word in (kind.name, kind.label, *kind.schemes))
 

@@ -11,8 +11,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import cast
 
-from adapters.backend import Backend, Leftover, Opener
 from adapters.redaction import redact
+from adapters.storage.backend import Backend, Leftover, Opener
 
 
 @dataclass(frozen=True)
