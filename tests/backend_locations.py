@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
+from adapters.storage.backend import Backend
+from adapters.storage.registry import open_backend
 from tests.postgres_server import drop_schema, fresh_schema_url
 
 
@@ -29,3 +31,19 @@ LOCATIONS: dict[str, Callable[[Path], AbstractContextManager[str]]] = {
     "sqlite": _sqlite_location,
     "postgresql": _postgres_location,
 }
+
+
+# contract fixture ids (`postgres` carries the marker, tests/needs.py) -> registered names
+BACKENDS = {"sqlite": "sqlite", "postgres": "postgresql"}
+
+
+@contextmanager
+def opened_backend(fixture_id: str, tmp_path: Path) -> Iterator[Backend]:
+    """The backend registered under a contract fixture's id, opened through the registry at a
+    new location, and closed after."""
+    with LOCATIONS[BACKENDS[fixture_id]](tmp_path) as location:
+        backend = open_backend(location)
+        try:
+            yield backend
+        finally:
+            backend.close()

@@ -12,13 +12,10 @@ import pytest
 from adapters.sqlite.driver import connect
 from adapters.sqlite.store import SqliteIndex
 from adapters.storage.backend import StoreIndex
-from adapters.storage.registry import open_backend
-from tests.backend_locations import LOCATIONS
+from tests.backend_locations import opened_backend
 from tests.fakes import InMemoryStore
 
 StoreLike = InMemoryStore | StoreIndex
-# fixture ids (`postgres` carries the marker, tests/needs.py) -> registered backend names
-BACKENDS = {"sqlite": "sqlite", "postgres": "postgresql"}
 
 
 @contextmanager
@@ -39,12 +36,8 @@ def open_store(kind: str, tmp_path: Path) -> Iterator[StoreLike]:
         finally:
             index.close()
         return
-    with LOCATIONS[BACKENDS[kind]](tmp_path) as location:
-        backend = open_backend(location)
-        try:
-            yield backend.index
-        finally:
-            backend.close()
+    with opened_backend(kind, tmp_path) as backend:
+        yield backend.index
 
 
 @pytest.fixture(params=["fake", "sqlite", "postgres"])
