@@ -12,7 +12,7 @@ import pytest
 from adapters.sqlite.driver import connect
 from adapters.sqlite.store import SqliteIndex
 from adapters.storage.backend import StoreIndex
-from tests.backend_locations import opened_backend
+from tests.backend_locations import BACKENDS, opened_backend
 from tests.fakes import InMemoryStore
 
 StoreLike = InMemoryStore | StoreIndex
@@ -40,7 +40,7 @@ def open_store(kind: str, tmp_path: Path) -> Iterator[StoreLike]:
         yield backend.index
 
 
-@pytest.fixture(params=["fake", "sqlite", "postgres"])
+@pytest.fixture(params=["fake", *BACKENDS])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreLike]:
     with open_store(request.param, tmp_path) as opened:
         yield opened

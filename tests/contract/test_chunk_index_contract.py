@@ -14,7 +14,7 @@ import pytest
 from domain.ports import DocumentCut
 from domain.sections import split_sections
 from domain.text import content_hash
-from tests.backend_locations import opened_backend
+from tests.backend_locations import BACKENDS, opened_backend
 from tests.fakes import InMemoryChunkIndex, InMemoryStore
 
 T = "2025-01-01T00:00:00.000Z"
@@ -28,7 +28,7 @@ class Pair:
     chunks: Any
 
 
-@pytest.fixture(params=["fake", "sqlite", "postgres"])
+@pytest.fixture(params=["fake", *BACKENDS])
 def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
     if request.param == "fake":
         store = InMemoryStore()

@@ -11,11 +11,11 @@ from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.store import SqliteIndex
 from domain.extraction import CachedExtraction, ExtractionState
 from domain.ports import ExtractionLedger
-from tests.backend_locations import opened_backend
+from tests.backend_locations import BACKENDS, opened_backend
 from tests.fakes import InMemoryExtractionLedger
 
 
-@pytest.fixture(params=["sqlite", "memory", "postgres"])
+@pytest.fixture(params=["memory", *BACKENDS])
 def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ExtractionLedger]:
     if request.param == "memory":
         yield InMemoryExtractionLedger()

@@ -18,7 +18,7 @@ from adapters.sqlite.stamps import STAMPS_TABLE, SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
 from domain.indexing import FileStamp
 from domain.stamps import RecordedStamp
-from tests.backend_locations import opened_backend
+from tests.backend_locations import BACKENDS, opened_backend
 from tests.fakes import InMemoryFileStamps
 
 Stamps = InMemoryFileStamps | SqliteFileStamps | PostgresIndex
@@ -30,7 +30,7 @@ def _recorded(size: int, title: str = "T") -> RecordedStamp:
     )
 
 
-@pytest.fixture(params=["fake", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=["fake", *BACKENDS])
 def stamps(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stamps]:
     if request.param == "fake":
         yield InMemoryFileStamps()

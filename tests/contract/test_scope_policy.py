@@ -16,7 +16,7 @@ from adapters.fs.memory import MarkdownMemoryStore
 from adapters.fs.scope import FolderScopedMemoryRows, ScopePolicy
 from domain.errors import OUT_OF_ROOT, QmdError
 from domain.memory import QA, MemoryRecord, Topic
-from tests.backend_locations import opened_backend
+from tests.backend_locations import BACKENDS, opened_backend
 
 
 def test_policy_combines_root_and_trust(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_policy_combines_root_and_trust(tmp_path: Path) -> None:
         rooted.require_inside("QMD_MEMORY_DIR", str(root / "link" / "memory"))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=[*BACKENDS])
 def rows(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     with opened_backend(request.param, tmp_path) as backend:
         yield backend.memory()
