@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from adapters.backends import redacted
 from adapters.config.trust import TrustDecision
 from adapters.config.yaml_config import QmdConfig
 from adapters.fs.scope import ScopePolicy
 from adapters.models.bundle import Models
+from adapters.storage.registry import redacted
 from domain.errors import QmdError
 from domain.ports import (
     ChunkIndex,
@@ -39,7 +39,7 @@ from domain.ports import (
 )
 
 if TYPE_CHECKING:
-    from adapters.backend import Backend
+    from adapters.storage.backend import Backend
     from domain.usecases.chunks import ChunkKeeper
     from domain.usecases.collections import CollectionManager
     from domain.usecases.extraction import DocumentExtraction
@@ -101,7 +101,7 @@ class App:
     # index.yml as this run read it at start (None: no file behind the app, a fake's)
     settings: QmdConfig | None
     closers: list[Any] = field(default_factory=list)
-    # the opened index with its hooks (adapters/backend.py); None: an app of fakes
+    # the opened index with its hooks (adapters/storage/backend.py); None: an app of fakes
     storage: Backend | None = None
 
     # -- what the opened index says of itself (one source: `storage`) -------------------------

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 from adapters.app import App as App
 from adapters.app import ProjmemAdapters as ProjmemAdapters
 from adapters.app import assemble as assemble
-from adapters.backend import Backend, StoreIndex
-from adapters.backends import open_backend
 from adapters.config.trust import TrustDecision, decide, untrusted_view
 from adapters.config.yaml_config import (
     QmdConfig,
@@ -44,6 +42,8 @@ from adapters.locations import (
     write_first_own_config,
 )
 from adapters.models.bundle import Models
+from adapters.storage.backend import Backend, StoreIndex
+from adapters.storage.registry import open_backend
 from domain.errors import QmdError
 from domain.model import Collection
 from domain.ports import (

@@ -19,7 +19,7 @@ from adapters.config.yaml_config import (
     resolve_paths,
     save_config,
 )
-from adapters.postgres.url import config_label, index_label, is_postgres_url
+from adapters.storage.registry import is_server, kind_of
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.model import Collection
 
@@ -61,16 +61,16 @@ def index_location(
     user chose to share it). A SQLite index keeps `NAME.yml`, as in the original."""
     db_path, config_path = resolve_paths(index_name, env)
     url = index_url or env.get("INDEX_PATH") or ""
-    if is_postgres_url(url):
+    if is_server(url):
         if not is_local_config_path(config_path):
             named = load(config_path).extra.get("index_url")
             if isinstance(named, str) and named.strip() == url:
                 return url, config_path
-        return url, own_config_path(config_path, config_label(url))
+        return url, own_config_path(config_path, kind_of(url).config_label(url))
     if env.get("INDEX_PATH") or is_local_config_path(config_path):
         return db_path, config_path
     configured = load(config_path).extra.get("index_url")
-    if isinstance(configured, str) and is_postgres_url(configured.strip()):
+    if isinstance(configured, str) and is_server(configured.strip()):
         return configured.strip(), config_path
     return db_path, config_path
 
@@ -93,14 +93,15 @@ def write_first_own_config(
 
 def memory_folder(index_location: str, env: Mapping[str, str] | None = None) -> str:
     """Seed 004's memory folder: `QMD_MEMORY_DIR`, else `<index name>-memory` beside the
-    index (so every index has its own memory); for a PostgreSQL index, in the cache folder,
+    index (so every index has its own memory); for an index on a server, in the cache folder,
     named after the server, database and schema."""
     environ = os.environ if env is None else env
     chosen = environ.get("QMD_MEMORY_DIR")
     if chosen:
         return os.path.realpath(os.path.expanduser(chosen))
-    if is_postgres_url(index_location):
-        return os.path.join(cache_dir(environ), f"{index_label(index_location)}-memory")
+    if is_server(index_location):
+        label = kind_of(index_location).index_label(index_location)
+        return os.path.join(cache_dir(environ), f"{label}-memory")
     stem = os.path.splitext(os.path.basename(index_location))[0] or "index"
     return os.path.join(os.path.dirname(os.path.abspath(index_location)), f"{stem}-memory")
 

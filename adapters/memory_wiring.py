@@ -9,11 +9,11 @@ import threading
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 
-from adapters.backends import open_backend
 from adapters.bootstrap import App, build_models
 from adapters.fs.memory import MarkdownMemoryStore
 from adapters.fs.scope import FolderScopedMemoryRows
 from adapters.locations import MEMORY_COLLECTION, memory_folder, memory_thresholds
+from adapters.storage.registry import open_backend
 from domain.ports import MemoryRows
 from domain.usecases.memorize import Memorizer
 

@@ -2,7 +2,7 @@
 PostgreSQL URLs), in any direction.
 
 Rows are copied table by table, as stored (ids, hashes, timestamps and vectors unchanged),
-through each backend's `IndexDump` (adapters/backend.py); what a backend derives from them
+through each backend's `IndexDump` (adapters/storage/backend.py); what a backend derives from them
 (full-text rows, vector indexes, the SQLite prefilter's bits) is rebuilt on the destination by
 its own adapter. Every table the source has is copied, empty or not. The destination must be
 empty, and it is complete or untouched: it is opened staged (`open_backend(..., staged=True)`:
@@ -10,7 +10,8 @@ a temporary file beside a SQLite path, a schema dropped again if this copy made 
 and verified in one transaction, and published only once every table's row count matches the
 source's.
 
-A table added to every backend's schema later is one more entry in `adapters.backend.TABLES`.
+A table added to every backend's schema later is one more entry in
+`adapters.storage.backend.TABLES`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 
-from adapters.backend import TABLES, Backend, IndexDump, Table
-from adapters.backends import kind_of, open_backend, staging_leftovers
 from adapters.cli.runtime import file_lock
+from adapters.storage.backend import TABLES, Backend, IndexDump, Table
+from adapters.storage.registry import kind_of, open_backend, staging_leftovers
 from domain.errors import CONFLICT, UNAVAILABLE, QmdError
 
 __all__ = [

@@ -88,7 +88,7 @@ def _storage_failure(error: Exception) -> str | None:
             f"qmd: no space left to write {error.filename or 'a file'} ({error.strerror}). "
             "Free some space and run the command again."
         )
-    from adapters.backends import storage_failure
+    from adapters.storage.registry import storage_failure
 
     return storage_failure(error, "the index")
 
@@ -117,8 +117,8 @@ def _run(argv: list[str]) -> int:
         os.environ["QMD_FORCE_CPU"] = "1"
     index_url = getattr(args, "index_url", None)
     if index_url:
-        from adapters.backends import server_schemes
         from adapters.redaction import redact
+        from adapters.storage.registry import server_schemes
 
         schemes = server_schemes()
         if not index_url.startswith(schemes):

@@ -45,7 +45,7 @@ def open_app(args: argparse.Namespace, *, with_models: bool = False) -> Iterator
     try:
         yield app
     except Exception as error:
-        from adapters.backends import storage_failure
+        from adapters.storage.registry import storage_failure
 
         message = storage_failure(error, app.db_path)
         if message is None:
@@ -63,7 +63,7 @@ def lock_file_path(db_path: str, purpose: str) -> str:
 
 def _this_process() -> str:
     """`pid N: qmd ARGS` for a lock file (URLs and passwords masked)."""
-    from adapters.backends import redacted as redact
+    from adapters.storage.registry import redacted as redact
 
     words = [redact(word) for word in sys.argv[1:]]
     return f"pid {os.getpid()}: " + " ".join(["qmd", *words])

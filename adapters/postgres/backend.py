@@ -8,7 +8,6 @@ from contextlib import ExitStack, contextmanager
 
 import psycopg
 
-from adapters.backend import Backend, IndexLock
 from adapters.postgres.connection import drop_schema, schema_lock, unavailable
 from adapters.postgres.dump import PostgresDump
 from adapters.postgres.staging import (
@@ -19,6 +18,7 @@ from adapters.postgres.staging import (
     staging_state,
 )
 from adapters.postgres.store import PostgresIndex
+from adapters.storage.backend import Backend, IndexLock
 from domain.errors import CONFLICT, UNAVAILABLE, QmdError
 from domain.ports import MemoryRows
 

@@ -54,7 +54,7 @@ from adapters.postgres.tsquery import (
 )
 
 # the rows' columns: DocumentMeta's (the shared decoder's), then the body and the BM25 sum
-from adapters.store_rows import META_COLUMNS, sql_limit
+from adapters.storage.sql_rows import META_COLUMNS, sql_limit
 from domain.lexquery import LexQuery
 
 Runner = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]

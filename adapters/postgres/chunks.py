@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from adapters.postgres.bulk import copy_rows
 from adapters.postgres.connection import PgConnections
-from adapters.store_rows import chunk_from_row as _chunk_row
+from adapters.storage.sql_rows import chunk_from_row as _chunk_row
 from domain.ports import ChunkRow, DocumentCut
 
 _LIVE_CHUNKS = (

@@ -29,7 +29,7 @@ class PostgresError(QmdError):
 
 
 def pyformat(statement: str) -> str:
-    """A statement the stores share (adapters/store_*.py), written with SQLite's `?`
+    """A statement the stores share (adapters/storage/sql_*.py), written with SQLite's `?`
     placeholders, in psycopg's `%s` style (a literal `%` doubled so it stays one)."""
     return statement.replace("%", "%%").replace("?", "%s")
 

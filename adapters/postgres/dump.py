@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from adapters.backend import IndexDump, Table
 from adapters.postgres.bulk import copy_rows
 from adapters.postgres.connection import drop_schema
 from adapters.postgres.fts import fts_params, fts_row_sql
 from adapters.postgres.schema import VECTORS_HNSW_DDL
 from adapters.postgres.staging import unmark_statement
 from adapters.postgres.store import PostgresIndex
-from adapters.store_dump import BATCH, TableReads
+from adapters.storage.backend import IndexDump, Table
+from adapters.storage.sql_dump import BATCH, TableReads
 
 
 def _counting(rows: Iterator[Any], tick: Callable[[int], None]) -> Iterator[Any]:

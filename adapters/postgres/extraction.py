@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.postgres.connection import PgConnections, pyformat
-from adapters.store_extraction import (
+from adapters.storage.sql_extraction import (
     CACHE_ROW,
     DELETE_STATES,
     STATE_ROW,

@@ -7,7 +7,7 @@ from typing import Any
 
 from adapters.postgres.bm25 import filled_rows, ranked_rows
 from adapters.postgres.connection import PgConnections
-from adapters.store_rows import meta_from_row as _meta
+from adapters.storage.sql_rows import meta_from_row as _meta
 from domain.lexfill import FilledHits
 from domain.lexquery import LexQuery
 from domain.model import Document, LexHit

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.postgres.connection import PgConnections, pyformat
-from adapters.store_memory import MemoryRowReads
+from adapters.storage.sql_memory import MemoryRowReads
 
 
 class PgMemoryRows(MemoryRowReads, PgConnections):

@@ -14,9 +14,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from adapters.backend import Leftover
 from adapters.postgres.connection import schema_lock
 from adapters.postgres.url import split_schema
+from adapters.storage.backend import Leftover
 
 # the comment on a schema a copy made and has not finished; cleared when its rows commit
 STAGING_MARK = "qmd index copy: staging, not finished"

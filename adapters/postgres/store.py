@@ -33,8 +33,8 @@ from adapters.postgres.stamps import PgFileStamps
 from adapters.postgres.url import is_postgres_url, split_schema
 from adapters.postgres.vectors import PgVectors, vector_literal
 from adapters.redaction import redact
-from adapters.store_rows import LLM_CACHE_KEEP
-from adapters.store_rows import now_iso as _now_iso
+from adapters.storage.sql_rows import LLM_CACHE_KEEP
+from adapters.storage.sql_rows import now_iso as _now_iso
 
 
 class PostgresIndex(

@@ -9,9 +9,9 @@ import psycopg
 
 from adapters.postgres.connection import PgConnections, pyformat
 from adapters.postgres.schema import VECTORS_HNSW_DDL, vectors_ddl
-from adapters.store_rows import META_COLUMNS as _META_COLUMNS
-from adapters.store_rows import meta_from_row as _meta
-from adapters.store_vectors import (
+from adapters.storage.sql_rows import META_COLUMNS as _META_COLUMNS
+from adapters.storage.sql_rows import meta_from_row as _meta
+from adapters.storage.sql_vectors import (
     CONTENT_VECTOR_COLUMNS,
     PENDING_COUNT,
     check_query,

@@ -7,16 +7,16 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from adapters.backend import Backend
 from adapters.deferred import deferred
 from adapters.sqlite.driver import dbapi
 from adapters.sqlite.driver import storage_failure as storage_failure
 from adapters.sqlite.store import SqliteIndex
+from adapters.storage.backend import Backend
 from domain.errors import UNAVAILABLE, QmdError
 
 if TYPE_CHECKING:
-    from adapters.backend import ChunkTables, Leftover
     from adapters.sqlite.dump import SqliteDump
+    from adapters.storage.backend import ChunkTables, Leftover
     from domain.ports import ExtractionLedger, FileStampIndex, MemoryRows
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from adapters.sqlite.driver import Connection
 from adapters.sqlite.schema import vec_table_dimensions
-from adapters.store_rows import chunk_from_row
+from adapters.storage.sql_rows import chunk_from_row
 from domain.ports import ChunkRow, DocumentCut
 
 CHUNKS_DDL = """

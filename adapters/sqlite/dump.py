@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from adapters.backend import IndexDump, Leftover, Table
 from adapters.sqlite import vector_bits
 from adapters.sqlite.driver import dbapi
 from adapters.sqlite.schema import ensure_vec_table, vec_table_sql
 from adapters.sqlite.store import SqliteIndex
-from adapters.store_dump import BATCH, TableReads
+from adapters.storage.backend import IndexDump, Leftover, Table
+from adapters.storage.sql_dump import BATCH, TableReads
 from domain.errors import CONFLICT, QmdError
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.sqlite.driver import Connection
-from adapters.store_extraction import (
+from adapters.storage.sql_extraction import (
     CACHE_ROW,
     DELETE_STATES,
     STATE_ROW,

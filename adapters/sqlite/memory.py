@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.sqlite.driver import Connection, connect
-from adapters.store_memory import MemoryRowReads
+from adapters.storage.sql_memory import MemoryRowReads
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_topics (

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 
 from adapters.sqlite.driver import Connection, DatabaseError
-from adapters.store_vectors import mismatch
+from adapters.storage.sql_vectors import mismatch
 from domain.errors import UNAVAILABLE, QmdError
 
 STORE_SCHEMA_VERSION = 1

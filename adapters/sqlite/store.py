@@ -25,19 +25,19 @@ from adapters.sqlite.schema import (
     vec_table_dimensions,
     vec_table_sql,
 )
-from adapters.store_catalog import Catalog
-from adapters.store_documents import TIDY_SHARE, DocumentDialect, DocumentWrites, Writing
-from adapters.store_rows import (
+from adapters.storage.sql_catalog import Catalog
+from adapters.storage.sql_documents import TIDY_SHARE, DocumentDialect, DocumentWrites, Writing
+from adapters.storage.sql_rows import (
     LLM_CACHE_KEEP,
     escape_like,
     sql_limit,
 )
-from adapters.store_rows import META_COLUMNS as _META_COLUMNS
-from adapters.store_rows import META_FROM as _META_FROM
-from adapters.store_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
-from adapters.store_rows import meta_from_row as _meta
-from adapters.store_rows import now_iso as _now_iso
-from adapters.store_vectors import (
+from adapters.storage.sql_rows import META_COLUMNS as _META_COLUMNS
+from adapters.storage.sql_rows import META_FROM as _META_FROM
+from adapters.storage.sql_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
+from adapters.storage.sql_rows import meta_from_row as _meta
+from adapters.storage.sql_rows import now_iso as _now_iso
+from adapters.storage.sql_vectors import (
     CONTENT_VECTOR_COLUMNS,
     EMBEDDED_BY_MODEL,
     PENDING_COUNT,

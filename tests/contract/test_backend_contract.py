@@ -5,36 +5,16 @@ a new index, and the hooks working (issue 24, docs/decisions/0050)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from adapters.backend import FIELD_NAMES, OPTIONAL_FIELDS, TABLES, Backend
-from adapters.backends import KINDS, open_backend
-from tests.postgres_server import drop_schema, fresh_schema_url
+from adapters.storage.backend import FIELD_NAMES, OPTIONAL_FIELDS, TABLES, Backend
+from adapters.storage.registry import KINDS, open_backend
+from tests.backend_locations import LOCATIONS
 
-
-@contextmanager
-def _sqlite_location(tmp_path: Path) -> Iterator[str]:
-    yield str(tmp_path / "index.sqlite")
-
-
-@contextmanager
-def _postgres_location(tmp_path: Path) -> Iterator[str]:
-    url, schema = fresh_schema_url()
-    try:
-        yield url
-    finally:
-        drop_schema(schema)
-
-
-# a location per registered backend: a new backend adds its own here
-LOCATIONS: dict[str, Callable[[Path], AbstractContextManager[str]]] = {
-    "sqlite": _sqlite_location,
-    "postgresql": _postgres_location,
-}
 # backends whose writers lock with files beside the index instead of `Backend.lock`
 FILE_LOCKED = ("sqlite",)
 PARAMS = [

@@ -11,14 +11,11 @@ from typing import Any
 
 import pytest
 
-from adapters.postgres.store import PostgresIndex
-from adapters.sqlite.chunks import SqliteChunkIndex
-from adapters.sqlite.store import SqliteIndex
 from domain.ports import DocumentCut
 from domain.sections import split_sections
 from domain.text import content_hash
+from tests.backend_locations import BACKENDS, opened_backend
 from tests.fakes import InMemoryChunkIndex, InMemoryStore
-from tests.postgres_server import drop_schema, fresh_schema_url
 
 T = "2025-01-01T00:00:00.000Z"
 BODY = "# Auth\nintro\n## Tokens\nshort lived\n### Refresh\nrotate\n"
@@ -31,26 +28,14 @@ class Pair:
     chunks: Any
 
 
-@pytest.fixture(params=["fake", "sqlite", "postgres"])
+@pytest.fixture(params=["fake", *BACKENDS])
 def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
     if request.param == "fake":
         store = InMemoryStore()
         yield Pair(store, InMemoryChunkIndex(store))
         return
-    if request.param == "postgres":
-        url, schema = fresh_schema_url()
-        pg = PostgresIndex.open(url)
-        try:
-            yield Pair(pg, pg)
-        finally:
-            pg.close()
-            drop_schema(schema)
-        return
-    index = SqliteIndex.open(tmp_path / "index.sqlite")
-    try:
-        yield Pair(index, SqliteChunkIndex(index.connection))
-    finally:
-        index.close()
+    with opened_backend(request.param, tmp_path) as backend:
+        yield Pair(backend.index, backend.chunks)
 
 
 def _add(pair: Pair, path: str, body: str) -> int:

@@ -7,34 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from adapters.postgres.store import PostgresIndex
 from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.store import SqliteIndex
 from domain.extraction import CachedExtraction, ExtractionState
 from domain.ports import ExtractionLedger
+from tests.backend_locations import BACKENDS, opened_backend
 from tests.fakes import InMemoryExtractionLedger
-from tests.postgres_server import drop_schema, fresh_schema_url
 
 
-@pytest.fixture(params=["sqlite", "memory", "postgres"])
+@pytest.fixture(params=["memory", *BACKENDS])
 def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ExtractionLedger]:
     if request.param == "memory":
         yield InMemoryExtractionLedger()
         return
-    if request.param == "postgres":
-        url, schema = fresh_schema_url()
-        pg = PostgresIndex.open(url)
-        try:
-            yield pg
-        finally:
-            pg.close()
-            drop_schema(schema)
-        return
-    index = SqliteIndex.open(tmp_path / "index.sqlite", {})
-    try:
-        yield SqliteExtractionLedger(index.connection)
-    finally:
-        index.close()
+    with opened_backend(request.param, tmp_path) as backend:
+        yield backend.ledger
 
 
 def test_cache_round_trip(ledger: ExtractionLedger) -> None:

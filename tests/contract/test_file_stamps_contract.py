@@ -18,8 +18,8 @@ from adapters.sqlite.stamps import STAMPS_TABLE, SqliteFileStamps
 from adapters.sqlite.store import SqliteIndex
 from domain.indexing import FileStamp
 from domain.stamps import RecordedStamp
+from tests.backend_locations import BACKENDS, opened_backend
 from tests.fakes import InMemoryFileStamps
-from tests.postgres_server import drop_schema, fresh_schema_url
 
 Stamps = InMemoryFileStamps | SqliteFileStamps | PostgresIndex
 
@@ -30,25 +30,14 @@ def _recorded(size: int, title: str = "T") -> RecordedStamp:
     )
 
 
-@pytest.fixture(params=["fake", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=["fake", *BACKENDS])
 def stamps(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stamps]:
     if request.param == "fake":
         yield InMemoryFileStamps()
         return
-    if request.param == "postgres":
-        url, schema = fresh_schema_url()
-        pg = PostgresIndex.open(url)
-        try:
-            yield pg
-        finally:
-            pg.close()
-            drop_schema(schema)
-        return
-    index = SqliteIndex.open(tmp_path / "index.sqlite")
-    try:
-        yield SqliteFileStamps(index.connection)
-    finally:
-        index.close()
+    with opened_backend(request.param, tmp_path) as backend:
+        assert backend.stamps is not None, "every registered backend keeps file stamps"
+        yield backend.stamps
 
 
 def test_stamps_are_kept_per_collection_and_path(stamps: Stamps) -> None:

@@ -12,8 +12,8 @@ import pytest
 
 from adapters.fs.memory import MarkdownMemoryStore
 from adapters.postgres.store import PostgresIndex
-from adapters.sqlite.memory import SqliteMemoryRows
 from domain.memory import KNOWLEDGE, QA, MemoryRecord, Topic, parse_record, record_path
+from tests.backend_locations import opened_backend
 from tests.fakes import InMemoryMemoryStore
 from tests.postgres_server import drop_schema, fresh_schema_url
 
@@ -25,26 +25,22 @@ def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryLik
     if request.param == "fake":
         yield InMemoryMemoryStore()
         return
-    if request.param == "markdown-postgres":
-        url, schema = fresh_schema_url()
-        pg = PostgresIndex.open(url)
+    kind = "postgres" if request.param == "markdown-postgres" else "sqlite"
+    with opened_backend(kind, tmp_path) as backend:
+        # as adapters/memory_wiring.py builds it: the backend's shared lock where it has one
+        # (PostgreSQL's advisory locks), else the memory folder's lock file
+        shared = backend.lock
 
-        def advisory() -> AbstractContextManager[bool]:
-            return pg.index_lock("memory", True)
+        def lock() -> AbstractContextManager[bool]:
+            assert shared is not None
+            return shared("memory", True)
 
-        on_pg = MarkdownMemoryStore(str(tmp_path / "memory"), pg, lock=advisory)
+        folder = str(tmp_path / "memory")
+        store = MarkdownMemoryStore(folder, backend.memory(), lock if shared else None)
         try:
-            yield on_pg
+            yield store
         finally:
-            pg.close()
-            drop_schema(schema)
-        return
-    rows = SqliteMemoryRows.open(str(tmp_path / "index.sqlite"))
-    store = MarkdownMemoryStore(str(tmp_path / "memory"), rows, on_close=rows.close)
-    try:
-        yield store
-    finally:
-        store.close()
+            store.close()
 
 
 def qa(n: int, topic: str = "t", **changes: object) -> MemoryRecord:

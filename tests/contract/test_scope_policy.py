@@ -14,11 +14,9 @@ import pytest
 from adapters.fs.claude_sessions import ClaudeCodeSessions
 from adapters.fs.memory import MarkdownMemoryStore
 from adapters.fs.scope import FolderScopedMemoryRows, ScopePolicy
-from adapters.postgres.store import PostgresIndex
-from adapters.sqlite.memory import SqliteMemoryRows
 from domain.errors import OUT_OF_ROOT, QmdError
 from domain.memory import QA, MemoryRecord, Topic
-from tests.postgres_server import drop_schema, fresh_schema_url
+from tests.backend_locations import BACKENDS, opened_backend
 
 
 def test_policy_combines_root_and_trust(tmp_path: Path) -> None:
@@ -46,22 +44,10 @@ def test_policy_combines_root_and_trust(tmp_path: Path) -> None:
         rooted.require_inside("QMD_MEMORY_DIR", str(root / "link" / "memory"))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=[*BACKENDS])
 def rows(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "postgres":
-        url, schema = fresh_schema_url()
-        pg = PostgresIndex.open(url)
-        try:
-            yield pg
-        finally:
-            pg.close()
-            drop_schema(schema)
-        return
-    sqlite = SqliteMemoryRows.open(str(tmp_path / "index.sqlite"))
-    try:
-        yield sqlite
-    finally:
-        sqlite.close()
+    with opened_backend(request.param, tmp_path) as backend:
+        yield backend.memory()
 
 
 def _record(n: int, topic: str) -> MemoryRecord:

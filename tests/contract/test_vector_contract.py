@@ -14,12 +14,13 @@ from adapters.sqlite.driver import connect
 from adapters.sqlite.store import SQLITE_VEC_MAX_K, SqliteIndex
 from adapters.sqlite.vector_bits import BITS_TABLE
 from domain.errors import INVALID_ARGUMENT, QmdError
+from tests.backend_locations import BACKENDS
 from tests.contract.conftest import StoreLike, open_store
 
 T0 = "2025-01-01T00:00:00.000Z"
 
 
-@pytest.fixture(params=["fake", "sqlite", "sqlite-prefilter", "postgres"])
+@pytest.fixture(params=["fake", *BACKENDS, "sqlite-prefilter"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreLike]:
     with open_store(request.param, tmp_path) as opened:
         yield opened

@@ -15,7 +15,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from adapters.backends import open_backend
 from adapters.cli.index_copy import LOCAL_TABLES, TABLES, copy_to
 from adapters.postgres.store import PostgresIndex
 from adapters.postgres.url import split_schema
@@ -27,6 +26,7 @@ from adapters.sqlite.extraction import SqliteExtractionLedger
 from adapters.sqlite.memory import SqliteMemoryRows
 from adapters.sqlite.store import SqliteIndex
 from adapters.sqlite.vector_bits import BITS_TABLE
+from adapters.storage.registry import open_backend
 from domain.extraction import ExtractionState
 from domain.ports import DocumentCut
 from domain.sections import split_sections

@@ -1,6 +1,6 @@
 """Issue 24: no code outside a backend's own package asks which class stores the index. A
 module elsewhere that imports a class of `adapters/sqlite` or `adapters/postgres`, or asks
-`isinstance(..., <such a class>)`, fails here; the backend registry (adapters/backends.py)
+`isinstance(..., <such a class>)`, fails here; the backend registry (adapters/storage/registry.py)
 names each package by its module path, as a string, and is the one place that does."""
 
 from __future__ import annotations
@@ -9,8 +9,11 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from adapters.storage.registry import KINDS, kind_of
+
 REPO = Path(__file__).resolve().parents[2]
-BACKEND_PACKAGES = ("adapters.sqlite", "adapters.postgres")
+# every registered backend's package: the package of its `open_backend` module
+BACKEND_PACKAGES = tuple(kind.module.rpartition(".")[0] for kind in KINDS)
 # production code (tests and benchmarks drive concrete classes on purpose)
 SCANNED = ("adapters", "domain", "conformance", "tooling")
 
@@ -118,10 +121,9 @@ def test_the_guard_catches_each_way_of_naming_a_store_class() -> None:
 
 
 def test_the_registry_opens_every_backend_package_by_name() -> None:
-    """A backend is one package and one line in `adapters.backends.KINDS`."""
-    from adapters.backends import KINDS, kind_of
-
+    """A backend is one package and one line in `adapters.storage.registry.KINDS`."""
     assert {kind.module for kind in KINDS} == {f"{pkg}.backend" for pkg in BACKEND_PACKAGES}
+    assert {"adapters.sqlite", "adapters.postgres"} <= set(BACKEND_PACKAGES)
     assert kind_of("postgresql://u@h/db?schema=s").name == "postgresql"
     assert kind_of("postgres://h/db").name == "postgresql"
     assert kind_of("/tmp/index.sqlite").name == "sqlite"
@@ -136,7 +138,7 @@ def test_opening_a_sqlite_index_imports_no_other_backend(tmp_path: Path) -> None
 
     probe = (
         "import sys\n"
-        "from adapters.backends import open_backend\n"
+        "from adapters.storage.registry import open_backend\n"
         f"open_backend({str(tmp_path / 'index.sqlite')!r}).close()\n"
         "print(sorted(m for m in sys.modules if m.startswith(('psycopg', 'adapters.postgres'))))"
     )
@@ -156,8 +158,6 @@ FRONT_ENDS = ("adapters/cli", "adapters/http", "adapters/mcp")
 
 
 def _backend_words() -> frozenset[str]:
-    from adapters.backends import KINDS
-
     return frozenset(word for kind in KINDS for word in (kind.name, kind.label, *kind.schemes))
 
 

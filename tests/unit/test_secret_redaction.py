@@ -1,5 +1,6 @@
 """REQ-SEC-SECRET-001: a database password never reaches output. The one set of rules
-(`adapters.redaction.redact`; an index location is shown by `adapters.backends.redacted`) against
+(`adapters.redaction.redact`; an index location is shown by
+`adapters.storage.registry.redacted`) against
 every form libpq takes a secret in, and a scan of the code for places that would print an
 index location or an environment value without it."""
 
@@ -15,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters import stderr_log
-from adapters.backends import redacted
 from adapters.cli.commands.health import environment_overrides
 from adapters.postgres.url import split_schema
 from adapters.redaction import redact
+from adapters.storage.registry import redacted
 from domain.errors import QmdError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -188,7 +189,9 @@ def test_no_code_prints_a_location_or_an_environment_value_as_it_is() -> None:
             for line, expression in shown_as_is(tree)
             if f"{relative}:{expression}" not in ALLOWED
         ]
-    assert offences == [], "show these through adapters.backends.redacted (REQ-SEC-SECRET-001)"
+    assert offences == [], (
+        "show these through adapters.storage.registry.redacted (REQ-SEC-SECRET-001)"
+    )
 
 
 def test_the_scan_flags_each_form_it_looks_for() -> None:

@@ -119,7 +119,7 @@ def _add_failed(app: App, error: Exception, name: str) -> str | None:
     """What a `collection add` that the storage failed (a full disk) kept, read back after
     the failure: the collection may be registered (in index.yml, in the index) while its
     files' transaction was rolled back, so "rolled back" alone would be untrue (issue 33)."""
-    from adapters.backends import storage_failure
+    from adapters.storage.registry import storage_failure
 
     if storage_failure(error, app.db_path) is None:
         return None

@@ -23,9 +23,9 @@ def index_help(args: argparse.Namespace) -> int:
 def copy(args: argparse.Namespace) -> int:
     import os
 
-    from adapters.backends import kind_of, open_backend
-    from adapters.backends import redacted as redact
     from adapters.cli.index_copy import copy_to, describe
+    from adapters.storage.registry import kind_of, open_backend
+    from adapters.storage.registry import redacted as redact
 
     def same(a: str, b: str) -> bool:
         if kind_of(a).schemes or kind_of(b).schemes:  # a database URL
@@ -67,8 +67,8 @@ def copy(args: argparse.Namespace) -> int:
 
 def leftover_lines(location: str) -> list[str]:
     """`qmd doctor`'s lines on what copies that did not finish left beside the index."""
-    from adapters.backends import staging_leftovers
     from adapters.cli.index_copy import try_file_lock
+    from adapters.storage.registry import staging_leftovers
 
     try:
         found = staging_leftovers(location, try_file_lock)
@@ -80,9 +80,9 @@ def leftover_lines(location: str) -> list[str]:
 def tidy(args: argparse.Namespace) -> int:
     """Remove what copies that did not finish left beside the index (REQ-INDEX-COPY-STALE-001):
     staging files in its folder, empty staging schemas in its database."""
-    from adapters.backends import staging_leftovers
     from adapters.cli.index_copy import try_file_lock
     from adapters.cli.runtime import open_app
+    from adapters.storage.registry import staging_leftovers
 
     with open_app(args) as app:
         location = app.db_path

@@ -7,7 +7,6 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from adapters.backends import kind_named
 from adapters.cli import formats as fmt
 from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable
@@ -22,6 +21,7 @@ from adapters.cli.runtime import (
     pending_embeddings,
     report_skipped,
 )
+from adapters.storage.registry import kind_named
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App

@@ -7,7 +7,6 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from adapters.backends import kind_named
 from adapters.cli.errors import CommandError
 from adapters.cli.grammar import CommandTable, chunk_strategy, non_negative_int, positive_int
 from adapters.cli.runtime import (
@@ -17,6 +16,7 @@ from adapters.cli.runtime import (
     open_app,
     out,
 )
+from adapters.storage.registry import kind_named
 
 if TYPE_CHECKING:
     pass

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from adapters.backend import Table
+from adapters.storage.backend import Table
 
 BATCH = 2000  # rows read or written at a time
 

@@ -1,6 +1,8 @@
 """Which backend package opens an index location: one line per backend, keyed by URL scheme
 (anything else is a SQLite file). A package is imported only when a location of its kind is
-opened (the PostgreSQL driver costs a `qmd` start about 0.2 s)."""
+opened or labelled (the PostgreSQL driver costs a `qmd` start about 0.2 s). The registry names
+each package by a string, here and nowhere else outside it (tests/unit/test_backend_guard.py):
+what the rest of the program knows of a backend, it asks its kind."""
 
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ import sys
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
-from adapters.backend import Backend, Leftover, Opener
 from adapters.redaction import redact
+from adapters.storage.backend import Backend, Leftover, Opener
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,9 @@ class BackendKind:
     label: str  # for people: `status`'s "Backend:" line, `doctor`
     vector_extension: str  # what gives it vector search, and the word for "it works"
     vector_ready: str
+    # a server's location rules, imported only for a location of this kind:
+    # `index_label(location)` and `config_label(location)`; None for a file backend
+    location_rules: str | None = None
 
     def handles(self, location: str) -> bool:
         return not self.schemes or location.startswith(self.schemes)
@@ -35,6 +40,26 @@ class BackendKind:
     def embedded(self) -> bool:
         """A file beside the user, not a server: the default, which `status` need not name."""
         return not self.schemes
+
+    def index_label(self, location: str) -> str:
+        """A file-name-safe name of the server index at `location`, without its credentials,
+        for what lives beside it on disk (seed 004's memory folder)."""
+        return str(self._rules().index_label(location))
+
+    def config_label(self, location: str) -> str:
+        """A file-name-safe name of the server index at `location`, without its credentials,
+        for its own `index.yml` (two servers of one machine never share one)."""
+        return str(self._rules().config_label(location))
+
+    def redacted(self, location: str) -> str:
+        """`location` as people may see it: every kind's by the one set of rules
+        (adapters/redaction.py, REQ-SEC-SECRET-001), which leaves a plain file path as it is."""
+        return redact(location)
+
+    def _rules(self) -> Any:
+        if self.location_rules is None:
+            raise ValueError(f"a {self.name} index is a file: its location is its own label")
+        return importlib.import_module(self.location_rules)
 
 
 # First match wins; the file backend last.
@@ -46,6 +71,7 @@ KINDS: tuple[BackendKind, ...] = (
         "PostgreSQL (pgvector)",
         "pgvector",
         "installed",
+        "adapters.postgres.url",
     ),
     BackendKind("sqlite", (), "adapters.sqlite.backend", "SQLite", "sqlite-vec", "loaded"),
 )
@@ -58,6 +84,11 @@ def kind_of(location: str) -> BackendKind:
 def kind_named(name: str) -> BackendKind:
     """The kind an opened app reports as `App.backend`."""
     return next(kind for kind in KINDS if kind.name == name)
+
+
+def is_server(location: str | None) -> bool:
+    """Whether `location` names an index on a server (a database URL), not a file."""
+    return bool(location) and not kind_of(str(location)).embedded
 
 
 def server_schemes() -> tuple[str, ...]:
@@ -108,4 +139,4 @@ def redacted(location: str) -> str:
     """An index location as people may see it: a database URL without its secrets, a file
     path as it is (status lines, lock files, refusals), by the one set of rules
     (adapters/redaction.py, REQ-SEC-SECRET-001)."""
-    return redact(location)
+    return kind_of(location).redacted(location)

@@ -3,9 +3,9 @@ the operational hooks the composition root and `qmd index copy` need, so neither
 which class stores the index (docs/decisions/0050).
 
 A backend is a package (`adapters/sqlite`, `adapters/postgres`) whose `backend` module has
-one `open_backend(location, env=None, *, staged=False) -> Backend`; `adapters.backends` picks
-the package by the location's URL scheme. The tables every backend stores (`TABLES`) are listed
-here, so the copy moves rows between any two of them.
+one `open_backend(location, env=None, *, staged=False) -> Backend`;
+`adapters.storage.registry` picks the package by the location's URL scheme. The tables every
+backend stores (`TABLES`) are listed here, so the copy moves rows between any two of them.
 """
 
 from __future__ import annotations

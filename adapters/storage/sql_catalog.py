@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.store_rows import (
+from adapters.storage.sql_rows import (
     COLLECTION_COLUMNS,
     META_COLUMNS,
     META_FROM,
