@@ -34,7 +34,7 @@ def _ascii_lower(text: str) -> str:
 
 
 class Qmark:
-    """A connection running the stores' shared `?` statements (adapters/store_*.py)."""
+    """A connection running the stores' shared `?` statements (adapters/storage/sql_*.py)."""
 
     def __init__(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
         self._conn = conn
