@@ -25,6 +25,8 @@ elif [[ $rc != 0 ]]; then
   cat "$log" >&2
   exit "$rc"
 fi
+# the conformance set-up's `qmd embed` with EmbeddingGemma outlasts its default 900 s when loaded
+export QMD_CONFORMANCE_SETUP_TIMEOUT="${QMD_CONFORMANCE_SETUP_TIMEOUT:-3600}"
 echo "==> real tier: the real set is ready ($(( $(date +%s) - start ))s); running the real_models tests"
 QMD_SETUP_MODELS=real nice -n 10 "$BIN/python" -m pytest -n "${QMD_REAL_TIER_WORKERS:-1}" \
   --dist loadfile -m real_models "$@"
