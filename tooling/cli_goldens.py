@@ -4,7 +4,8 @@ and `query` on EmbeddingGemma, recorded once, replayed against ours on the same 
 A session copies a corpus into a scratch folder, runs the setup commands (collection add, embed)
 with HOME/XDG and the model paths pointing into it, then runs each case's argv and keeps stdout
 and the exit status. `scripts/record_real_cli_goldens.py` runs it with the original and writes
-the golden file; `tests/e2e/test_real_model_goldens.py` runs it with ours and compares bytes.
+the golden file; `tests/e2e/test_real_model_goldens.py` runs it with ours and compares the
+outputs with `differences` (bytes, and the printed scores to their precision).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ STEP_TIMEOUT_S = 1800
 # Everything the golden depends on besides the binary: the corpus, the set-up, the cases.
 CORPUS = "fixtures/corpora/handbook"
 # Without its two long references (80 KB): on a loaded two-core machine the original's
-# EmbeddingGemma `qmd embed` of the whole folder takes more than half an hour; the conformance
+# EmbeddingGemma `qmd embed` of the whole folder ran for more than 20 minutes; the conformance
 # fixture's real-models copy leaves out the same two (fixtures/setup.json `leave_out`).
 LEAVE_OUT = ("reference/large reference.md", "reference/operator guide.md")
 SETUP: tuple[tuple[str, ...], ...] = (
