@@ -18,10 +18,15 @@ SURFACES = ("compat-2.8.3", "spec", "ldims", "memorize", "projmem")
 # rooted: the default index served with `--force-root` on the handbook folder, so the
 # archive collection lies outside the permitted root;
 # local-models: the same index embedded with the two local GGUF files of the model-backed
-# goldens (MiniLM embedder; gemma-3-270m as reranker and generator), for the original and ours
-FIXTURES = ("default", "embedded", "rooted", "local-models")
+# goldens (MiniLM embedder; gemma-3-270m as reranker and generator), for the original and ours;
+# real-models: the same index, less setup.json's `leave_out` files, embedded with the real set
+# (EmbeddingGemma-300M embedder, Qwen2.5-Coder-1.5B as reranker and generator): the original's
+# own default embedding path
+FIXTURES = ("default", "embedded", "rooted", "local-models", "real-models")
 # the fixtures whose setup ends with the implementation's embedding step
-EMBEDDED_FIXTURES = frozenset({"embedded", "local-models"})
+EMBEDDED_FIXTURES = frozenset({"embedded", "local-models", "real-models"})
+# the fixtures that need the real model set (scripts/prepare_models.py --set real)
+REAL_MODEL_FIXTURES = frozenset({"real-models"})
 
 
 class CaseError(ValueError):
@@ -98,7 +103,9 @@ def validate_case_data(data: Any, source: Path) -> Case:
         raise CaseError(f"{source}: golden expectations only exist for the compat-2.8.3 surface")
     if case.uses_golden and case.fixture == "embedded":
         # each port embeds with its own model there; goldens need the original's own models
-        raise CaseError(f"{source}: goldens are recorded on the default or local-models fixture")
+        raise CaseError(
+            f"{source}: goldens are recorded on the default, local-models or real-models fixture"
+        )
     http = case.transports == ("http",)
     if "http" in case.transports and not http:
         raise CaseError(f"{source}: an http case runs on the http transport only")

@@ -110,7 +110,9 @@ def run(opts: Options, out: TextIO = sys.stdout) -> int:
 
     scratch_root = Path(tempfile.mkdtemp(prefix="qmd-conformance-"))
     try:
-        scratch = make_scratch(scratch_root / "run", opts.fixtures or default_fixtures_dir())
+        scratch = make_scratch(
+            scratch_root / "run", opts.fixtures or default_fixtures_dir(), opts.profile.fixture
+        )
         env = server_env(scratch, profile, path_dirs)
         logs = scratch.root / "logs"
         logs.mkdir()

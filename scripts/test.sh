@@ -13,10 +13,17 @@ echo "==> import-linter"; "$BIN/lint-imports"
 echo "==> spec and conformance data"
 "$BIN/python" scripts/gen_requirements.py --check
 "$BIN/qmd-conformance" validate
-# The real model set is opt-in (QMD_SETUP_MODELS=real); its tests run only when it was asked
-# for. A later -m in "$@" takes precedence.
+# The real model set is opt-in (QMD_SETUP_MODELS=real): its tests (the EmbeddingGemma goldens
+# recorded from the original among them) run when the set is in .models/ or was asked for.
+# QMD_TEST_REAL=0 leaves them out: CI runs them as a tier of their own beside this run
+# (scripts/real_tier.sh, .ci/run). A later -m in "$@" takes precedence.
 MARKS=(-m "not real_models")
-if [[ "${QMD_SETUP_MODELS:-stand-in}" == real ]]; then MARKS=(); fi
+if [[ "${QMD_TEST_REAL:-auto}" != 0 ]]; then
+  if [[ "${QMD_SETUP_MODELS:-stand-in}" == real ]] || "$BIN/python" -c \
+    'import sys; from pathlib import Path; from tooling.real_models import present; sys.exit(0 if present(Path(".models")) else 1)'; then
+    MARKS=()
+  fi
+fi
 # One worker per core (QMD_TEST_WORKERS overrides; 0 runs in this process). loadfile keeps a
 # file's tests on one worker, so its module-scoped servers start once; the conformance suite
 # passes go to whichever worker is free (tests/xdist_scheduling.py, docs/decisions/0055).

@@ -64,6 +64,23 @@ def load_pins(path: Path = MANIFEST) -> dict[str, Pins]:
     return pins
 
 
+def present(models_dir: Path, pins_path: Path = MANIFEST) -> bool:
+    """Whether `prepare_models.py --set real` left the whole set in `models_dir`: every pinned
+    file there and recorded in its manifest.json as made from these pins (scripts/test.sh runs
+    the `real_models` tests only then)."""
+    try:
+        made = json.loads((models_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    for role, model in load_pins(pins_path).items():
+        source = str(made.get(model.file, {}).get("source", ""))
+        if not (models_dir / model.file).is_file():
+            return False
+        if not source.startswith(f"real:{role}:{model.assembled_sha256}:"):
+            return False
+    return True
+
+
 def default_wheel_dir() -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return Path(os.environ.get("QMD_MODEL_WHEEL_DIR") or base / "qmd-reference" / "model-wheels")

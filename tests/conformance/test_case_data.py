@@ -76,9 +76,10 @@ def test_golden_expectations_are_only_for_the_compat_surface() -> None:
 
 
 def test_goldens_are_not_recorded_on_the_any_model_embedded_fixture() -> None:
-    with pytest.raises(CaseError, match="default or local-models fixture"):
+    with pytest.raises(CaseError, match="default, local-models or real-models fixture"):
         validate_case_data(_case(fixture="embedded"), Path("demo.case.json"))
     validate_case_data(_case(fixture="local-models"), Path("demo.case.json"))
+    validate_case_data(_case(fixture="real-models"), Path("demo.case.json"))
 
 
 def test_file_name_must_match_the_id() -> None:

@@ -18,6 +18,13 @@ from tests.conformance.passes import suite_pass
         ("original-2.8.3", "default", "http"),
         # the model-backed goldens: the original over the project's local GGUF files
         pytest.param("original-2.8.3-models", "local-models", "stdio", marks=pytest.mark.models),
+        # the real set: the original's own default embedder, EmbeddingGemma-300M
+        pytest.param(
+            "original-2.8.3-real",
+            "real-models",
+            "stdio",
+            marks=[pytest.mark.models, pytest.mark.real_models],
+        ),
     ],
 )
 def test_full_suite_passes_against_the_original(

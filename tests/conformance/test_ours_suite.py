@@ -47,6 +47,13 @@ from tests.postgres_server import server_url
         pytest.param(
             "ours-compat-models", "compat-2.8.3", "local-models", marks=pytest.mark.models
         ),
+        # the goldens recorded from the original on the real set (EmbeddingGemma, Qwen2.5)
+        pytest.param(
+            "ours-compat-real",
+            "compat-2.8.3",
+            "real-models",
+            marks=[pytest.mark.models, pytest.mark.real_models],
+        ),
     ],
 )
 def test_full_suite_passes_against_our_server(

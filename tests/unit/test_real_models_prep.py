@@ -132,3 +132,22 @@ def test_every_download_and_the_upstream_files_are_pinned() -> None:
     assert generate.assembled_sha256.startswith("cc324af070c2ecbf")
     assert embed.file == "embeddinggemma-300M-Q8_0.gguf"
     assert embed.raw["outtype"] == "q8_0"
+
+
+def test_the_set_is_present_only_when_every_file_is_made_from_these_pins(tmp_path: Path) -> None:
+    """scripts/test.sh runs the `real_models` tests when `present` says so."""
+    _, pins = registry(tmp_path, [b"ab", b"cd"])
+    pins_file = tmp_path / "pins.json"
+    models = tmp_path / "models"
+    models.mkdir()
+    assert not real_models.present(models, pins_file)  # no manifest
+    source = f"real:generate:{pins.assembled_sha256}:raw"
+    (models / "manifest.json").write_text(json.dumps({"joined.bin": {"source": source}}), "utf-8")
+    assert not real_models.present(models, pins_file)  # recorded, but the file is gone
+    (models / "joined.bin").write_bytes(b"abcd")
+    assert real_models.present(models, pins_file)
+    stale = {"joined.bin": {"source": "real:generate:" + "0" * 64 + ":raw"}}
+    (models / "manifest.json").write_text(json.dumps(stale), "utf-8")
+    assert not real_models.present(models, pins_file)  # made from other pins
+    (models / "manifest.json").write_text("{not json", "utf-8")
+    assert not real_models.present(models, pins_file)
