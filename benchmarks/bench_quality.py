@@ -152,7 +152,7 @@ def scifact_set(subset: int, sample: int) -> JudgedSet:
         return len(docs)
 
     return JudgedSet(
-        "scifact" if not subset else f"scifact-{subset}",
+        "scifact" if not subset else f"scifact-{subset}-q{len(qrels)}",
         "scifact",
         [(q, queries[q], judged) for q, judged in qrels.items()],
         lambda ranked, relevant: ndcg_at(ranked, relevant, 10),
