@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.bench_judged                  # about 3 to 6 minutes
     .venv/bin/python -m benchmarks.bench_judged --limit-docs 120 --questions 8   # smoke size
+    .venv/bin/python -m benchmarks.bench_judged --models gemma --workdir DIR   # EmbeddingGemma
 
 Corpus: `benchmarks/data/tldr-common/pages` (716 pages of tldr-pages, CC BY 4.0; see SOURCE.md).
 Judgements: `benchmarks/data/tldr-common/judged.json`, 54 questions written for this project in
@@ -32,9 +33,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import BenchError, load_average
+from benchmarks.model_sets import MODEL_SETS, MODELS_DIR, parse_model_sets
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "benchmarks" / "data" / "tldr-common"
-MODEL = REPO / ".models" / "all-MiniLM-L6-v2-f16.gguf"
+MODEL = REPO / ".models" / "all-MiniLM-L6-v2-f16.gguf"  # the stand-in set's (bench_fusion)
 
 
 def ndcg_at_10(ranked: list[str], relevant: set[str]) -> float:
@@ -60,10 +64,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workdir", type=Path, help="keep the index here and reuse it on the next run"
     )
+    parser.add_argument(
+        "--models",
+        default="stand-in",
+        choices=sorted(MODEL_SETS),
+        help="the embedding model comes from this set (benchmarks/model_sets.py; expansion "
+        "and reranking stay off here: benchmarks/bench_quality.py measures them)",
+    )
     options = parser.parse_args(argv)
-    if not MODEL.is_file():
-        print(f"{MODEL} is missing: run scripts/prepare_models.py", file=sys.stderr)
+    try:
+        (model_set,) = parse_model_sets(options.models)
+    except BenchError as error:
+        print(error, file=sys.stderr)
         return 2
+    model = MODELS_DIR / model_set.embed
     fixture = json.loads((DATA / "judged.json").read_text(encoding="utf-8"))
     questions = fixture["queries"][: options.questions or None]
 
@@ -91,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             "HOME": str(root / "home"),
             "XDG_CACHE_HOME": str(root / "cache"),
             "XDG_CONFIG_HOME": str(root / "config"),
-            "QMD_EMBED_MODEL": str(MODEL),
+            "QMD_EMBED_MODEL": str(model),
             "QMD_OFFLINE": "1",
         }
         started = time.perf_counter()
@@ -103,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         embedded = time.perf_counter()
         documents = len(list(pages.glob("*.md")))
         print(f"judged set: {len(questions)} questions, {documents} tldr pages")
-        print(f"  index {indexed - started:.1f} s, embed (MiniLM) {embedded - indexed:.1f} s")
+        print(f"  index {indexed - started:.1f} s, embed ({model.name}) {embedded - indexed:.1f} s")
 
         app = build_app(None, env)
         seed = app.searcher.with_profile(SEED_000)
@@ -138,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 ranked = run(searchers[label], question["query"])
                 scores.append(ndcg_at_10(ranked, set(question["expected_files"])))
             figures[label] = sum(scores) / len(scores)
-            print(f"  {label:<40} nDCG@10 {figures[label]:.3f}")
+            print(f"  {label:<40} nDCG@10 {figures[label]:.3f}  (load {load_average():.1f})")
         app.close()
     best_single = max(figures["search"], figures["vsearch"])
     verdict = "hybrid >= max(search, vsearch)" if figures["query"] >= best_single else "BELOW"

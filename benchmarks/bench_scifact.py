@@ -14,6 +14,7 @@ Modes (`--modes`, comma-separated, or `all`):
   original-lex the original QMD 2.8.3 itself, same call as compat-lex (needs it installed)
 
     .venv/bin/python -m benchmarks.bench_scifact [--modes search,compat-lex] [--json out.json]
+    .venv/bin/python -m benchmarks.bench_scifact --modes search,vsearch,query --models gemma
 
 Embedding the abstracts is the long part (about 25 minutes on two cores with MiniLM). To compare
 backends on the same vectors: embed once into SQLite with `--keep`, then pass the kept folder
@@ -50,6 +51,7 @@ from benchmarks.harness import (
     ours,
     text_of,
 )
+from benchmarks.model_sets import MODEL_SETS, parse_model_sets
 
 COLLECTION = "scifact"
 ALL_MODES = ("search", "vsearch", "query", "compat-lex", "original-lex")
@@ -367,13 +369,17 @@ def run(args: argparse.Namespace) -> int:
         if not reuse:
             write_markdown(docs, folder)
         extra: dict[str, str] = {}
-        model = args.embed_model or os.environ.get("QMD_EMBED_MODEL")
+        if args.models:
+            (model_set,) = parse_model_sets(args.models)
+            extra.update(model_set.env())
+        model = args.embed_model or extra.get("QMD_EMBED_MODEL")
+        model = model or os.environ.get("QMD_EMBED_MODEL")
         if not model and PREPARED_EMBED.exists():
             model = str(PREPARED_EMBED)
         if model:
             extra["QMD_EMBED_MODEL"] = model
         for role in ("QMD_RERANK_MODEL", "QMD_GENERATE_MODEL"):
-            if os.environ.get(role):
+            if os.environ.get(role) and role not in extra:
                 extra[role] = os.environ[role]
         impl = ours(workdir / "ours", extra)
         if args.backend == "postgres":
@@ -471,6 +477,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=100, help="results per query (default 100)")
     parser.add_argument("--queries", type=int, default=0, help="only the first N test queries")
     parser.add_argument("--embed-model", help="embedding model for vsearch/query (GGUF path)")
+    parser.add_argument(
+        "--models",
+        choices=sorted(MODEL_SETS),
+        help="a model set of benchmarks/model_sets.py for all three roles (the `query` tool "
+        "then expands and reranks within the server's request time limit; "
+        "bench_quality.py measures that pipeline without a limit)",
+    )
     parser.add_argument("--embed-timeout", type=float, default=3600, help="seconds for embed")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")

@@ -124,6 +124,24 @@ def test_bench_judged_runs_on_a_slice_and_prints_ndcg() -> None:
     assert "nDCG@10" in done.stdout
 
 
+@pytest.mark.models  # embeds with the MiniLM GGUF
+def test_bench_quality_runs_a_model_set_on_a_slice(tmp_path: Path) -> None:
+    figures = tmp_path / "quality.json"
+    command = [sys.executable, "-m", "benchmarks.bench_quality", "--set", "tldr"]
+    command += ["--limit-docs", "20", "--questions", "3", "--sample", "2", "--models"]
+    command += ["stand-in", "--modes", "search,vsearch,query", "--workdir", str(tmp_path)]
+    done = run_bench([*command, "--json", str(figures)], timeout=900)
+    assert "sample: the first 2 questions (q01 .. q02)" in done.stdout
+    for label in ("search", "vsearch", "query"):
+        assert f"| {label} [stand-in] |" in done.stdout
+    assert "query [stand-in] over 3:" in done.stdout
+    data = json.loads(figures.read_text(encoding="utf-8"))
+    assert len(data["results"]["vsearch [stand-in]"]["scores"]) == 3
+    # a second run reuses the kept index instead of embedding again
+    again = run_bench([*command], timeout=300)
+    assert "ours: qmd embed" not in again.stderr
+
+
 def test_bench_http_runs_for_ours(tmp_path: Path) -> None:
     figures = tmp_path / "http.json"
     run_bench(
