@@ -1,13 +1,15 @@
 """A backend kind registered at run time (the tests' in-memory backend, tests/memory_backend)
-is opened, labelled and told apart by its scheme like a production one, without joining
+is opened, labelled, told apart by its scheme and copied like a production one, without joining
 `KINDS`; a second kind of the same name, or one that would take every location, is refused."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from adapters.cli.index_copy import copy_index
 from adapters.storage.registry import (
     KINDS,
     BackendKind,
@@ -17,6 +19,7 @@ from adapters.storage.registry import (
     redacted,
     register_kind,
 )
+from domain.model import Collection
 from tests.backend_locations import LOCATIONS
 from tests.memory_backend.backend import forget
 
@@ -24,7 +27,7 @@ from tests.memory_backend.backend import forget
 @pytest.fixture(autouse=True)
 def _forget_the_indexes() -> Iterator[None]:
     yield
-    for name in ("shared-rows", "other-rows", "staged"):
+    for name in ("shared-rows", "other-rows", "staged", "copied"):
         forget(f"memory:{name}")
 
 
@@ -64,3 +67,29 @@ def test_registering_is_refused_for_a_taken_name_or_no_scheme() -> None:
     with pytest.raises(ValueError, match="its own scheme"):
         register_kind(BackendKind("catch-all", (), "x.backend", "X", "-", "-"))
     assert not is_server("notes/index.sqlite") and is_server("memory:x")
+
+
+def test_the_fakes_rows_copy_into_sqlite_as_they_are(tmp_path: Path) -> None:
+    """The fake's dump gives its rows in `TABLES`' columns: `qmd index copy` moves them into a
+    SQLite index, verified table by table, and the copy finds and reports what the fake did."""
+    t = "2025-01-01T00:00:00.000Z"
+    fake = open_backend("memory:copied")
+    fake.index.put_collection(Collection("notes", str(tmp_path / "notes")))
+    fake.index.upsert_document("notes", "a.md", "Alpha", "h" * 64, "kettle and zebra", t, t)
+    fake.index.store_chunk_vectors("h" * 64, [(0, 0, [1.0, 0.0])], "m", "fp", t)
+    fake.index.set_config_value("global_context", "shared words")
+    fake.index.put("cache-key", "cached")
+    fake.memory().put_memory_topic("topic", b"\x00" * 8)
+    sqlite = open_backend(str(tmp_path / "index.sqlite"))
+    try:
+        found = copy_index(fake, sqlite)
+        assert found["documents"] == found["content"] == found["content_vectors"] == 1
+        assert found["vectors"] == found["store_collections"] == found["memory_topics"] == 1
+        assert [c.name for c in sqlite.index.list_collections()] == ["notes"]
+        assert sqlite.index.get_global_context() == "shared words"
+        assert sqlite.index.get("cache-key") == "cached"
+        assert sqlite.index.vector_count() == 1
+        assert [meta.path for meta in sqlite.index.documents("notes")] == ["a.md"]
+        assert sqlite.memory().memory_topics() == [("topic", b"\x00" * 8)]
+    finally:
+        sqlite.close()
