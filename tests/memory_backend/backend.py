@@ -5,6 +5,7 @@ as a file or a schema would."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -16,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.storage.backend import Backend, IndexDump, Table
+from adapters.storage.sql_extraction import cache_params, state_params
 from adapters.storage.sql_rows import collection_params
 from domain.errors import INVALID_ARGUMENT, QmdError
+from domain.metadata import as_json
 from tests.fakes import (
     InMemoryChunkIndex,
     InMemoryExtractionLedger,
@@ -144,10 +147,10 @@ def forget(location: str) -> None:
 
 
 class MemoryDump:
-    """The fake's rows in `TABLES`' columns and order, for what it keeps as rows (content,
-    documents, collections, settings, the LLM cache, vectors, the memory, namespaces and
-    summaries); the on-demand tables it keeps as domain objects (metadata, extraction, chunk
-    rows) read as absent. It is a copy source only: no copy writes into it."""
+    """The fake's rows in `TABLES`' columns and order, each encoded as the SQL stores encode
+    it (adapters/storage/sql_*.py); it keeps no creation times, so those read as "". It is a
+    copy source only: no copy writes into it. The row order of a table whose `Table.order`
+    is "insertion" is the fake's own (dicts keep insertion order)."""
 
     own_config_keys: tuple[str, ...] = ()
 
@@ -181,6 +184,22 @@ class MemoryDump:
                 collection_params(c) for c in store._collections.values()
             ],
             "store_config": lambda: sorted(store._config.items()),
+            "py_document_metadata": lambda: [
+                (doc_id, json.dumps(as_json(meta), ensure_ascii=False, separators=(",", ":")))
+                for doc_id, meta in sorted(store._metadata.items())
+                if doc_id in store._rows
+            ],
+            "extraction_cache": lambda: [
+                cache_params(outcome) for _, outcome in sorted(index.ledger.cache.items())
+            ],
+            "extraction_state": lambda: [
+                state_params(state) for _, state in sorted(index.ledger.states.items())
+            ],
+            "pyqmd_chunks": lambda: [
+                (chunk_id, doc_id, digest, *section)
+                for chunk_id, (doc_id, digest, section) in sorted(index.chunks._rows.items())
+                if doc_id in store._rows
+            ],
             "llm_cache": lambda: [(k, v, "") for k, v in sorted(store._cache.items())],
             "content_vectors": lambda: [
                 (v.hash, v.seq, v.pos, v.model, v.fingerprint, v.total, "")

@@ -19,7 +19,10 @@ from adapters.storage.registry import (
     redacted,
     register_kind,
 )
+from domain.extraction import CachedExtraction
 from domain.model import Collection
+from domain.ports import DocumentCut
+from domain.sections import split_sections
 from tests.backend_locations import LOCATIONS
 from tests.memory_backend.backend import forget
 
@@ -75,7 +78,11 @@ def test_the_fakes_rows_copy_into_sqlite_as_they_are(tmp_path: Path) -> None:
     t = "2025-01-01T00:00:00.000Z"
     fake = open_backend("memory:copied")
     fake.index.put_collection(Collection("notes", str(tmp_path / "notes")))
-    fake.index.upsert_document("notes", "a.md", "Alpha", "h" * 64, "kettle and zebra", t, t)
+    body = "# Alpha\n\nkettle and zebra\n"
+    fake.index.upsert_document("notes", "a.md", "Alpha", "h" * 64, body, t, t)
+    fake.index.put_metadata("notes", "a.md", {"tags": ("x",), "year": 2025})
+    fake.chunks.replace_chunks([DocumentCut(1, "h" * 64, split_sections(body))])
+    fake.ledger.remember_extraction(CachedExtraction("s1", "ok", text_hash="t1", title="T"))
     fake.index.store_chunk_vectors("h" * 64, [(0, 0, [1.0, 0.0])], "m", "fp", t)
     fake.index.set_config_value("global_context", "shared words")
     fake.index.put("cache-key", "cached")
@@ -85,6 +92,13 @@ def test_the_fakes_rows_copy_into_sqlite_as_they_are(tmp_path: Path) -> None:
         found = copy_index(fake, sqlite)
         assert found["documents"] == found["content"] == found["content_vectors"] == 1
         assert found["vectors"] == found["store_collections"] == found["memory_topics"] == 1
+        assert found["py_document_metadata"] == found["extraction_cache"] == 1
+        assert found["pyqmd_chunks"] == len(split_sections(body))
+        assert sqlite.index.metadata_by_id([1]) == {1: {"tags": ("x",), "year": 2025}}
+        assert [row.text for row in sqlite.chunks.document_chunks("notes", "a.md")] == [
+            section.text for section in split_sections(body)
+        ]
+        assert sqlite.ledger.cached_extraction("s1") == fake.ledger.cached_extraction("s1")
         assert [c.name for c in sqlite.index.list_collections()] == ["notes"]
         assert sqlite.index.get_global_context() == "shared words"
         assert sqlite.index.get("cache-key") == "cached"
