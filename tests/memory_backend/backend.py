@@ -148,9 +148,9 @@ def forget(location: str) -> None:
 
 class MemoryDump:
     """The fake's rows in `TABLES`' columns and order, each encoded as the SQL stores encode
-    it (adapters/storage/sql_*.py); it keeps no creation times, so those read as "". It is a
-    copy source only: no copy writes into it. The row order of a table whose `Table.order`
-    is "insertion" is the fake's own (dicts keep insertion order)."""
+    it (adapters/storage/sql_*.py); the times it does not keep (a cache entry's, a vector's,
+    a topic's, a summary's) read as "", and a content row takes its first document's. It is
+    a copy source only: no copy writes into it."""
 
     own_config_keys: tuple[str, ...] = ()
 
