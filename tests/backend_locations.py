@@ -1,6 +1,7 @@
 """A fresh, empty location for each registered storage backend, by `BackendKind.name`: what
 the contract tests open through `adapters.storage.registry.open_backend`. A new backend adds
-its own here (tests/contract/test_backend_contract.py checks every kind has one)."""
+its own here (tests/contract/test_backend_contract.py checks every kind has one). The tests'
+in-memory backend (tests/memory_backend) is registered here, for this process only."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from adapters.storage.backend import Backend
-from adapters.storage.registry import open_backend
+from adapters.storage.registry import BackendKind, open_backend, register_kind
+from tests.memory_backend.backend import forget
 from tests.postgres_server import drop_schema, fresh_schema_url
+
+register_kind(
+    BackendKind("fake", ("memory:",), "tests.memory_backend.backend", "in memory", "none", "-")
+)
 
 
 @contextmanager
@@ -27,14 +33,24 @@ def _postgres_location(tmp_path: Path) -> Iterator[str]:
         drop_schema(schema)
 
 
+@contextmanager
+def _memory_location(tmp_path: Path) -> Iterator[str]:
+    location = f"memory:{tmp_path}"
+    try:
+        yield location
+    finally:
+        forget(location)
+
+
 LOCATIONS: dict[str, Callable[[Path], AbstractContextManager[str]]] = {
+    "fake": _memory_location,
     "sqlite": _sqlite_location,
     "postgresql": _postgres_location,
 }
 
 
 # contract fixture ids (`postgres` carries the marker, tests/needs.py) -> registered names
-BACKENDS = {"sqlite": "sqlite", "postgres": "postgresql"}
+BACKENDS = {"fake": "fake", "sqlite": "sqlite", "postgres": "postgresql"}
 
 
 @contextmanager

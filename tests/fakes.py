@@ -10,6 +10,9 @@
 * `InMemoryConfigRepository`: ConfigRepository over a dict.
 * `FakeExtractor` / `InMemoryExtractionLedger`: DocumentExtractor over a dict of "files" that
   counts its calls, and ExtractionLedger over dicts.
+
+The storage fakes are also one backend, `memory:NAME` (tests/memory_backend/backend.py): the
+contract tests open them through `open_backend`, as they open SQLite and PostgreSQL.
 """
 
 from __future__ import annotations

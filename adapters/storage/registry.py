@@ -76,14 +76,36 @@ KINDS: tuple[BackendKind, ...] = (
     BackendKind("sqlite", (), "adapters.sqlite.backend", "SQLite", "sqlite-vec", "loaded"),
 )
 
+# Kinds registered at run time (the tests' in-memory backend), kept apart from `KINDS`: the
+# guards over production code read `KINDS` alone, so a test kind's package is never one that
+# production code must leave alone, nor a word the transports must not decide by.
+_REGISTERED: list[BackendKind] = []
+
+
+def register_kind(kind: BackendKind) -> None:
+    """Add a backend kind for this process, matched before the production ones (whose file
+    backend takes any location). Registering one twice is a no-op."""
+    if kind in _REGISTERED:
+        return
+    if any(kind.name == known.name for known in all_kinds()):
+        raise ValueError(f"a backend kind named {kind.name!r} is registered already")
+    if not kind.schemes:
+        raise ValueError(f"a registered backend kind needs its own scheme: {kind.name!r}")
+    _REGISTERED.append(kind)
+
+
+def all_kinds() -> tuple[BackendKind, ...]:
+    """Every kind this process can open: those registered at run time, then `KINDS`."""
+    return (*_REGISTERED, *KINDS)
+
 
 def kind_of(location: str) -> BackendKind:
-    return next(kind for kind in KINDS if kind.handles(location))
+    return next(kind for kind in all_kinds() if kind.handles(location))
 
 
 def kind_named(name: str) -> BackendKind:
     """The kind an opened app reports as `App.backend`."""
-    return next(kind for kind in KINDS if kind.name == name)
+    return next(kind for kind in all_kinds() if kind.name == name)
 
 
 def is_server(location: str | None) -> bool:
@@ -93,7 +115,7 @@ def is_server(location: str | None) -> bool:
 
 def server_schemes() -> tuple[str, ...]:
     """The URL prefixes of every backend that is a server (what `--index-url` accepts)."""
-    return tuple(scheme for kind in KINDS for scheme in kind.schemes)
+    return tuple(scheme for kind in all_kinds() for scheme in kind.schemes)
 
 
 def storage_failure(error: BaseException, where: str, kept: str | None = None) -> str | None:
@@ -102,7 +124,7 @@ def storage_failure(error: BaseException, where: str, kept: str | None = None) -
     command had committed before, and what to do next (default: the backend's general words).
     Only backends this process has opened are asked: another cannot have raised it, and is
     not imported for the question."""
-    for kind in KINDS:
+    for kind in all_kinds():
         module = sys.modules.get(kind.module)
         explain = getattr(module, "storage_failure", None)
         if not callable(explain):

@@ -1,5 +1,6 @@
-"""Each contract test runs once per implementation of its port: the fake, SQLite and
-PostgreSQL (a fresh schema on the session's local server, tests/postgres_server.py)."""
+"""Each contract test runs once per registered storage backend (tests/backend_locations.py):
+the in-memory fake, SQLite and PostgreSQL (a fresh schema on the session's local server,
+tests/postgres_server.py), each opened through `open_backend`."""
 
 from __future__ import annotations
 
@@ -13,20 +14,16 @@ from adapters.sqlite.driver import connect
 from adapters.sqlite.store import SqliteIndex
 from adapters.storage.backend import StoreIndex
 from tests.backend_locations import BACKENDS, opened_backend
-from tests.fakes import InMemoryStore
 
-StoreLike = InMemoryStore | StoreIndex
+StoreLike = StoreIndex
 
 
 @contextmanager
 def open_store(kind: str, tmp_path: Path) -> Iterator[StoreLike]:
     """One implementation by name: a registered backend's index opened through the registry
-    at a new location (tests/backend_locations.py), or the in-memory fake;
-    `sqlite-prefilter` is SQLite with the vector prefilter on from the first vector
-    (REQ-VEC-PREFILTER-001), so tiny corpora take that path too."""
-    if kind == "fake":
-        yield InMemoryStore()
-        return
+    at a new location (tests/backend_locations.py); `sqlite-prefilter` is SQLite with the
+    vector prefilter on from the first vector (REQ-VEC-PREFILTER-001), so tiny corpora take
+    that path too."""
     if kind == "sqlite-prefilter":
         path = tmp_path / "cache" / "qmd" / "index.sqlite"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -40,7 +37,7 @@ def open_store(kind: str, tmp_path: Path) -> Iterator[StoreLike]:
         yield backend.index
 
 
-@pytest.fixture(params=["fake", *BACKENDS])
+@pytest.fixture(params=[*BACKENDS])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreLike]:
     with open_store(request.param, tmp_path) as opened:
         yield opened

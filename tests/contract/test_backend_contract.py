@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 
 from adapters.storage.backend import FIELD_NAMES, OPTIONAL_FIELDS, TABLES, Backend
-from adapters.storage.registry import KINDS, open_backend
+from adapters.storage.registry import all_kinds, open_backend
 from tests.backend_locations import LOCATIONS
 
 # backends whose writers lock with files beside the index instead of `Backend.lock`
 FILE_LOCKED = ("sqlite",)
 PARAMS = [
     pytest.param(kind.name, marks=[pytest.mark.postgres] if kind.name == "postgresql" else [])
-    for kind in KINDS
+    for kind in all_kinds()
 ]
 
 
 def test_every_registered_backend_has_a_location_here() -> None:
-    assert {kind.name for kind in KINDS} == set(LOCATIONS)
+    assert {kind.name for kind in all_kinds()} == set(LOCATIONS)
 
 
 @contextmanager

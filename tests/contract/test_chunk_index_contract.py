@@ -15,7 +15,6 @@ from domain.ports import DocumentCut
 from domain.sections import split_sections
 from domain.text import content_hash
 from tests.backend_locations import BACKENDS, opened_backend
-from tests.fakes import InMemoryChunkIndex, InMemoryStore
 
 T = "2025-01-01T00:00:00.000Z"
 BODY = "# Auth\nintro\n## Tokens\nshort lived\n### Refresh\nrotate\n"
@@ -28,12 +27,8 @@ class Pair:
     chunks: Any
 
 
-@pytest.fixture(params=["fake", *BACKENDS])
+@pytest.fixture(params=[*BACKENDS])
 def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
-    if request.param == "fake":
-        store = InMemoryStore()
-        yield Pair(store, InMemoryChunkIndex(store))
-        return
     with opened_backend(request.param, tmp_path) as backend:
         yield Pair(backend.index, backend.chunks)
 

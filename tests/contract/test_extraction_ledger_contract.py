@@ -12,14 +12,10 @@ from adapters.sqlite.store import SqliteIndex
 from domain.extraction import CachedExtraction, ExtractionState
 from domain.ports import ExtractionLedger
 from tests.backend_locations import BACKENDS, opened_backend
-from tests.fakes import InMemoryExtractionLedger
 
 
-@pytest.fixture(params=["memory", *BACKENDS])
+@pytest.fixture(params=[*BACKENDS])
 def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ExtractionLedger]:
-    if request.param == "memory":
-        yield InMemoryExtractionLedger()
-        return
     with opened_backend(request.param, tmp_path) as backend:
         yield backend.ledger
 

@@ -30,11 +30,8 @@ def _recorded(size: int, title: str = "T") -> RecordedStamp:
     )
 
 
-@pytest.fixture(params=["fake", *BACKENDS])
+@pytest.fixture(params=[*BACKENDS])
 def stamps(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stamps]:
-    if request.param == "fake":
-        yield InMemoryFileStamps()
-        return
     with opened_backend(request.param, tmp_path) as backend:
         assert backend.stamps is not None, "every registered backend keeps file stamps"
         yield backend.stamps

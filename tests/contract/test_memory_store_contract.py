@@ -13,20 +13,20 @@ import pytest
 from adapters.fs.memory import MarkdownMemoryStore
 from adapters.postgres.store import PostgresIndex
 from domain.memory import KNOWLEDGE, QA, MemoryRecord, Topic, parse_record, record_path
-from tests.backend_locations import opened_backend
+from tests.backend_locations import BACKENDS, opened_backend
 from tests.fakes import InMemoryMemoryStore
 from tests.postgres_server import drop_schema, fresh_schema_url
 
 MemoryLike = InMemoryMemoryStore | MarkdownMemoryStore
 
 
-@pytest.fixture(params=["fake", "markdown", "markdown-postgres"])
+# the fake store, and the markdown files over each registered backend's memory rows
+@pytest.fixture(params=["fake", *(f"markdown-{backend}" for backend in BACKENDS)])
 def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryLike]:
     if request.param == "fake":
         yield InMemoryMemoryStore()
         return
-    kind = "postgres" if request.param == "markdown-postgres" else "sqlite"
-    with opened_backend(kind, tmp_path) as backend:
+    with opened_backend(request.param.removeprefix("markdown-"), tmp_path) as backend:
         # as adapters/memory_wiring.py builds it: the backend's shared lock where it has one
         # (PostgreSQL's advisory locks), else the memory folder's lock file
         shared = backend.lock

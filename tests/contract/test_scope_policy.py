@@ -1,5 +1,5 @@
 """The scope policy's own parts (REQ-SEC-SCOPE-001..004): root, trust and allow-list in one
-object; the memory rows seen from one folder, over SQLite and PostgreSQL; transcripts
+object; the memory rows seen from one folder, over every registered backend; transcripts
 admitted by real path."""
 
 from __future__ import annotations

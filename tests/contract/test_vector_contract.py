@@ -20,7 +20,7 @@ from tests.contract.conftest import StoreLike, open_store
 T0 = "2025-01-01T00:00:00.000Z"
 
 
-@pytest.fixture(params=["fake", *BACKENDS, "sqlite-prefilter"])
+@pytest.fixture(params=[*BACKENDS, "sqlite-prefilter"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreLike]:
     with open_store(request.param, tmp_path) as opened:
         yield opened

@@ -7,18 +7,24 @@ at any depth of the module (function bodies, `TYPE_CHECKING` blocks): not
 `from adapters import <backend>`, not `importlib.import_module` / `__import__` of a string
 naming one. The registry (adapters/storage/registry.py) imports none either: it names each
 backend package by strings inside its one `BackendKind(...)` entry, and opens or asks it
-lazily. Tests and benchmarks drive concrete classes on purpose and are not scanned."""
+lazily. Tests and benchmarks drive concrete classes on purpose and are not scanned. The
+tests' in-memory backend (tests/memory_backend, registered by tests/backend_locations.py) is a
+backend package too: no production module imports it either, though the registry's own
+`KINDS`, and so its one-entry rule, hold the production backends only."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from adapters.storage.registry import KINDS
+from adapters.storage.registry import KINDS, all_kinds
+from tests.backend_locations import LOCATIONS
 
 REPO = Path(__file__).resolve().parents[2]
-# every registered backend's package: the package of its `open_backend` module
+# every production backend's package: the package of its `open_backend` module
 BACKEND_PACKAGES = tuple(kind.module.rpartition(".")[0] for kind in KINDS)
+# and those of the kinds registered at run time (the tests' in-memory backend)
+ALL_BACKEND_PACKAGES = tuple(kind.module.rpartition(".")[0] for kind in all_kinds())
 SCANNED = ("adapters", "domain", "conformance", "tooling")
 REGISTRY = REPO / "adapters" / "storage" / "registry.py"
 
@@ -28,10 +34,8 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _backend_of(module: str) -> str | None:
-    return next(
-        (pkg for pkg in BACKEND_PACKAGES if module == pkg or module.startswith(pkg + ".")), None
-    )
+def _backend_of(module: str, packages: tuple[str, ...] = ALL_BACKEND_PACKAGES) -> str | None:
+    return next((pkg for pkg in packages if module == pkg or module.startswith(pkg + ".")), None)
 
 
 def backend_imports(source: str, module: str) -> list[str]:
@@ -73,6 +77,7 @@ def backend_imports(source: str, module: str) -> list[str]:
 
 def test_no_module_outside_a_backend_package_imports_it() -> None:
     assert {"adapters.sqlite", "adapters.postgres"} <= set(BACKEND_PACKAGES)
+    assert "tests.memory_backend" in ALL_BACKEND_PACKAGES and "fake" in LOCATIONS
     found: list[str] = []
     for top in SCANNED:
         for path in sorted((REPO / top).rglob("*.py")):
@@ -101,6 +106,18 @@ def test_the_import_check_catches_each_form() -> None:
     assert backend_imports("from adapters.sqlite_extra import x", "adapters.locations") == []
     # a backend package importing the other is an offence too
     assert len(backend_imports("from adapters.sqlite.fts import x", "adapters.postgres.bm25")) == 1
+    # the tests' backend, registered at run time, is guarded like the production ones
+    fake = "from tests.memory_backend.backend import open_backend"
+    assert len(backend_imports(fake, "adapters.bootstrap")) == 1
+    assert backend_imports("from tests.fakes import InMemoryStore", "adapters.bootstrap") == []
+
+
+def test_a_kind_registered_at_run_time_stays_out_of_the_production_kinds() -> None:
+    """The fake's package is no production backend: the one-entry rule and the words the
+    transports must not decide by (tests/unit/test_backend_guard.py) read `KINDS` alone."""
+    assert "fake" not in {kind.name for kind in KINDS}
+    assert not any(pkg.startswith("tests") for pkg in BACKEND_PACKAGES)
+    assert {kind.name for kind in all_kinds()} == {*(kind.name for kind in KINDS), "fake"}
 
 
 def test_the_registry_names_each_backend_package_in_one_entry() -> None:
@@ -116,7 +133,7 @@ def test_the_registry_names_each_backend_package_in_one_entry() -> None:
     loose = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            backend = _backend_of(node.value)
+            backend = _backend_of(node.value, BACKEND_PACKAGES)
             if backend is None:
                 continue
             owner = [i for i, call in enumerate(calls) if node in set(ast.walk(call))]
