@@ -37,7 +37,7 @@ from domain.indexing import FileStamp, ScanResult, SkippedFile, SourceFile, Unre
 from domain.lexfill import FilledHits, filled_by_two_searches
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 from domain.memory import MemoryRecord, Topic, parse_record, record_path, render_record
-from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
+from domain.model import Collection, CollectionCatalog, Document, DocumentMeta, LexHit, VectorHit
 from domain.paths import scan_order_key
 from domain.ports import ChunkRow, CollectionCount, DocumentCut, DocumentWrite, UpsertOutcome
 from domain.sections import Section
@@ -104,6 +104,9 @@ class InMemoryStore:
 
     def list_collections(self) -> list[Collection]:
         return list(self._collections.values())
+
+    def read_catalog(self) -> CollectionCatalog:
+        return CollectionCatalog(tuple(self.list_collections()), self.get_global_context())
 
     def get_collection(self, name: str) -> Collection | None:
         return self._collections.get(name)
