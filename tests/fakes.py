@@ -891,9 +891,9 @@ class InMemorySessions:
 
 def app_over(store: InMemoryStore, models: Models | None = None) -> App:
     """The composition root wired with fakes only: `store` serves every storage port."""
-    from adapters.bootstrap import assemble
+    from adapters.bootstrap import App
 
-    return assemble(
+    return App(
         store=store,
         lexical=store,
         vectors=store,
@@ -903,7 +903,7 @@ def app_over(store: InMemoryStore, models: Models | None = None) -> App:
         clock=FixedClock(),
         models=models,
         maintenance=store,
-        metadata=store,
+        metadata_index=store,
     )
 
 
