@@ -196,25 +196,25 @@ class App:
     @cached_property
     def collections(self) -> CollectionManager:
         from domain.usecases.chunks import ChunkedCollections
-        from domain.usecases.collections import CollectionManager
+        from domain.usecases.collections import CollectionManager, IndexingParts
 
-        keeper = self.chunk_keeper
-        manager = (
-            ChunkedCollections(keeper, self.config, self.source, self.clock)
-            if keeper is not None
-            else CollectionManager(self.store, self.config, self.source, self.clock)
-        )
-        if self.extraction is not None:
-            manager.use_extraction(self.extraction)
+        recorder = None
         if self.metadata_index is not None:
             from adapters.fs.front_matter import YamlFrontMatter
             from domain.usecases.metadata import MetadataRecorder
 
-            manager.metadata = MetadataRecorder(self.metadata_index, YamlFrontMatter())
-        manager.stamps = self.stamps
-        if self.scope.root is not None:  # a rooted app adds and indexes only inside folders
-            manager.admits = self.scope.allows
-        return manager
+            recorder = MetadataRecorder(self.metadata_index, YamlFrontMatter())
+        parts = IndexingParts(
+            extraction=self.extraction,
+            metadata=recorder,
+            # a rooted app adds and indexes only inside folders
+            admits=self.scope.allows if self.scope.root is not None else None,
+            stamps=self.stamps,
+        )
+        keeper = self.chunk_keeper
+        if keeper is not None:
+            return ChunkedCollections(keeper, self.config, self.source, self.clock, parts)
+        return CollectionManager(self.store, self.config, self.source, self.clock, parts)
 
     @cached_property
     def chunks(self) -> ChunkSearch | None:
