@@ -891,7 +891,7 @@ class InMemorySessions:
 
 def app_over(store: InMemoryStore, models: Models | None = None) -> App:
     """The composition root wired with fakes only: `store` serves every storage port."""
-    from adapters.bootstrap import App
+    from adapters.bootstrap import App, Models
 
     return App(
         store=store,
@@ -901,7 +901,7 @@ def app_over(store: InMemoryStore, models: Models | None = None) -> App:
         config=InMemoryConfigRepository(),
         source=FakeContentSource({}),
         clock=FixedClock(),
-        models=models,
+        models=models or Models(),
         maintenance=store,
         metadata_index=store,
     )
