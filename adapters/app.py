@@ -1,6 +1,7 @@
 """The application object: the adapters one process (or one worker thread) works with, and
-the use cases over them, each built the first time it is asked for. `assemble` makes one from
-whatever adapters it is given (real ones from adapters/bootstrap.py, fakes in tests)."""
+the use cases over them, each built the first time it is asked for. It is built in one call
+from whatever adapters it is given (real ones from adapters/bootstrap.py, fakes in tests) and
+never changed after."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from adapters.config.trust import TrustDecision
 from adapters.config.yaml_config import QmdConfig
@@ -67,12 +68,13 @@ class ProjmemAdapters:
     refusal: QmdError | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class App:
-    """One process's application. The constructor takes the adapters, every production
-    field given by `assemble` (`None` only where an index has no such part: a fake's, in
-    tests); the use cases over them are built on first use, so a command builds, and
-    imports, only those it runs."""
+    """One process's application, built by its constructor alone (frozen: no field is set
+    after it). The first seven fields are every app's; the others default to what an app of
+    fakes lacks (`None`: an index without such a part). The use cases over them are built on
+    first use, so a command builds, and imports, only those it runs. PDF/DOCX/PPTX/XLSX/HTML
+    documents are extracted only when both `extractor` and `ledger` are given."""
 
     store: DocumentStore
     lexical: LexicalIndex
@@ -81,28 +83,41 @@ class App:
     config: ConfigRepository
     source: ContentSource
     clock: Clock
-    models: Models
-    maintenance: IndexMaintenance | None  # None: the index offers no upkeep
+    models: Models = field(default_factory=Models)
+    maintenance: IndexMaintenance | None = None  # None: the index offers no upkeep
     # PDF/DOCX/PPTX/XLSX/HTML extraction and its per-document states: wired only when both
     # are given
-    extractor: DocumentExtractor | None
-    ledger: ExtractionLedger | None
-    metadata_index: MetadataIndex | None  # None: the index keeps no metadata
+    extractor: DocumentExtractor | None = None
+    ledger: ExtractionLedger | None = None
+    metadata_index: MetadataIndex | None = None  # None: the index keeps no metadata
     # chunk tables, sessions and summaries (None: not wired)
-    projmem: ProjmemAdapters | None
-    stamps: FileStampIndex | None  # None: every update reads every file
-    db_path: str
-    config_path: str
-    home: str | None
+    projmem: ProjmemAdapters | None = None
+    stamps: FileStampIndex | None = None  # None: every update reads every file
+    db_path: str = ""
+    config_path: str = ""
+    home: str | None = None
     # the approval state of a project-local `.qmd/index.yml` (adapters.config.trust)
-    trust: TrustDecision | None
+    trust: TrustDecision | None = None
     # root, trust and allow-list: every part that reads or writes a file asks it
-    scope: ScopePolicy
+    scope: ScopePolicy = field(default_factory=ScopePolicy)
     # index.yml as this run read it at start (None: no file behind the app, a fake's)
-    settings: QmdConfig | None
-    closers: list[Any] = field(default_factory=list)
+    settings: QmdConfig | None = None
     # the opened index with its hooks (adapters/storage/backend.py); None: an app of fakes
     storage: Backend | None = None
+    # what `close` runs, in order: helpers started over this app (`on_close`), then the
+    # extractor's worker and the index
+    closers: list[Callable[[], None]] = field(default_factory=list, init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.extractor is not None:
+            self.closers.append(self.extractor.close)
+        if self.storage is not None:
+            self.closers.append(self.storage.close)
+
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Run `closer` first when the app closes (a helper over the app stops before what it
+        uses does)."""
+        self.closers.insert(0, closer)
 
     # -- what the opened index says of itself (one source: `storage`) -------------------------
 
@@ -181,25 +196,25 @@ class App:
     @cached_property
     def collections(self) -> CollectionManager:
         from domain.usecases.chunks import ChunkedCollections
-        from domain.usecases.collections import CollectionManager
+        from domain.usecases.collections import CollectionManager, IndexingParts
 
-        keeper = self.chunk_keeper
-        manager = (
-            ChunkedCollections(keeper, self.config, self.source, self.clock)
-            if keeper is not None
-            else CollectionManager(self.store, self.config, self.source, self.clock)
-        )
-        if self.extraction is not None:
-            manager.use_extraction(self.extraction)
+        recorder = None
         if self.metadata_index is not None:
             from adapters.fs.front_matter import YamlFrontMatter
             from domain.usecases.metadata import MetadataRecorder
 
-            manager.metadata = MetadataRecorder(self.metadata_index, YamlFrontMatter())
-        manager.stamps = self.stamps
-        if self.scope.root is not None:  # a rooted app adds and indexes only inside folders
-            manager.admits = self.scope.allows
-        return manager
+            recorder = MetadataRecorder(self.metadata_index, YamlFrontMatter())
+        parts = IndexingParts(
+            extraction=self.extraction,
+            metadata=recorder,
+            # a rooted app adds and indexes only inside folders
+            admits=self.scope.allows if self.scope.root is not None else None,
+            stamps=self.stamps,
+        )
+        keeper = self.chunk_keeper
+        if keeper is not None:
+            return ChunkedCollections(keeper, self.config, self.source, self.clock, parts)
+        return CollectionManager(self.store, self.config, self.source, self.clock, parts)
 
     @cached_property
     def chunks(self) -> ChunkSearch | None:
@@ -256,58 +271,3 @@ class App:
         for closer in self.closers:
             closer()
         self.closers.clear()
-
-
-def assemble(
-    store: DocumentStore,
-    lexical: LexicalIndex,
-    vectors: VectorIndex,
-    cache: LlmCache,
-    config: ConfigRepository,
-    source: ContentSource,
-    clock: Clock,
-    models: Models | None = None,
-    home: str | None = None,
-    maintenance: IndexMaintenance | None = None,
-    extractor: DocumentExtractor | None = None,
-    ledger: ExtractionLedger | None = None,
-    metadata: MetadataIndex | None = None,
-    projmem: ProjmemAdapters | None = None,
-    stamps: FileStampIndex | None = None,
-    *,
-    db_path: str = "",
-    config_path: str = "",
-    trust: TrustDecision | None = None,
-    scope: ScopePolicy | None = None,
-    settings: QmdConfig | None = None,
-    storage: Backend | None = None,
-) -> App:
-    """The app over whatever adapters (real or fake) are given. Documents other than text
-    (PDF, DOCX, …) are extracted only when both `extractor` and `ledger` are given."""
-    return App(
-        store=store,
-        lexical=lexical,
-        vectors=vectors,
-        cache=cache,
-        config=config,
-        source=source,
-        clock=clock,
-        models=models or Models(),
-        maintenance=maintenance,
-        extractor=extractor,
-        ledger=ledger,
-        metadata_index=metadata,
-        projmem=projmem,
-        stamps=stamps,
-        db_path=db_path,
-        config_path=config_path,
-        home=home,
-        trust=trust,
-        scope=scope or ScopePolicy(),
-        settings=settings,
-        closers=[
-            *([extractor.close] if extractor is not None else []),
-            *([storage.close] if storage is not None else []),
-        ],
-        storage=storage,
-    )

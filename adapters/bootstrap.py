@@ -1,6 +1,6 @@
 """The composition root: the one place that names concrete adapters.
 
-Entry points (CLI, MCP stdio, HTTP) call `build_app`; tests call `assemble` with fakes. The
+Entry points (CLI, MCP stdio, HTTP) call `build_app`; tests build an `App` of fakes. The
 application object itself is adapters/app.py; where the index, its config and the memory and
 session folders are is adapters/locations.py; the memory's wiring is adapters/memory_wiring.py.
 """
@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from adapters.app import App as App
 from adapters.app import ProjmemAdapters as ProjmemAdapters
-from adapters.app import assemble as assemble
 from adapters.config.trust import TrustDecision, decide, untrusted_view
 from adapters.config.yaml_config import (
     QmdConfig,
@@ -219,7 +218,7 @@ def _wire(
         store = scoped_store
         lexical = RootScopedLexicalIndex(index, scope)
         vectors = RootScopedVectorIndex(index, scoped_store, scope)
-    return assemble(
+    return App(
         store=store,
         lexical=lexical,
         vectors=vectors,
@@ -234,7 +233,7 @@ def _wire(
         # the parsers run in a worker process, started on the first extracted file
         extractor=WorkerExtractor(timeout_s=timeout_from_env(os.environ)),
         ledger=storage.ledger,
-        metadata=index,
+        metadata_index=index,
         projmem=projmem,
         # None where the backend keeps no stamps: there every update reads every file
         stamps=storage.stamps,
@@ -319,7 +318,7 @@ def watch_collections(app: App, env: Mapping[str, str] | None = None) -> IndexWa
         for own in opened:
             own.close()
 
-    app.closers.insert(0, stop)
+    app.on_close(stop)
     return watcher
 
 

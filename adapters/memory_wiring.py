@@ -50,7 +50,7 @@ def open_memory(app: App, env: Mapping[str, str] | None = None) -> Memorizer:
     # created (REQ-SEC-SCOPE-003)
     app.scope.require_inside("QMD_MEMORY_DIR", folder)
     store = _memory_store(app, folder, environ)
-    app.closers.insert(0, store.close)
+    app.on_close(store.close)
     memorizer = Memorizer(store, app.models.embedder, app.clock, memory_thresholds(env))
     collection = next((c for c in app.store.list_collections() if c.path == folder), None)
     if collection is None and not app.collections.name_taken(MEMORY_COLLECTION):

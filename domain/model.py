@@ -29,6 +29,15 @@ class Collection:
 
 
 @dataclass(frozen=True)
+class CollectionCatalog:
+    """Every collection and the global context, as one read of the store saw them: what a
+    search request picks its collections from and resolves its results' contexts with."""
+
+    collections: tuple[Collection, ...]
+    global_context: str | None
+
+
+@dataclass(frozen=True)
 class DocumentMeta:
     """An indexed, active document without its body."""
 

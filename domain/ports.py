@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from domain.lexfill import FilledHits
     from domain.lexquery import LexQuery
     from domain.memory import MemoryRecord, MergeGroup, Topic
-    from domain.model import Collection, DocumentMeta, LexHit, SubQuery, VectorHit
+    from domain.model import (
+        Collection,
+        CollectionCatalog,
+        DocumentMeta,
+        LexHit,
+        SubQuery,
+        VectorHit,
+    )
     from domain.sections import Section
     from domain.sessions import SessionRef, Transcript, TurnWindow
     from domain.stamps import RecordedStamp
@@ -73,6 +80,11 @@ class DocumentStore(Protocol):
 
     # collections and contexts
     def list_collections(self) -> list[Collection]: ...
+    def read_catalog(self) -> CollectionCatalog:
+        """The collections and the global context in one read (a search request's one look
+        at them), so that neither is read again while it runs."""
+        ...
+
     def get_collection(self, name: str) -> Collection | None: ...
     def put_collection(self, collection: Collection) -> None: ...
     def delete_collection(self, name: str) -> int: ...

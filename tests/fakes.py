@@ -40,7 +40,7 @@ from domain.indexing import FileStamp, ScanResult, SkippedFile, SourceFile, Unre
 from domain.lexfill import FilledHits, filled_by_two_searches
 from domain.lexquery import LexClause, LexQuery, LexTerm, space_cjk
 from domain.memory import MemoryRecord, Topic, parse_record, record_path, render_record
-from domain.model import Collection, Document, DocumentMeta, LexHit, VectorHit
+from domain.model import Collection, CollectionCatalog, Document, DocumentMeta, LexHit, VectorHit
 from domain.paths import scan_order_key
 from domain.ports import ChunkRow, CollectionCount, DocumentCut, DocumentWrite, UpsertOutcome
 from domain.sections import Section
@@ -107,6 +107,9 @@ class InMemoryStore:
 
     def list_collections(self) -> list[Collection]:
         return list(self._collections.values())
+
+    def read_catalog(self) -> CollectionCatalog:
+        return CollectionCatalog(tuple(self.list_collections()), self.get_global_context())
 
     def get_collection(self, name: str) -> Collection | None:
         return self._collections.get(name)
@@ -891,9 +894,9 @@ class InMemorySessions:
 
 def app_over(store: InMemoryStore, models: Models | None = None) -> App:
     """The composition root wired with fakes only: `store` serves every storage port."""
-    from adapters.bootstrap import assemble
+    from adapters.bootstrap import App, Models
 
-    return assemble(
+    return App(
         store=store,
         lexical=store,
         vectors=store,
@@ -901,9 +904,9 @@ def app_over(store: InMemoryStore, models: Models | None = None) -> App:
         config=InMemoryConfigRepository(),
         source=FakeContentSource({}),
         clock=FixedClock(),
-        models=models,
+        models=models or Models(),
         maintenance=store,
-        metadata=store,
+        metadata_index=store,
     )
 
 

@@ -1,7 +1,7 @@
 """Every registered surface on fakes, for the guarantee tests generated from the registry
 (tests/unit/test_tool_facts.py, tests/unit/test_guarantee_matrix.py).
 
-A `Rig` wires one surface through the composition root (`assemble`) over in-memory adapters
+A `Rig` wires one surface through the application object (`App`) over in-memory adapters
 and model fakes that block on a gate until the test opens it, so a call that reaches a model
 stays in flight as long as the test needs. `model_call` picks, from the surface's own tool
 list and declared facts, a call that runs a model; `sample_arguments` makes its arguments
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.bootstrap import ProjmemAdapters, assemble
+from adapters.bootstrap import App, ProjmemAdapters
 from adapters.http.app import HttpSettings, QmdHttpApp
 from adapters.http.exchange import HttpReply
 from adapters.http.guard import OriginPolicy
@@ -128,7 +128,7 @@ class Rig:
             reranker=GatedReranker(self.gate),
             expander=GatedExpander(self.gate),
         )
-        self.app = assemble(
+        self.app = App(
             store=store,
             lexical=store,
             vectors=store,
@@ -138,7 +138,7 @@ class Rig:
             clock=FixedClock(),
             models=models,
             maintenance=store,
-            metadata=store,
+            metadata_index=store,
             projmem=ProjmemAdapters(chunks, chunks, InMemorySessions(), chunks, MemoryNotes()),
         )
         self.services = self.app.services()

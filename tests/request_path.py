@@ -69,6 +69,12 @@ def _index(root: Path, env: dict[str, str]) -> None:
     )
 
 
+def _add_global_context(root: Path, env: dict[str, str], text: str) -> None:
+    command = [sys.executable, "-m", "adapters.cli.main", "context", "add", "/", text]
+    quiet = dict(env, QMD_SQL_TRACE="")
+    subprocess.run(command, env=quiet, cwd=root, capture_output=True, check=True, timeout=120)
+
+
 async def _post(app: Any, body: dict[str, Any]) -> dict[str, Any]:
     pending = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
     sent: list[dict[str, Any]] = []
@@ -133,9 +139,11 @@ def measure(
     query: str = "authentication",
     surface: str = "spec",
     metadata_filter: dict[str, Any] | None = None,
+    global_context: str | None = None,
 ) -> RequestCost:
     """Index the handbook, serve it, make two warm-up searches and measure the third
-    (`metadata_filter`: the search's `filter` argument, if any)."""
+    (`metadata_filter`: the search's `filter` argument, if any; `global_context`: set by
+    another process, `qmd context add /`, between the warm-ups and the measured search)."""
     from adapters.bootstrap import build_app
     from adapters.http.main import HttpOptions, build_http_app
     from adapters.mcp.registry import SurfaceContext
@@ -165,6 +173,8 @@ def measure(
             # function (adapters/sqlite/driver.py): the third request is the steady state
             for _ in range(2):
                 await _post(http_app, call)
+            if global_context is not None:
+                _add_global_context(root, env, global_context)
             trace.unlink(missing_ok=True)
             profile.on = True
             reply = await _post(http_app, {**call, "id": 2})

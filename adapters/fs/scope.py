@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from domain.errors import OUT_OF_ROOT, QmdError
 from domain.lexfill import FilledHits, merge_filled
 from domain.lexquery import LexQuery
-from domain.model import Collection, DocumentMeta, LexHit, VectorHit
+from domain.model import Collection, CollectionCatalog, DocumentMeta, LexHit, VectorHit
 from domain.ports import (
     CollectionCount,
     DocumentStore,
@@ -220,6 +220,11 @@ class RootScopedStore:
 
     def list_collections(self) -> list[Collection]:
         return self._scope.collections()
+
+    def read_catalog(self) -> CollectionCatalog:
+        read = self._inner.read_catalog()
+        shown = tuple(c for c in read.collections if self._scope.allows(c))
+        return CollectionCatalog(shown, read.global_context)
 
     def get_collection(self, name: str) -> Collection | None:
         collection = self._inner.get_collection(name)

@@ -36,8 +36,9 @@ from adapters.http.exchange import (
     transport_error,
 )
 from adapters.http.guard import OriginPolicy, request_headers, token_matches
+from adapters.http.ldims_api import PREFIX as LDIMS_PREFIX
 from adapters.http.ldims_api import answer as backend_answer
-from adapters.http.ldims_api import backend_timeout, is_backend_path, runs_search
+from adapters.http.ldims_api import backend_timeout, runs_search
 from adapters.http.legacy_sse import (
     LEGACY_PATHS,
     SSE_PATH,
@@ -148,7 +149,7 @@ class QmdHttpApp:
             peer = scope.get("client")
             client = str(peer[0]) if peer else ""
             # seed 003's LDIMS backend API (REQ-LDIMS-DEPLOY-001); the original has none
-            if is_backend_path(path) and not self.settings.strict_original:
+            if path.startswith(LDIMS_PREFIX) and not self.settings.strict_original:
                 raw = scope.get("raw_path") or path.encode("utf-8")
                 target = (raw.decode("latin-1"), scope.get("query_string", b"").decode("latin-1"))
             else:

@@ -63,10 +63,6 @@ MESSAGES = {**SEED_MESSAGES, FORBIDDEN: FORBIDDEN_MESSAGE}
 NOT_FOUND = HttpReply(404, b"Not Found")
 
 
-def is_backend_path(path: str) -> bool:
-    return path.startswith(PREFIX)
-
-
 def runs_search(raw_path: str) -> bool:
     return raw_path in SEARCH_PATHS
 

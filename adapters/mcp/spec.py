@@ -32,7 +32,7 @@ from domain.errors import (
     QmdError,
 )
 from domain.metadata import as_json
-from domain.model import Collection, DocumentMeta, SearchResult, SubQuery
+from domain.model import CollectionCatalog, DocumentMeta, SearchResult, SubQuery
 from domain.paths import decode_uri_component, expand_reserved
 from domain.profiles import SEED_000
 from domain.scoring import js_round
@@ -280,7 +280,7 @@ class SpecSurface(BaseSurface):
 
     def _search_args(
         self, args: dict[str, Any]
-    ) -> tuple[str, int, float, list[str], list[Collection]]:
+    ) -> tuple[str, int, float, list[str], CollectionCatalog]:
         """The checked arguments, the collections to search and every collection as read once
         for this request (the results' contexts come from it)."""
         query = args["query"].strip()
@@ -303,11 +303,11 @@ class SpecSurface(BaseSurface):
         # Under --force-root an outside collection is absent from the store, so it is
         # "not found" like one that does not exist.
         catalog = self._searcher.catalog()
-        known = {c.name for c in catalog}
+        known = {c.name for c in catalog.collections}
         for name in named:
             if name not in known:
                 raise QmdError(NOT_FOUND, f"Collection not found: {name}")
-        collections = named or default_names(catalog)
+        collections = named or default_names(catalog.collections)
         # Searched up to the requested limit (within a horizon) so that a list the hard limit
         # cuts can say how many more there were; `_payload` applies the limit.
         return query, min(limit, REMAINING_HORIZON), min_score, collections, catalog

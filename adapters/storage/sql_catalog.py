@@ -18,7 +18,7 @@ from adapters.storage.sql_rows import (
     meta_from_row,
 )
 from domain.errors import NOT_FOUND, QmdError
-from domain.model import Collection, DocumentMeta
+from domain.model import Collection, CollectionCatalog, DocumentMeta
 
 _ORPHAN_CONTENT = (
     "SELECT COUNT(*) FROM content WHERE hash NOT IN "
@@ -52,6 +52,20 @@ class Catalog:
             f"SELECT {COLLECTION_COLUMNS} FROM store_collections ORDER BY {self._INSERTION_ORDER}"
         )
         return [collection_from_row(r) for r in rows]
+
+    def read_catalog(self) -> CollectionCatalog:
+        # one statement: the global context rides on every row, and the left join from a
+        # one-row table keeps it when there is no collection (the name is then NULL)
+        rows = self._select(
+            "SELECT (SELECT value FROM store_config WHERE key = 'global_context'), "
+            f"{COLLECTION_COLUMNS} FROM (SELECT 1 AS one) AS only_row "
+            f"LEFT JOIN store_collections AS c ON 1 = 1 ORDER BY c.{self._INSERTION_ORDER}"
+        )
+        global_context = rows[0][0] if rows else None
+        return CollectionCatalog(
+            tuple(collection_from_row(r[1:]) for r in rows if r[1] is not None),
+            str(global_context) if global_context else None,
+        )
 
     def get_collection(self, name: str) -> Collection | None:
         rows = self._select(

@@ -23,7 +23,7 @@ from domain.ports import (
     DocumentStore,
 )
 from domain.sections import split_sections
-from domain.usecases.collections import CollectionManager, ProgressCallback
+from domain.usecases.collections import CollectionManager, IndexingParts, ProgressCallback
 
 CUT_BATCH = 500  # documents cut and written per call (bounds the memory of a large update)
 
@@ -60,8 +60,9 @@ class ChunkedCollections(CollectionManager):
         config: ConfigRepository,
         source: ContentSource,
         clock: Clock,
+        parts: IndexingParts | None = None,
     ) -> None:
-        super().__init__(keeper.store, config, source, clock)
+        super().__init__(keeper.store, config, source, clock, parts)
         self._keeper = keeper
 
     @property

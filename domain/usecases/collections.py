@@ -102,6 +102,23 @@ class _WriteBatch:
         self._writes, self._sources, self._chars = [], [], 0
 
 
+@dataclass(frozen=True)
+class IndexingParts:
+    """What indexing may use besides the store, each given by the composition root where the
+    index and the process have it (None: indexing goes without)."""
+
+    # PDF, DOCX, PPTX, XLSX and HTML files are indexed through it (REQ-EXTRACT-001); without
+    # it they are read as text like any other file (and refused as binary)
+    extraction: DocumentExtraction | None = None
+    # records each document's metadata (REQ-META-001)
+    metadata: MetadataRecorder | None = None
+    # under --force-root: may this collection be added and indexed at all (the scope policy,
+    # REQ-SEC-SCOPE-001); None: every one may
+    admits: Callable[[Collection], bool] | None = None
+    # lets an update skip unchanged files (REQ-INDEX-NOOP-001)
+    stamps: FileStampIndex | None = None
+
+
 class CollectionManager:
     """Keeps the user's config and the index mirror in step, and indexes folders."""
 
@@ -111,24 +128,17 @@ class CollectionManager:
         config: ConfigRepository,
         source: ContentSource,
         clock: Clock,
+        parts: IndexingParts | None = None,
     ) -> None:
         self._store = store
         self._config = config
         self._source = source
         self._clock = clock
-        self._extraction: DocumentExtraction | None = None
-        # set by the composition root: records each document's metadata (REQ-META-001)
-        self.metadata: MetadataRecorder | None = None
-        # set by the composition root under --force-root: may this collection be added and
-        # indexed at all (the scope policy, REQ-SEC-SCOPE-001); None: every one may
-        self.admits: Callable[[Collection], bool] | None = None
-        # set by the composition root: lets an update skip unchanged files (REQ-INDEX-NOOP-001)
-        self.stamps: FileStampIndex | None = None
-
-    def use_extraction(self, extraction: DocumentExtraction) -> None:
-        """Index PDF, DOCX, PPTX, XLSX and HTML files through `extraction` (REQ-EXTRACT-001);
-        without it they are read as text like any other file (and refused as binary)."""
-        self._extraction = extraction
+        given = parts or IndexingParts()
+        self._extraction = given.extraction
+        self.metadata = given.metadata
+        self.admits = given.admits
+        self.stamps = given.stamps
 
     # -- configuration ------------------------------------------------------------------------
 

@@ -74,6 +74,9 @@ class MetadataService:
 
     def __init__(self, index: MetadataIndex) -> None:
         self._index = index
+        # result documents' metadata by id: the index's own lookup, with no step in between
+        # (every search result page asks it)
+        self.of: Callable[[Sequence[int]], dict[int, dict[str, MetaValue]]] = index.metadata_by_id
 
     def scope(
         self, node: FilterNode | None, collections: Sequence[str] | None = None
@@ -98,9 +101,6 @@ class MetadataService:
         if raw is None:
             return None
         return self.scope(parse_filter(raw), collections)
-
-    def of(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
-        return self._index.metadata_by_id(ids)
 
 
 def require(service: MetadataService | None) -> MetadataService:

@@ -19,6 +19,7 @@ from domain.lexfill import FilledHits, merge_filled
 from domain.lexquery import LexQuery, cjk_fallback_query, parse_lex_query
 from domain.model import (
     Collection,
+    CollectionCatalog,
     Document,
     ListContribution,
     ListQueryType,
@@ -153,15 +154,16 @@ def _key(document: Document) -> DocKey:
 
 class _Contexts:
     """Context lookups memoised for one search call (a result page shares a few collections).
-    `catalog`: the collections this request has read already; their contexts are not read
-    again."""
+    `catalog`: the collections and global context this request has read already; they are not
+    read again."""
 
-    def __init__(self, store: DocumentStore, catalog: Sequence[Collection] | None = None) -> None:
+    def __init__(self, store: DocumentStore, catalog: CollectionCatalog | None = None) -> None:
         self._store = store
-        self._global: str | None = None
-        self._loaded_global = False
+        self._global: str | None = catalog.global_context if catalog else None
+        self._loaded_global = catalog is not None
         self._by_collection: dict[str, Mapping[str, str]] = {
-            collection.name: collection.contexts for collection in catalog or ()
+            collection.name: collection.contexts
+            for collection in (catalog.collections if catalog else ())
         }
 
     def __call__(self, document: Document) -> str | None:
@@ -192,9 +194,9 @@ class SearchRequest:
     # domain/usecases/metadata.py), applied inside every index query before its limit
     # (REQ-FILTER-003); None: every document
     within: frozenset[int] | None = None
-    # the collections as this request read them (`Searcher.catalog`), so that result contexts
-    # come from them instead of one more read each; None: read when needed
-    catalog: Sequence[Collection] | None = field(default=None, compare=False)
+    # the collections and global context as this request read them (`Searcher.catalog`), so
+    # that result contexts come from them instead of more reads; None: read when needed
+    catalog: CollectionCatalog | None = field(default=None, compare=False)
     # where the stages and the skipped ones are reported (domain/usecases/trace.py)
     trace: SearchTrace | None = field(default=None, compare=False)
 
@@ -365,9 +367,10 @@ class Searcher:
         """Collections included by default; every collection when none is."""
         return default_names(self._store.list_collections())
 
-    def catalog(self) -> list[Collection]:
-        """Every collection, read once for a request (see `SearchRequest.catalog`)."""
-        return self._store.list_collections()
+    def catalog(self) -> CollectionCatalog:
+        """Every collection and the global context, read once for a request (see
+        `SearchRequest.catalog`)."""
+        return self._store.read_catalog()
 
     def has_vector_index(self) -> bool:
         return self._vectors.has_vector_index()

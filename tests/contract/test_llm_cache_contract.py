@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adapters.app import App, assemble
+from adapters.app import App
 from adapters.fs.claude_sessions import ClaudeCodeSessions, VaultFolder
 from adapters.fs.content_source import FileSystemSource
 from adapters.models.llama import LlamaQueryExpander
@@ -40,7 +40,7 @@ def test_get_put_clear(store: StoreLike) -> None:
 
 def _app(store: StoreLike) -> App:
     """The composition root over `store` (every storage port), reading real folders."""
-    return assemble(
+    return App(
         store=store,
         lexical=store,
         vectors=store,
@@ -49,7 +49,7 @@ def _app(store: StoreLike) -> App:
         source=FileSystemSource(),
         clock=FixedClock(),
         maintenance=store,
-        metadata=store,
+        metadata_index=store,
     )
 
 

@@ -61,6 +61,7 @@ def test_only_collections_inside_the_root_exist(layout: tuple[StoreLike, RootSco
     inner, scope = layout
     scoped = RootScopedStore(inner, scope)
     assert {c.name for c in scoped.list_collections()} == INSIDE
+    assert list(scoped.read_catalog().collections) == scoped.list_collections()
     for collection in inner.list_collections():
         expected = collection if collection.name in INSIDE else None
         assert scoped.get_collection(collection.name) == expected

@@ -8,7 +8,7 @@ import pytest
 
 from domain.errors import CONFLICT, NOT_FOUND, QmdError
 from domain.lexquery import parse_lex_query
-from domain.model import Collection
+from domain.model import Collection, CollectionCatalog
 from domain.ports import DocumentWrite
 from tests.contract.conftest import StoreLike
 
@@ -165,6 +165,24 @@ def test_global_context(store: StoreLike) -> None:
     assert store.get_global_context() == "Everything"
     store.set_global_context(None)
     assert store.get_global_context() is None
+
+
+def test_the_catalog_is_the_collections_and_the_global_context_in_one_read(
+    store: StoreLike,
+) -> None:
+    # the global context is there with no collection, and read afresh on every call (another
+    # process may change it); collections come in the order they were added
+    assert store.read_catalog() == CollectionCatalog((), None)
+    store.set_global_context("Everything")
+    assert store.read_catalog() == CollectionCatalog((), "Everything")
+    docs = Collection(name="docs", path="/srv/docs", contexts={"api": "API 日本"})
+    store.put_collection(Collection(name="zeta", path="/srv/zeta"))
+    store.put_collection(docs)
+    expected = (Collection(name="zeta", path="/srv/zeta"), docs)
+    assert store.read_catalog() == CollectionCatalog(expected, "Everything")
+    store.set_global_context(None)
+    assert store.read_catalog() == CollectionCatalog(expected, None)
+    assert list(store.read_catalog().collections) == store.list_collections()
 
 
 def test_delete_collection(store: StoreLike) -> None:

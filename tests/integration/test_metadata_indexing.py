@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from adapters.bootstrap import App, assemble
+from adapters.bootstrap import App
 from adapters.fs.content_source import FileSystemSource
 from adapters.sqlite.metadata import METADATA_TABLE
 from adapters.sqlite.store import SqliteIndex
@@ -19,7 +19,7 @@ from tests.fakes import FixedClock, InMemoryConfigRepository
 
 def _app(tmp_path: Path) -> tuple[App, SqliteIndex]:
     index = SqliteIndex.open(tmp_path / "index.sqlite")
-    app = assemble(
+    app = App(
         store=index,
         lexical=index,
         vectors=index,
@@ -28,7 +28,7 @@ def _app(tmp_path: Path) -> tuple[App, SqliteIndex]:
         source=FileSystemSource(),
         clock=FixedClock(),
         maintenance=index,
-        metadata=index,
+        metadata_index=index,
     )
     return app, index
 

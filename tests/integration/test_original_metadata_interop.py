@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.bootstrap import assemble
+from adapters.bootstrap import App
 from adapters.config.yaml_config import QmdConfig, load_config, save_config, sync_config_to_store
 from adapters.fs.content_source import FileSystemSource
 from adapters.sqlite.driver import dbapi
@@ -65,7 +65,7 @@ def test_original_serves_an_index_with_our_metadata(tmp_path: Path) -> None:
     try:
         assert METADATA_TABLE not in _tables(qmd.db_path)  # opening adds nothing
         sync_config_to_store(load_config(qmd.config_path), index)
-        app = assemble(
+        app = App(
             store=index,
             lexical=index,
             vectors=index,
@@ -74,7 +74,7 @@ def test_original_serves_an_index_with_our_metadata(tmp_path: Path) -> None:
             source=FileSystemSource(),
             clock=FixedClock(),
             maintenance=index,
-            metadata=index,
+            metadata_index=index,
         )
         manager = app.collections
         manager.index(manager.get("notes"), extra_metadata={"memo.md": {"pages": 2}})
@@ -97,7 +97,7 @@ def test_original_serves_an_index_with_our_metadata(tmp_path: Path) -> None:
         stored = index.metadata_by_id(list(ids.values()))
         assert stored[ids["report.md"]]["tags"] == ("quarterly", "sales")
         assert stored[ids["memo.md"]]["pages"] == 2
-        app = assemble(
+        app = App(
             store=index,
             lexical=index,
             vectors=index,
@@ -105,7 +105,7 @@ def test_original_serves_an_index_with_our_metadata(tmp_path: Path) -> None:
             config=_Config(),
             source=FileSystemSource(),
             clock=FixedClock(),
-            metadata=index,
+            metadata_index=index,
         )
         assert app.metadata is not None
         within = app.metadata.scope(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.bootstrap import assemble
+from adapters.bootstrap import App
 from adapters.postgres.backend import open_backend
 from domain.indexing import FileStamp
 from tests.fakes import FakeContentSource, FixedClock, InMemoryConfigRepository
@@ -28,7 +28,7 @@ def test_a_noop_update_on_postgres_reads_no_file_and_a_changed_one_is_read() -> 
         source.clock_ns = T0 + 60 * SECOND  # a minute after the last write
         source.stamps = {A: FileStamp(10, T0, T0, 1), B: FileStamp(9, T0, T0, 2)}
         index = backend.index
-        app = assemble(
+        app = App(
             index, index, index, index, InMemoryConfigRepository(), source, FixedClock(),
             stamps=backend.stamps,
         )  # fmt: skip

@@ -9,8 +9,8 @@ import pytest
 
 from tests.request_path import RequestCost, measure
 
-SQL_BUDGET = 4
-FILES_BUDGET = 31
+SQL_BUDGET = 3
+FILES_BUDGET = 29
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +34,24 @@ def test_the_schema_is_not_probed_on_every_request(cost: RequestCost) -> None:
 
 
 def test_the_collections_are_read_once_per_request(cost: RequestCost) -> None:
-    # the results' contexts come from the list the request read to pick its collections
-    reads = [s for s in cost.statements if "FROM store_collections" in s]
+    # the results' contexts come from the list the request read to pick its collections, the
+    # global context from the same statement
+    reads = [s for s in cost.statements if "store_collections" in s or "store_config" in s]
     assert len(reads) == 1, cost.statements
 
 
 def test_the_query_is_parsed_once(cost: RequestCost) -> None:
     # checked and searched with the one parse (the bounds check returns it)
     assert cost.calls.get("domain/lexquery.py:parse_lex_query") == 1, cost.calls
+
+
+def test_a_global_context_another_process_sets_is_seen_by_the_next_search() -> None:
+    # the global context is read with the collections on every request, never kept between
+    # requests: a `qmd context add /` while the server runs shows on its next answer
+    changed = measure(global_context="Set while the server ran")
+    found = changed.reply["result"]["structuredContent"]["results"]
+    assert found and {hit["context"] for hit in found} == {"Set while the server ran"}, found
+    assert len(changed.statements) <= SQL_BUDGET, changed.statements
 
 
 def test_a_filtered_search_builds_no_second_searcher() -> None:

@@ -9,7 +9,7 @@ import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
-from adapters.bootstrap import ProjmemAdapters, assemble
+from adapters.bootstrap import App, ProjmemAdapters
 from adapters.fs.claude_sessions import MAX_LINE_BYTES, ClaudeCodeSessions, VaultFolder
 from domain.sessions import SessionRef, Transcript, Turn, TurnWindow
 from domain.usecases.sessions import SessionMemory
@@ -124,7 +124,7 @@ def test_list_filters_come_from_a_cache_keyed_by_size_and_mtime(tmp_path: Path) 
     counting = CountingSessions(transcripts)
     store = InMemoryStore()
     tables = InMemoryChunkIndex(store)
-    app = assemble(
+    app = App(
         store,
         store,
         store,

@@ -1,13 +1,16 @@
 """Structure the import-linter contracts cannot state: no import cycles at all (imports inside
-functions included), small use-case signatures, and requirement IDs in code that exist."""
+functions included), small use-case signatures, requirement IDs in code that exist, and an
+application object its constructor alone builds."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from pathlib import Path
 
 import grimp
+import pytest
 
 from conformance import requirements
 
@@ -73,6 +76,25 @@ def test_use_case_functions_take_at_most_six_parameters() -> None:
                 if count > MAX_USE_CASE_PARAMETERS:
                     too_many.append(f"{path.name}:{node.lineno} {node.name} ({count})")
     assert too_many == []
+
+
+def test_the_app_is_built_by_its_constructor_alone() -> None:
+    # issue 35: what an `App` holds is given to its constructor, never set on it after (a
+    # wiring step that patched fields in would make two apps of one backend differ)
+    from tests.fakes import InMemoryStore, app_over
+
+    app = app_over(InMemoryStore())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        app.home = "/elsewhere"  # type: ignore[misc]
+    assigned = []
+    for path in sorted((REPO / "adapters").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                owner = target.value if isinstance(target, ast.Attribute) else None
+                if isinstance(owner, ast.Name) and owner.id == "app":
+                    assigned.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert assigned == []
 
 
 _CITED = re.compile(r"\bREQ-[A-Z][A-Z0-9]*(?:-[A-Z][A-Z0-9]*)*(?:-\d{3}|-\*)")

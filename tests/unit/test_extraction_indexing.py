@@ -4,7 +4,7 @@ remembered and reported, markdown files never reach the extractor."""
 
 from __future__ import annotations
 
-from adapters.bootstrap import App, assemble
+from adapters.bootstrap import App
 from domain.model import Collection
 from tests.fakes import (
     FakeContentSource,
@@ -26,7 +26,7 @@ def _app(files: dict[str, str | None]) -> tuple[App, FakeExtractor, InMemoryExtr
     source.files = files
     extractor = FakeExtractor(files)
     ledger = InMemoryExtractionLedger()
-    app = assemble(
+    app = App(
         store=store,
         lexical=store,
         vectors=store,
@@ -115,7 +115,7 @@ def test_a_document_that_starts_failing_is_removed_and_reported() -> None:
 def test_without_an_extractor_nothing_changes_for_markdown() -> None:
     store = InMemoryStore()
     files: dict[str, str | None] = {f"{ROOT}/a.md": "# A\n\nalpha\n"}
-    app = assemble(
+    app = App(
         store=store,
         lexical=store,
         vectors=store,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from adapters.bootstrap import assemble
+from adapters.bootstrap import App
 from domain.ports import DocumentWrite, UpsertOutcome
 from domain.usecases.collections import WRITE_BATCH_DOCUMENTS
 from tests.fakes import FakeContentSource, FixedClock, InMemoryConfigRepository, InMemoryStore
@@ -37,8 +37,15 @@ def test_a_collection_is_written_in_batches_with_its_metadata() -> None:
         }
     )
     store = BatchCountingStore()
-    app = assemble(
-        store, store, store, store, InMemoryConfigRepository(), source, FixedClock(), metadata=store
+    app = App(
+        store,
+        store,
+        store,
+        store,
+        InMemoryConfigRepository(),
+        source,
+        FixedClock(),
+        metadata_index=store,
     )
     _, counts = app.collections.add(ROOT, "n")
     assert store.batches == [WRITE_BATCH_DOCUMENTS, WRITE_BATCH_DOCUMENTS, 7]

@@ -4,7 +4,7 @@ still finds every change the stamp or the racy-window rule can reveal (domain/st
 
 from __future__ import annotations
 
-from adapters.bootstrap import App, assemble
+from adapters.bootstrap import App
 from domain.indexing import FileStamp
 from domain.stamps import RACY_WINDOW_NS
 from tests.fakes import (
@@ -28,7 +28,7 @@ def _setup(stamps: InMemoryFileStamps | None = None) -> tuple[App, FakeContentSo
     source.clock_ns = T0 + 60 * SECOND  # a minute after the last write
     source.stamps = {A: FileStamp(10, T0, T0, 1), B: FileStamp(9, T0, T0, 2)}
     store = InMemoryStore()
-    app = assemble(
+    app = App(
         store, store, store, store, InMemoryConfigRepository(), source, FixedClock(),
         stamps=stamps if stamps is not None else InMemoryFileStamps(),
     )  # fmt: skip
@@ -139,7 +139,7 @@ def test_an_extracted_file_is_extracted_again_when_the_extractor_version_changes
     source.stamps = {pdf: FileStamp(27, T0, T0, 3)}
     extractor = FakeExtractor(files)
     store = InMemoryStore()
-    app = assemble(
+    app = App(
         store, store, store, store, InMemoryConfigRepository(), source, FixedClock(),
         maintenance=store, extractor=extractor, ledger=InMemoryExtractionLedger(),
         stamps=InMemoryFileStamps(),

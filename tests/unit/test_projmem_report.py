@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from adapters.bootstrap import Models, ProjmemAdapters, assemble
+from adapters.bootstrap import App, Models, ProjmemAdapters
 from adapters.mcp.registry import SurfaceContext, create_surface
 from adapters.mcp.tools import NO_CLIENT
 from adapters.models.references import DEFAULT_MODELS, ModelResolver
@@ -121,7 +121,7 @@ def test_an_expansion_model_that_cannot_be_had_is_skipped_briefly_not_run(
     chunks = InMemoryChunkIndex(store)
     ChunkKeeper(store, chunks).sync()
     cache = tmp_path / "model-cache"
-    app = assemble(
+    app = App(
         store=store,
         lexical=store,
         vectors=store,
@@ -131,7 +131,7 @@ def test_an_expansion_model_that_cannot_be_had_is_skipped_briefly_not_run(
         clock=FixedClock(),
         models=Models(embedder=embedder, expander=MissingExpander(cache)),
         maintenance=store,
-        metadata=store,
+        metadata_index=store,
         projmem=ProjmemAdapters(chunks, chunks, InMemorySessions(), chunks, MemoryNotes()),
     )
     surface = create_surface("projmem", app.services(), SurfaceContext("test"))

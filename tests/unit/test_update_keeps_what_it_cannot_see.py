@@ -3,7 +3,7 @@ removed, and both are reported."""
 
 from __future__ import annotations
 
-from adapters.bootstrap import App, assemble
+from adapters.bootstrap import App
 from tests.fakes import FakeContentSource, FixedClock, InMemoryConfigRepository, InMemoryStore
 
 ROOT = "/notes"
@@ -11,7 +11,7 @@ ROOT = "/notes"
 
 def _app(source: FakeContentSource) -> App:
     store = InMemoryStore()
-    return assemble(store, store, store, store, InMemoryConfigRepository(), source, FixedClock())
+    return App(store, store, store, store, InMemoryConfigRepository(), source, FixedClock())
 
 
 def test_a_denied_file_keeps_its_indexed_version_and_is_reported() -> None:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from adapters.bootstrap import App, assemble
+from adapters.bootstrap import App
 from domain.errors import (
     CONFLICT,
     EXCLUDED,
@@ -34,7 +34,7 @@ OTHER = {"/o/readme.md": "# Other readme\n\nAnother collection.\n"}
 
 def _app(files: dict[str, str] | None = None) -> App:
     store = InMemoryStore()
-    return assemble(
+    return App(
         store=store,
         lexical=store,
         vectors=store,

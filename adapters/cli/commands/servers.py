@@ -184,7 +184,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
         app.close()
         raise CommandError(f"qmd: {error.code}: {error.message}", code=2) from error
     unloader = keep_models_warm(app.models, settings.models_idle_unload_s)
-    app.closers.insert(0, unloader.stop)
+    app.on_close(unloader.stop)
     if settings.watch:
         watch_collections(app, settings.env)
     context = SurfaceContext(
