@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from adapters.models.bundle import Models
 from adapters.models.embed_text import EmbedFamily, EmbedText
@@ -43,15 +42,18 @@ def configured_refs(
     environment and the defaults. A relative path from index.yml is taken relative to the
     file's folder, so the index does not change meaning with the working directory."""
     refs: dict[str, str] = {str(k): v for k, v in select_model_refs(from_yaml, env).items()}
-    base = Path(config_dir).resolve()
     for role, ref in refs.items():
         came_from_yaml = bool((from_yaml.get(role) or "").strip())
         if is_remote_ref(ref):
             continue
         parsed = parse_model_ref(ref)
         if came_from_yaml and parsed.kind == "path":
+            # only for a model file index.yml names: `qmd status` with the default references
+            # loads no pathlib (issue 35)
+            from pathlib import Path
+
             path = Path(ref).expanduser()
-            refs[role] = str(path if path.is_absolute() else base / path)
+            refs[role] = str(path if path.is_absolute() else Path(config_dir).resolve() / path)
     return refs
 
 

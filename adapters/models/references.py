@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import os
 import re
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, QmdError
+
+# `pathlib` and `urllib.parse` (about 5 ms with `ipaddress`) are imported where a model file
+# is looked up or a URL or remote reference is read: `qmd status` only names the references
+# (issue 35)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 Role = Literal["embed", "rerank", "generate"]
 ROLES: tuple[Role, ...] = ("embed", "rerank", "generate")
@@ -108,6 +112,8 @@ class RemoteModelRef:
         """The name vectors and cached answers are stored under: provider, model and the
         options that change results, without the server's address (as tobi/qmd#954 stores
         `openai:<model id>`), so moving a server or its port keeps the index current."""
+        import urllib.parse
+
         kept = [(k, v) for k, v in self.options if k in IDENTITY_OPTIONS]
         suffix = "?" + urllib.parse.urlencode(sorted(kept)) if kept else ""
         return f"{self.provider}:{self.model}{suffix}"
@@ -119,6 +125,8 @@ def is_remote_ref(text: str) -> bool:
 
 def parse_remote_ref(text: str) -> RemoteModelRef:
     """Split a remote reference; refuse embedded credentials and unknown options."""
+    import urllib.parse
+
     text = text.strip()
     provider, _, rest = text.partition(":")
     if provider not in REMOTE_PROVIDERS:
@@ -188,6 +196,8 @@ def parse_model_ref(text: str) -> ModelRef:
             revision=revision or "main",
         )
     if text.startswith(("https://", "http://")):
+        import urllib.parse
+
         path = urllib.parse.urlparse(text).path
         return ModelRef(text=text, kind="url", file=path.rsplit("/", 1)[-1] or "model.gguf")
     return ModelRef(text=text, kind="path", file=text)
@@ -208,6 +218,8 @@ def select_model_refs(
 
 
 def model_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    from pathlib import Path
+
     env = os.environ if env is None else env
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "qmd" / "models"
@@ -280,6 +292,8 @@ class ModelResolver:
         return next((c for c in cached_file_candidates(ref, self.cache_dir) if is_gguf(c)), None)
 
     def _local_path(self, ref: ModelRef) -> Path:
+        from pathlib import Path
+
         path = Path(ref.file).expanduser()
         if not path.is_absolute() and self.base_dir is not None:
             path = self.base_dir / path
@@ -298,6 +312,8 @@ class ModelResolver:
     def _url(self, ref: ModelRef) -> str:
         if ref.kind == "url":
             return ref.text
+        import urllib.parse
+
         endpoint = (self._env.get("HF_ENDPOINT") or DEFAULT_HF_ENDPOINT).rstrip("/")
         file = urllib.parse.quote(ref.file)
         return f"{endpoint}/{ref.org}/{ref.repo}/resolve/{ref.revision}/{file}"
@@ -310,6 +326,7 @@ class ModelResolver:
         if self.allow_download is True:
             return True, ""
         import socket  # the network only for a download
+        import urllib.parse
 
         parsed = urllib.parse.urlparse(url)
         port = parsed.port or (443 if parsed.scheme == "https" else 80)

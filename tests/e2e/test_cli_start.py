@@ -169,6 +169,10 @@ def test_a_status_imports_no_port_or_module_it_does_not_use(added: Qmd) -> None:
         "decimal",  # the sizes are rounded on the float's exact ratio
         "logging",  # the idle unloader's: no model is loaded
         "importlib.util",
+        # a model file's lookup and a remote reference's parse: status only names references
+        "pathlib",
+        "urllib.parse",
+        "ipaddress",
     )
     found = sorted(set(modules) & set(unused))
     assert found == [], found
