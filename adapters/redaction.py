@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from domain.lazy_regex import LazyRegex
+
 MASK = "***"
 # libpq's connection parameters that carry a secret, in a URL's query or a key=value string
 SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
@@ -17,14 +19,15 @@ SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
 # A URL runs to the next white space; a key=value parameter whose key ends in `password`
 # (`password`, `sslpassword`, `PGPASSWORD`) starts a word and its value is quoted as libpq
 # quotes it or runs to the next white space. Each branch starts only where a run of its
-# characters starts, so a long line is scanned once.
-_SECRETS_IN_TEXT = re.compile(
+# characters starts, so a long line is scanned once. Compiled on first use: most runs print
+# nothing that may hold a secret, and a search never redacts (issue 35).
+_SECRETS_IN_TEXT = LazyRegex(
     r"(?<![A-Za-z0-9+.-])(?P<url>[A-Za-z][A-Za-z0-9+.-]*://\S*)"
     r"|(?<![^\s'\"(,;{])(?P<key>[A-Za-z_]*password\s*=\s*)(?P<value>'(?:\\.|[^'\\])*'?|\S*)",
     re.IGNORECASE,
 )
 _MAY_HOLD_A_SECRET = re.compile(r"://|password", re.IGNORECASE)
-_QUERY_PARAMETER = re.compile(r"(?P<lead>[?&](?P<key>[^&=?#]*)=)(?P<value>[^&]*)")
+_QUERY_PARAMETER = LazyRegex(r"(?P<lead>[?&](?P<key>[^&=?#]*)=)(?P<value>[^&]*)")
 
 
 def redact(text: str, location: str | None = None) -> str:
@@ -86,7 +89,7 @@ def _secrets_of(url: str) -> set[str]:
         found.append(url[begin:end])
     found += [
         match.group("value")
-        for match in _QUERY_PARAMETER.finditer(url)
+        for match in _QUERY_PARAMETER.compiled.finditer(url)
         if unquote(match.group("key")).strip().lower() in SECRET_PARAMETERS
     ]
     return {form for secret in found for form in (secret, unquote(secret)) if form}

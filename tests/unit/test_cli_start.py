@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -108,3 +110,17 @@ def test_a_parse_cache_entry_of_another_text_is_not_used(
     # the entry kept for `other` where `mine`'s would be, as a collision of the names would
     os.replace(_parsed_cache_file(other), _parsed_cache_file(mine))
     assert set(parse_config(mine).collections) == {"mine"}
+
+
+def test_importing_the_redaction_rules_compiles_only_the_pattern_that_screens_a_text() -> None:
+    # a search never redacts; the masking patterns compile when a text may hold a secret
+    probe = (
+        "import re\n"
+        "before = len(re._cache)\n"
+        "import adapters.redaction\n"
+        "print(len(re._cache) - before)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "1", done.stdout
