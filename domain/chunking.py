@@ -9,11 +9,11 @@ characters (emoji), and `chunk.text == body[chunk.pos : chunk.pos + len(chunk.te
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from domain._js import JS_WS_CLASS, js_split_ws, utf16_len
+from domain.lazy_regex import LazyRegex
 from domain.snippets import INTENT_WEIGHT_CHUNK, extract_intent_terms
 
 CHUNK_SIZE_TOKENS = 900
@@ -27,22 +27,23 @@ DECAY_FACTOR = 0.7
 CHARS_PER_TOKEN_ESTIMATE = 3
 MIN_FITTED_CHUNK_TOKENS = 32  # below this a model's input is too small to chunk for
 
-# Positions are those of the `\n` that starts each construct; the best score wins.
-_BREAK_PATTERNS: tuple[tuple[re.Pattern[str], int], ...] = (
-    (re.compile(r"\n#(?!#)"), 100),
-    (re.compile(r"\n##(?!#)"), 90),
-    (re.compile(r"\n###(?!#)"), 80),
-    (re.compile(r"\n####(?!#)"), 70),
-    (re.compile(r"\n#####(?!#)"), 60),
-    (re.compile(r"\n######(?!#)"), 50),
-    (re.compile(r"\n```"), 80),
-    (re.compile(rf"\n(?:---|\*\*\*|___){JS_WS_CLASS}*\n"), 60),
-    (re.compile(r"\n\n+"), 20),
-    (re.compile(rf"\n[-*]{JS_WS_CLASS}"), 5),
-    (re.compile(rf"\n[0-9]+\.{JS_WS_CLASS}"), 5),
-    (re.compile(r"\n"), 1),
+# Positions are those of the `\n` that starts each construct; the best score wins. Compiled
+# when a document is first chunked: `qmd status` imports this module for the chunk sizes only.
+_BREAK_PATTERNS: tuple[tuple[LazyRegex, int], ...] = (
+    (LazyRegex(r"\n#(?!#)"), 100),
+    (LazyRegex(r"\n##(?!#)"), 90),
+    (LazyRegex(r"\n###(?!#)"), 80),
+    (LazyRegex(r"\n####(?!#)"), 70),
+    (LazyRegex(r"\n#####(?!#)"), 60),
+    (LazyRegex(r"\n######(?!#)"), 50),
+    (LazyRegex(r"\n```"), 80),
+    (LazyRegex(rf"\n(?:---|\*\*\*|___){JS_WS_CLASS}*\n"), 60),
+    (LazyRegex(r"\n\n+"), 20),
+    (LazyRegex(rf"\n[-*]{JS_WS_CLASS}"), 5),
+    (LazyRegex(rf"\n[0-9]+\.{JS_WS_CLASS}"), 5),
+    (LazyRegex(r"\n"), 1),
 )
-_FENCE = re.compile(r"\n```")
+_FENCE = LazyRegex(r"\n```")
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ patterns it never runs. A `LazyRegex` compiles the first time it is used, once.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 class LazyRegex:
-    """`re.compile(pattern, flags)`, deferred to the first `search`, `match` or `sub`."""
+    """`re.compile(pattern, flags)`, deferred to the first `search`, `match`, `sub` or
+    `finditer`."""
 
     __slots__ = ("_compiled", "_flags", "_pattern")
 
@@ -35,3 +36,6 @@ class LazyRegex:
 
     def sub(self, repl: str | Callable[[re.Match[str]], str], string: str) -> str:
         return self.compiled.sub(repl, string)
+
+    def finditer(self, string: str) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(string)

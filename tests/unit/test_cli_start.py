@@ -112,15 +112,26 @@ def test_a_parse_cache_entry_of_another_text_is_not_used(
     assert set(parse_config(mine).collections) == {"mine"}
 
 
-def test_importing_the_redaction_rules_compiles_only_the_pattern_that_screens_a_text() -> None:
-    # a search never redacts; the masking patterns compile when a text may hold a secret
+# (module, modules it imports that compile patterns of their own, patterns it may compile)
+_PATTERNS_AT_IMPORT = [
+    # a search never redacts: only the screen that says whether a text may hold a secret
+    ("adapters.redaction", "domain.lazy_regex", 1),
+    # `qmd status` imports the chunker for its sizes; the break patterns wait for a document
+    ("domain.chunking", "domain.lazy_regex, domain._js, domain.snippets", 0),
+]
+
+
+@pytest.mark.parametrize(("module", "before", "compiled"), _PATTERNS_AT_IMPORT)
+def test_importing_a_module_compiles_only_the_patterns_every_run_uses(
+    module: str, before: str, compiled: int
+) -> None:
     probe = (
-        "import re\n"
-        "before = len(re._cache)\n"
-        "import adapters.redaction\n"
-        "print(len(re._cache) - before)\n"
+        f"import re, {before}\n"
+        "cached = len(re._cache)\n"
+        f"import {module}\n"
+        "print(len(re._cache) - cached)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
-    assert done.stdout.strip() == "1", done.stdout
+    assert done.stdout.strip() == str(compiled), done.stdout
