@@ -114,6 +114,15 @@ def _run(argv: list[str]) -> int:
     if argv and argv[0] in ("-v", "--version"):
         sys.stdout.write(f"{PROG} {package_version()} (implements QMD {IMPLEMENTS})\n")
         return 0
+    from adapters.cli.method_cache import cached_methods
+    from adapters.config.folders import cache_dir
+
+    # before the first dataclass is created: the command's modules are imported from here on
+    with cached_methods(cache_dir(os.environ)):
+        return _command(argv)
+
+
+def _command(argv: list[str]) -> int:
     from adapters.cli.parser import COMMAND_NAMES, build_parser, first_command
 
     word = first_command(argv)

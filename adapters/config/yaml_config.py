@@ -27,6 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from adapters.config.folders import cache_dir as cache_dir
+from adapters.config.folders import expanded as _expanded
+from adapters.config.folders import home as _home
 from domain.errors import CONFLICT, INVALID_ARGUMENT, NOT_FOUND, QmdError
 from domain.model import DEFAULT_PATTERN, Collection
 
@@ -308,19 +311,6 @@ def _write_text(path: str | os.PathLike[str], text: str) -> None:
 # ---------------------------------------------------------------------------------- paths
 
 
-def _home(env: Mapping[str, str]) -> str:
-    return env.get("HOME") or env.get("USERPROFILE") or os.path.expanduser("~") or "/tmp"
-
-
-def _expanded(value: str, env: Mapping[str, str]) -> str:
-    """A leading `~` of a folder or file setting as the home folder: a service manager or a
-    `.env` file passes `~/...` unexpanded, which made a folder named `~` in the working
-    folder (QMD_CONFIG_DIR) or an index that could not be opened (INDEX_PATH)."""
-    if value == "~" or value.startswith("~/"):
-        return _home(env) + value[1:]
-    return value
-
-
 def normalize_index_name(name: str | None, cwd: str | None = None) -> str:
     """`--index NAME`: a name with `/` becomes its absolute path with `/` → `_`."""
     if not name:
@@ -337,11 +327,6 @@ def config_dir(env: Mapping[str, str]) -> str:
     if env.get("XDG_CONFIG_HOME"):
         return os.path.join(_expanded(env["XDG_CONFIG_HOME"], env), "qmd")
     return os.path.join(_home(env), ".config", "qmd")
-
-
-def cache_dir(env: Mapping[str, str]) -> str:
-    base = _expanded(env.get("XDG_CACHE_HOME") or "", env) or os.path.join(_home(env), ".cache")
-    return os.path.join(os.path.abspath(base), "qmd")
 
 
 def find_local_config(start: str) -> str | None:

@@ -136,9 +136,10 @@ SEARCH_NEVER_IMPORTS = (
     "pathlib",
     "importlib.util",
 )
-# The project's own modules a search may import (58 when this was set, 100 in issue 24's
-# tree): each costs a cold start its load and its classes (a dataclass about 0.5 ms).
-SEARCH_OWN_MODULES = 62
+# The project's own modules a search may import (60 when this was set, with the method cache
+# and the folder rules it reads; 100 in issue 24's tree): each costs a cold start its load and
+# its classes.
+SEARCH_OWN_MODULES = 60
 
 
 def test_a_search_imports_nothing_only_other_commands_need(added: Qmd) -> None:
@@ -209,3 +210,57 @@ def test_a_cold_command_runs_no_garbage_collection(added: Qmd, args: tuple[str, 
     assert done.returncode == 0, (done.stdout[-500:], done.stderr[-2000:])
     last = done.stdout.rstrip().splitlines()[-1]
     assert last == "COLLECTIONS 0", last
+
+
+# Runs `main` and prints how many source texts were compiled or executed as text inside it
+# (the dataclass methods Python writes and compiles when it creates a dataclass).
+_TEXTS_COMPILED = (
+    "import builtins, sys\n"
+    "texts = []\n"
+    "real_exec, real_compile = builtins.exec, builtins.compile\n"
+    "def exec_(source, *rest):\n"
+    "    if isinstance(source, str): texts.append(source)\n"
+    "    return real_exec(source, *rest)\n"
+    "def compile_(source, filename, mode, *rest, **named):\n"
+    "    if mode == 'exec': texts.append(source)\n"
+    "    return real_compile(source, filename, mode, *rest, **named)\n"
+    "builtins.exec, builtins.compile = exec_, compile_\n"
+    "from adapters.cli.main import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print(f'\\nTEXTS {len(texts)}')\n"
+    "sys.exit(code)\n"
+)
+
+
+def _texts_compiled(qmd: Qmd, *args: str) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _TEXTS_COMPILED, *args],
+        cwd=qmd.root,
+        env=qmd.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, (done.stdout[-500:], done.stderr[-2000:])
+    *shown, last = done.stdout.rstrip().splitlines()
+    assert last.startswith("TEXTS "), done.stdout[-500:]
+    return int(last.removeprefix("TEXTS ")), "\n".join(shown)
+
+
+def test_a_second_cold_search_compiles_no_dataclass_method(added: Qmd) -> None:
+    # before issue 35 every start compiled about 260 method texts, a quarter of a search
+    added.ok("search", "authentication")
+    compiled, _shown = _texts_compiled(added, "search", "authentication")
+    assert compiled == 0
+
+
+def test_a_damaged_method_cache_is_compiled_around_and_rewritten(added: Qmd) -> None:
+    first = added.ok("search", "authentication")
+    cache = Path(added.env()["XDG_CACHE_HOME"]) / "qmd"
+    files = list(cache.glob("dataclass-methods-*.marshal"))
+    assert len(files) == 1, sorted(p.name for p in cache.iterdir())
+    files[0].write_bytes(b"\xffnot marshal data")
+    compiled, shown = _texts_compiled(added, "search", "authentication")
+    assert compiled > 0 and shown.strip() == first.strip()
+    assert _texts_compiled(added, "search", "authentication")[0] == 0

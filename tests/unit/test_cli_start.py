@@ -3,16 +3,19 @@ module, and the embedding identity worked out without a model adapter (issue 24)
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from adapters.cli.grammar import CommandTable, Parser
+from adapters.cli.method_cache import cached_methods
 from adapters.cli.parser import COMMAND_MODULES, COMMAND_NAMES, build_parser
 from adapters.config.yaml_config import _parsed_cache_file, config_hash, parse_config
 from adapters.locations import config_reader
@@ -135,3 +138,37 @@ def test_importing_a_module_compiles_only_the_patterns_every_run_uses(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == str(compiled), done.stdout
+
+
+def test_a_dataclass_made_from_cached_methods_behaves_as_one_compiled(tmp_path: Path) -> None:
+    def make() -> Any:
+        @dataclasses.dataclass(frozen=True)
+        class Point:
+            x: int
+            y: int = 2
+
+        return Point
+
+    plain = make()
+    with cached_methods(str(tmp_path)) as first:
+        make()
+    with cached_methods(str(tmp_path)) as second:
+        cached = make()
+    assert first.compiled > 0 and second.compiled == 0
+    assert repr(cached(1)) == repr(plain(1)).replace(plain.__qualname__, cached.__qualname__)
+    assert cached(1) == cached(1, 2) and cached(1) != cached(2) and hash(cached(1)) == hash((1, 2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cached(1).x = 3  # type: ignore[misc]
+
+
+def test_a_method_cache_folder_that_cannot_be_written_is_left_alone(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder", encoding="utf-8")
+    with cached_methods(str(blocked)) as cache:
+
+        @dataclasses.dataclass
+        class Made:
+            name: str
+
+    assert cache.compiled > 0 and Made("a") == Made("a")
+    assert blocked.read_text(encoding="utf-8") == "not a folder"
