@@ -45,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adapters.sqlite.rank_ext import FTS5_RANK_FUNCTION
+from adapters.sqlite.driver import FTS5_RANK_FUNCTION
 from benchmarks import corpus as corpus_mod
 from benchmarks.harness import REPO, BenchError, Implementation, machine, ours
 

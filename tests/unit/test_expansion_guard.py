@@ -307,10 +307,11 @@ def test_ldims_search_answers_within_its_own_limit_without_the_slow_expansion(
     """LDIMS's `searchDocuments` runs under its own limit (REQ-LDIMS-ERR-003): a slow
     expansion used to make it SEARCH_TIMEOUT; now the search answers from the query."""
     from adapters.mcp.ldims import LdimsSurface
+    from adapters.mcp.tools import NO_CLIENT
 
     surface = LdimsSurface(_app(SlowExpander(release)).services(), timeout_s=2.0)
     began = time.monotonic()
-    result = surface.call_tool("searchDocuments", {"query": QUERY})
+    result = surface.call_tool("searchDocuments", {"query": QUERY}, NO_CLIENT)
     assert time.monotonic() - began < 2.0
     body = json.loads(result["content"][0]["text"])
     assert "errorCode" not in body, body
