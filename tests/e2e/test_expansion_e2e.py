@@ -9,20 +9,16 @@ endpoint that answers a scripted expansion, at once or after a delay."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
 from tests.e2e.test_projmem_stdio import projmem_env
+from tests.fake_openai import FakeOpenAI, serve
 from tests.mcp_harness import REPO, StdioServer
-from tests.model_fakes import FakeEmbedder
 
 QUERY = "zebra migration habits"  # no keyword of the corpus: no strong signal, so it expands
 SLOW_QUERY = "zebra grazing lands"  # another query: QUERY's expansion is in the cache by then
@@ -36,66 +32,15 @@ REPEATED = [
 ]
 
 
-class _FakeModels(BaseHTTPRequestHandler):
-    """`/v1/models`, `/v1/embeddings` and `/v1/chat/completions` of a fake model server."""
-
-    url = ""  # the server's `/v1` base, once it listens
-    expansion: list[dict[str, str]] = REPEATED
-    delay_s = 0.0
-    chats = 0
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def _send(self, status: int, payload: Any) -> None:
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/v1/models":
-            listed = [{"id": name, "object": "model"} for name in ("hashed", "expander")]
-            self._send(200, {"object": "list", "data": listed})
-        else:
-            self._send(404, {"error": {"message": "not found"}})
-
-    def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        path = self.path.rstrip("/")
-        if path == "/v1/embeddings":
-            vectors = FakeEmbedder(dimensions=32).embed_queries(json.loads(raw)["input"])
-            data = [
-                {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
-            ]
-            self._send(200, {"object": "list", "data": data, "model": "hashed"})
-        elif path == "/v1/chat/completions":
-            type(self).chats += 1
-            time.sleep(type(self).delay_s)
-            content = json.dumps({"queries": type(self).expansion})
-            choice = {"index": 0, "message": {"role": "assistant", "content": content}}
-            self._send(200, {"object": "chat.completion", "choices": [choice]})
-        else:
-            self._send(404, {"error": {"message": "not found"}})
-
-
 @pytest.fixture(scope="module")
-def models() -> Iterator[type[_FakeModels]]:
-    handler = type("Handler", (_FakeModels,), {})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    handler.url = f"http://127.0.0.1:{server.server_port}/v1"
+def models() -> Iterator[type[FakeOpenAI]]:
+    server, handler = serve(models=("hashed", "expander"), expansion=REPEATED)
     yield handler
     server.shutdown()
 
 
 @pytest.fixture(scope="module")
-def index_env(
-    tmp_path_factory: pytest.TempPathFactory, models: type[_FakeModels]
-) -> dict[str, str]:
+def index_env(tmp_path_factory: pytest.TempPathFactory, models: type[FakeOpenAI]) -> dict[str, str]:
     """The projmem corpus and sessions, embedded with the fake server's vectors."""
     env = projmem_env(tmp_path_factory.mktemp("expansion"))
     url = models.url
@@ -114,9 +59,9 @@ def index_env(
 
 
 def test_a_repeating_generator_is_searched_once_per_distinct_expansion(
-    index_env: dict[str, str], models: type[_FakeModels]
+    index_env: dict[str, str], models: type[FakeOpenAI]
 ) -> None:
-    models.expansion, models.delay_s = REPEATED, 0.0
+    models.expansion, models.chat_delay_s = REPEATED, 0.0
     server = StdioServer(index_env, "--surface", "projmem")
     try:
         server.initialize()
@@ -136,12 +81,12 @@ def test_a_repeating_generator_is_searched_once_per_distinct_expansion(
 
 @pytest.mark.slow  # waits on real time by design: left out of `make test-fast`
 def test_a_slow_generator_leaves_the_answer_in_time(
-    index_env: dict[str, str], models: type[_FakeModels]
+    index_env: dict[str, str], models: type[FakeOpenAI]
 ) -> None:
     """The generator answers after 30 s; the request limit is 3 s. `query` and `vsearch` on
     the default surface and projmem's deep search answer before it, from the caller's query,
     and say that the expansion was skipped (before: error -32001 at 3 s)."""
-    models.expansion, models.delay_s = REPEATED, 30.0
+    models.expansion, models.chat_delay_s = REPEATED, 30.0
     calls_before = models.chats
     spec = StdioServer({**index_env, "QMD_REQUEST_TIMEOUT": "3"})
     projmem = StdioServer({**index_env, "QMD_REQUEST_TIMEOUT": "3"}, "--surface", "projmem")

@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +17,10 @@ from mcp import Client, StdioServerParameters
 
 from adapters.bootstrap import build_app
 from adapters.mcp.ldims import SEMANTIC_FLOOR
+from tests.fake_openai import serve
 from tests.guarantees import tool_names
 from tests.http_harness import HttpServer
 from tests.mcp_harness import REPO, StdioServer, build_fixture_index, fixture_env
-from tests.model_fakes import FakeEmbedder
 
 DOCS = {
     "sales/q4-strategy.md": "---\ndate: 2023-12-01T10:00:00Z\nauthor: John Doe\n"
@@ -210,41 +208,6 @@ def test_hard_limit_and_timeout_come_from_the_flags_too(env: dict[str, str]) -> 
 EMBED_MODEL = REPO / ".models" / "all-MiniLM-L6-v2-f16.gguf"
 
 
-class _SlowEmbeddings(BaseHTTPRequestHandler):
-    """An OpenAI-compatible `/v1/embeddings` on loopback (word-hash vectors) that answers
-    after `delay` seconds: a search slower than the time limit."""
-
-    delay = 0.0
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def _send(self, status: int, payload: Any) -> None:
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": "hashed", "object": "model"}]})
-        else:
-            self._send(404, {"error": {"message": "not found"}})
-
-    def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.path.rstrip("/") != "/v1/embeddings":
-            self._send(404, {"error": {"message": "not found"}})
-            return
-        time.sleep(type(self).delay)
-        texts = json.loads(raw)["input"]
-        vectors = FakeEmbedder(dimensions=32).embed_queries(texts)
-        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
-        self._send(200, {"object": "list", "data": data, "model": "hashed"})
-
-
 def test_search_timeout_comes_at_the_configured_time_on_a_real_process(
     tmp_path: Path,
 ) -> None:
@@ -252,11 +215,9 @@ def test_search_timeout_comes_at_the_configured_time_on_a_real_process(
     after 4 s) and MCP_REQUEST_TIMEOUT_SECONDS=1: the seed's SEARCH_TIMEOUT after 1 s, not the
     transport's -32001, and not when the search ends."""
     _corpora, env = build_fixture_index(tmp_path)
-    handler = type("Handler", (_SlowEmbeddings,), {"delay": 0.0})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, handler = serve()
     try:
-        env["QMD_EMBED_MODEL"] = f"openai:hashed@http://127.0.0.1:{server.server_port}/v1"
+        env["QMD_EMBED_MODEL"] = f"openai:hashed@{handler.url}"
         embedded = subprocess.run(
             [sys.executable, "-m", "adapters.cli.main", "embed"],
             env=env,
@@ -266,7 +227,7 @@ def test_search_timeout_comes_at_the_configured_time_on_a_real_process(
             timeout=300,
         )
         assert embedded.returncode == 0, embedded.stderr
-        handler.delay = 4.0
+        handler.embed_delay_s = 4.0
         ldims = StdioServer({**env, "MCP_REQUEST_TIMEOUT_SECONDS": "1"}, "--surface", "ldims")
         try:
             ldims.initialize()
