@@ -66,7 +66,7 @@ class FakeOpenAI(BaseHTTPRequestHandler):
 
 def serve(**settings: Any) -> tuple[ThreadingHTTPServer, type[FakeOpenAI]]:
     """A listening fake with its own subclass carrying `settings`; shut the server down after."""
-    handler = type("Handler", (FakeOpenAI,), dict(settings))
+    handler: type[FakeOpenAI] = type("Handler", (FakeOpenAI,), dict(settings))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
