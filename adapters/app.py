@@ -234,11 +234,14 @@ class App:
         from domain.usecases.sessions import SessionMemory
 
         parts = self.projmem
-        memory = SessionMemory(
-            parts.sessions, parts.summaries, parts.notes, self.collections, self.clock
+        return SessionMemory(
+            parts.sessions,
+            parts.summaries,
+            parts.notes,
+            self.collections,
+            self.clock,
+            refusal=parts.refusal,
         )
-        memory.refusal = parts.refusal
-        return memory
 
     # -- the index ----------------------------------------------------------------------------
 

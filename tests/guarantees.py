@@ -151,15 +151,15 @@ class Rig:
         # as the HTTP service shares one across its workers (adapters/http/main.py)
         self.outgoing = Correlator("test") if self.facts.talks_back else None
 
-    def session(self, stateless: bool = False) -> Session:
-        return Session(
-            create_surface(self.surface_name, self.services, self.context), stateless=stateless
-        )
+    def session(
+        self, stateless: bool = False, emit: Any = None, outgoing: Correlator | None = None
+    ) -> Session:
+        surface = create_surface(self.surface_name, self.services, self.context)
+        return Session(surface, stateless=stateless, emit=emit, outgoing=outgoing)
 
     def pools(self, model_threads: int = 1, model_queue: int = 0) -> WorkerPools:
         def worker() -> Worker:  # the fakes are shared between workers
-            session = self.session(stateless=True)
-            session.outgoing = self.outgoing
+            session = self.session(stateless=True, outgoing=self.outgoing)
             return Worker(session, self.services, lambda: None, lambda: None)
 
         return WorkerPools(worker, threads=4, model_threads=model_threads, model_queue=model_queue)
@@ -241,9 +241,8 @@ class Stdio:
         sampling_timeout_s: float = 300.0,
     ) -> None:
         self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.session = rig.session()
         self.outgoing = Correlator("stdio")
-        self.session.emit, self.session.outgoing = self.replies.put, self.outgoing
+        self.session = rig.session(emit=self.replies.put, outgoing=self.outgoing)
         self.dispatcher = Dispatcher(
             self.session, self.replies.put, pools, timeout_s, sampling_timeout_s
         )

@@ -163,16 +163,19 @@ class EmbedIndex:
         clock: Clock,
         *,
         fingerprint: str | None = None,
+        collection: str | None = None,
+        fit_chunks: bool = True,
     ) -> None:
+        """`collection`: embed only this one's documents (`qmd embed -c`). `fit_chunks`
+        False: the original's fixed 900-token chunks even when the model reads fewer tokens
+        (what the original stores; for comparisons with it, QMD_FIT_CHUNKS=0)."""
         self._store = store
         self._vectors = vectors
         self._embedder = embedder
         self._clock = clock
         self.fingerprint = fingerprint or fingerprint_for(embedder)
-        self.collection: str | None = None  # `qmd embed -c`: embed only this one's documents
-        # False: the original's fixed 900-token chunks even when the model reads fewer tokens
-        # (what the original stores; set for comparisons with it, QMD_FIT_CHUNKS=0)
-        self.fit_chunks = True
+        self.collection = collection
+        self.fit_chunks = fit_chunks
         self._input_limit: int | None = None
         self._chunk_tokens = CHUNK_SIZE_TOKENS
         self._truncated = 0

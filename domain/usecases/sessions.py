@@ -57,15 +57,16 @@ class SessionMemory:
         notes: NoteWriter,
         collections: CollectionManager,
         clock: Clock,
+        refusal: QmdError | None = None,
     ) -> None:
+        """`refusal`: why sessions may not be served here (a vault outside --force-root);
+        the projmem surface refuses to start with it."""
         self._sessions = sessions
         self._summaries = summaries
         self._notes = notes
         self._collections = collections
         self._clock = clock
-        # why sessions may not be served here (a vault outside --force-root), set by the
-        # composition root; the projmem surface refuses to start with it
-        self.refusal: QmdError | None = None
+        self.refusal = refusal
         # a transcript's figures (turns, compactions, last write) by session id, valid while
         # its file keeps the same size and mtime: listing with a filter re-reads only what
         # changed (REQ-PROJMEM-SESSION-005)
