@@ -231,17 +231,11 @@ class App:
         """Session memory (`qmd session`, the projmem surface)."""
         if self.projmem is None:
             return None
-        from domain.usecases.sessions import SessionMemory
+        from domain.usecases.sessions import SessionMemory, SessionStores
 
         parts = self.projmem
-        return SessionMemory(
-            parts.sessions,
-            parts.summaries,
-            parts.notes,
-            self.collections,
-            self.clock,
-            refusal=parts.refusal,
-        )
+        stores = SessionStores(parts.sessions, parts.summaries, parts.notes, parts.refusal)
+        return SessionMemory(stores, self.collections, self.clock)
 
     # -- the index ----------------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ def embed(args: argparse.Namespace) -> int:
     from domain.chunking import CHUNK_SIZE_TOKENS
     from domain.errors import UNAVAILABLE, QmdError
     from domain.eta import ThroughputEta
-    from domain.usecases.embedding import EmbedIndex, EmbedProgress
+    from domain.usecases.embedding import EmbedIndex, EmbedOptions, EmbedProgress
 
     collection: str | None = (args.collection or [None])[0]
     if collection is not None and args.force:
@@ -73,10 +73,12 @@ def embed(args: argparse.Namespace) -> int:
                 app.vectors,
                 embedder,
                 app.clock,
-                collection=collection,
-                # QMD_FIT_CHUNKS=0: the original's 900-token chunks whatever the model reads,
-                # for indexes compared chunk for chunk with the original's (model goldens)
-                fit_chunks=os.environ.get("QMD_FIT_CHUNKS", "1").strip() != "0",
+                EmbedOptions(
+                    collection=collection,
+                    # QMD_FIT_CHUNKS=0: the original's 900-token chunks whatever the model
+                    # reads, for indexes compared chunk for chunk with the original's
+                    fit_chunks=os.environ.get("QMD_FIT_CHUNKS", "1").strip() != "0",
+                ),
             )
             if collection is not None and app.store.get_collection(collection) is None:
                 raise CommandError(f"Collection not found: {collection}")
