@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.bootstrap import App, ProjmemAdapters
+from adapters.bootstrap import App, ProjmemAdapters, scoped_ports
+from adapters.fs.scope import ScopePolicy
 from adapters.http.app import HttpSettings, QmdHttpApp
 from adapters.http.exchange import HttpReply
 from adapters.http.guard import OriginPolicy
@@ -32,6 +33,7 @@ from adapters.mcp.workers import Worker, WorkerPools
 from adapters.models.bundle import Models
 from domain.model import Collection, SubQuery
 from domain.profiles import SEED_000
+from domain.usecases.chunks import ChunkKeeper
 from domain.usecases.memorize import Memorizer, Thresholds
 from tests.fakes import (
     FakeContentSource,
@@ -112,41 +114,57 @@ class MemoryNotes:
 
 @dataclass
 class Rig:
+    """`scope`: the server's scope policy, applied as the composition root applies it (the
+    services scoped by it, the surface context carrying it); `extra`: collections and
+    documents beside the alpha note, as (collection, path, body) under their folders."""
+
     surface_name: str
     gate: Gate = field(default_factory=Gate)
+    scope: ScopePolicy = field(default_factory=ScopePolicy)
+    folders: dict[str, str] = field(default_factory=lambda: {"notes": "/notes"})
+    extra: Sequence[tuple[str, str, str]] = ()
 
     def __post_init__(self) -> None:
         store = InMemoryStore()
-        store.put_collection(Collection("notes", "/notes"))
-        body = "# Alpha\n\nThe alpha note.\n"
-        store.upsert_document("notes", "alpha.md", "Alpha", "a1" * 32, body, "t", "t")
-        vector = FakeEmbedder().embed_documents([("Alpha", body)])[0]
-        store.store_chunk_vectors("a1" * 32, [(0, 0, vector)], "fake-embed", "", "t")
+        for name, folder in self.folders.items():
+            store.put_collection(Collection(name, folder))
+        documents = [("notes", "alpha.md", "# Alpha\n\nThe alpha note.\n"), *self.extra]
+        for number, (collection, path, body) in enumerate(documents):
+            content_hash = f"{number + 0xA1:02x}" * 32
+            title = body.splitlines()[0].lstrip("# ")
+            store.upsert_document(collection, path, title, content_hash, body, "t", "t")
+            vector = FakeEmbedder().embed_documents([(title, body)])[0]
+            store.store_chunk_vectors(content_hash, [(0, 0, vector)], "fake-embed", "", "t")
         chunks = InMemoryChunkIndex(store)
+        ChunkKeeper(store, chunks).sync()  # every document's chunks, outside ones too
         models = Models(
             embedder=GatedEmbedder(self.gate),
             reranker=GatedReranker(self.gate),
             expander=GatedExpander(self.gate),
         )
+        scoped_store, lexical, vectors = scoped_ports(self.scope, store, store, store)
         self.app = App(
-            store=store,
-            lexical=store,
-            vectors=store,
+            store=scoped_store,
+            lexical=lexical,
+            vectors=vectors,
             cache=store,
-            config=InMemoryConfigRepository([Collection("notes", "/notes")]),
+            config=InMemoryConfigRepository(
+                [Collection(name, folder) for name, folder in self.folders.items()]
+            ),
             source=FakeContentSource({}),
             clock=FixedClock(),
             models=models,
             maintenance=store,
             metadata_index=store,
             projmem=ProjmemAdapters(chunks, chunks, InMemorySessions(), chunks, MemoryNotes()),
+            scope=self.scope,
         )
         self.services = self.app.services()
         self.memory_store = InMemoryMemoryStore()
         self.memory = Memorizer(
             self.memory_store, GatedEmbedder(self.gate), FixedClock(), Thresholds(0.5, 0.5)
         )
-        self.context = SurfaceContext("test", memory=lambda: self.memory)
+        self.context = SurfaceContext("test", self.scope, memory=lambda: self.memory)
         self.facts = surface_facts(self.surface_name)
         # as the HTTP service shares one across its workers (adapters/http/main.py)
         self.outgoing = Correlator("test") if self.facts.talks_back else None
@@ -220,6 +238,12 @@ def served_surfaces() -> list[str]:
 def tool_names(surface: str) -> list[str]:
     """The tools `surface` declares, in the order `tools/list` shows them."""
     return list(surface_facts(surface).examples)
+
+
+def path_arguments(surface: str) -> dict[str, tuple[str, ...]]:
+    """Each tool of `surface` that declares arguments naming a file or document
+    (`Tool.paths`), with those arguments."""
+    return dict(surface_facts(surface).paths)
 
 
 def tool_examples(surface: str) -> dict[str, dict[str, Any]]:
