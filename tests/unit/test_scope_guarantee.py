@@ -12,13 +12,16 @@ outside document) and each declared argument really reads documents (inside, it 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from adapters.fs.scope import ScopePolicy
+from adapters.mcp.surface import template_prefix
 from adapters.mcp.tools import NO_CLIENT
+from adapters.mcp.wording import JsonRpcError
 from tests.guarantees import Rig, path_arguments, served_surfaces, tool_examples
 
 SECRET_WORD = "zanzibar"  # in the outside document's body only; no request carries it
@@ -133,3 +136,60 @@ def test_an_absolute_reference_outside_the_root_is_refused_by_the_context_s_poli
     for reference in (str(tmp_path / "elsewhere" / "secret.md"), str(tmp_path / "nothing.md")):
         reply = json.loads(_call(rig, "get", "file", reference))
         assert reply["structuredContent"]["error"]["code"] == "out-of-root", reply
+
+
+# -- resources: a URI names a document as a path argument does ------------------------------
+
+# A template whose one variable has one of these names serves a document by its name (a
+# topic and a query, memorize's `knowledge://`, name memory records: tests/e2e/test_scope_probe.py).
+DOCUMENT_VARIABLES = {"path", "document_id"}
+
+
+def _document_templates(surface: str) -> list[dict[str, Any]]:
+    listed = Rig(surface).session().surface.resource_templates()
+    return [
+        template
+        for template in listed
+        if set(re.findall(r"\{\+?(\w+)\}", str(template["uriTemplate"]))) <= DOCUMENT_VARIABLES
+    ]
+
+
+TEMPLATED = [s for s in served_surfaces() if _document_templates(s)]
+
+
+def _read(rig: Rig, document: str) -> str:
+    """Read `document` through each of the surface's document templates (a failure, data or
+    JSON-RPC error, is read as its text)."""
+    surface = rig.session().surface
+    replies = []
+    for template in _document_templates(rig.surface_name):
+        pattern = str(template["uriTemplate"])
+        uri = template_prefix(template) + document + pattern[pattern.rindex("}") + 1 :]
+        try:
+            replies.append(json.dumps(surface.read_resource(uri)))
+        except JsonRpcError as error:
+            replies.append(str(error))
+    return "\n".join(replies)
+
+
+def test_the_surfaces_that_serve_documents_as_resources_are_probed() -> None:
+    assert {"spec", "ldims"} <= set(TEMPLATED)
+
+
+@pytest.mark.parametrize("surface", TEMPLATED)
+def test_a_resource_uri_reaches_nothing_outside_the_root(surface: str, tmp_path: Path) -> None:
+    outside = [
+        "vault/secret.md",
+        "vault%2Fsecret.md",
+        OUTSIDE_DOCID,
+        f"#{OUTSIDE_DOCID}",
+        "notes/../vault/secret.md",
+        str(tmp_path / "elsewhere" / "secret.md").lstrip("/"),
+    ]
+    rooted = _rig(surface, tmp_path, rooted=True)
+    for document in outside:
+        reply = _read(rooted, document)
+        assert SECRET_WORD not in reply and SECRET_TITLE not in reply, (document, reply)
+    assert INSIDE_TEXT in _read(rooted, "notes/alpha.md")
+    unrooted = _rig(surface, tmp_path, rooted=False)
+    assert any(SECRET_WORD in _read(unrooted, document) for document in outside)
