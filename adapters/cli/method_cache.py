@@ -51,7 +51,9 @@ def _load(path: str) -> tuple[int, Entries]:
     unreadable file or one of another format is empty."""
     try:
         with open(path, "rb") as handle:
-            loaded = marshal.load(handle)
+            data = handle.read()
+        # from bytes: `marshal.load` on a file reads it piecemeal, about 10 times slower
+        loaded = marshal.loads(data)
     except (OSError, EOFError, ValueError, TypeError):
         return 0, {}
     if not (isinstance(loaded, tuple) and len(loaded) == 3 and loaded[0] == _FORMAT):
