@@ -231,14 +231,11 @@ class App:
         """Session memory (`qmd session`, the projmem surface)."""
         if self.projmem is None:
             return None
-        from domain.usecases.sessions import SessionMemory
+        from domain.usecases.sessions import SessionMemory, SessionStores
 
         parts = self.projmem
-        memory = SessionMemory(
-            parts.sessions, parts.summaries, parts.notes, self.collections, self.clock
-        )
-        memory.refusal = parts.refusal
-        return memory
+        stores = SessionStores(parts.sessions, parts.summaries, parts.notes, parts.refusal)
+        return SessionMemory(stores, self.collections, self.clock)
 
     # -- the index ----------------------------------------------------------------------------
 

@@ -209,15 +209,7 @@ def _wire(
     settings: QmdConfig | None = None,
 ) -> App:
     index = storage.index
-    store: DocumentStore = index
-    lexical: LexicalIndex = index
-    vectors: VectorIndex = index
-    if policy.root is not None:
-        scope = RootScope(policy, index)
-        scoped_store = RootScopedStore(index, scope)
-        store = scoped_store
-        lexical = RootScopedLexicalIndex(index, scope)
-        vectors = RootScopedVectorIndex(index, scoped_store, scope)
+    store, lexical, vectors = scoped_ports(policy, index, index, index)
     return App(
         store=store,
         lexical=lexical,
@@ -243,6 +235,24 @@ def _wire(
         scope=policy,
         settings=settings,
         storage=storage,
+    )
+
+
+def scoped_ports(
+    policy: ScopePolicy, store: DocumentStore, lexical: LexicalIndex, vectors: VectorIndex
+) -> tuple[DocumentStore, LexicalIndex, VectorIndex]:
+    """The index's read ports as `policy` lets them be seen: under a root, only the
+    collections it allows exist for the use cases (adapters/fs/scope.py); without one, as
+    they are. The surfaces' services come from these, and their `SurfaceContext` carries the
+    same policy."""
+    if policy.root is None:
+        return store, lexical, vectors
+    scope = RootScope(policy, store)
+    scoped_store = RootScopedStore(store, scope)
+    return (
+        scoped_store,
+        RootScopedLexicalIndex(lexical, scope),
+        RootScopedVectorIndex(vectors, scoped_store, scope),
     )
 
 

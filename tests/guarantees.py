@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.bootstrap import App, ProjmemAdapters
+from adapters.bootstrap import App, ProjmemAdapters, scoped_ports
+from adapters.fs.scope import ScopePolicy
 from adapters.http.app import HttpSettings, QmdHttpApp
 from adapters.http.exchange import HttpReply
 from adapters.http.guard import OriginPolicy
@@ -32,6 +33,7 @@ from adapters.mcp.workers import Worker, WorkerPools
 from adapters.models.bundle import Models
 from domain.model import Collection, SubQuery
 from domain.profiles import SEED_000
+from domain.usecases.chunks import ChunkKeeper
 from domain.usecases.memorize import Memorizer, Thresholds
 from tests.fakes import (
     FakeContentSource,
@@ -112,54 +114,70 @@ class MemoryNotes:
 
 @dataclass
 class Rig:
+    """`scope`: the server's scope policy, applied as the composition root applies it (the
+    services scoped by it, the surface context carrying it); `extra`: collections and
+    documents beside the alpha note, as (collection, path, body) under their folders."""
+
     surface_name: str
     gate: Gate = field(default_factory=Gate)
+    scope: ScopePolicy = field(default_factory=ScopePolicy)
+    folders: dict[str, str] = field(default_factory=lambda: {"notes": "/notes"})
+    extra: Sequence[tuple[str, str, str]] = ()
 
     def __post_init__(self) -> None:
         store = InMemoryStore()
-        store.put_collection(Collection("notes", "/notes"))
-        body = "# Alpha\n\nThe alpha note.\n"
-        store.upsert_document("notes", "alpha.md", "Alpha", "a1" * 32, body, "t", "t")
-        vector = FakeEmbedder().embed_documents([("Alpha", body)])[0]
-        store.store_chunk_vectors("a1" * 32, [(0, 0, vector)], "fake-embed", "", "t")
+        for name, folder in self.folders.items():
+            store.put_collection(Collection(name, folder))
+        documents = [("notes", "alpha.md", "# Alpha\n\nThe alpha note.\n"), *self.extra]
+        for number, (collection, path, body) in enumerate(documents):
+            content_hash = f"{number + 0xA1:02x}" * 32
+            title = body.splitlines()[0].lstrip("# ")
+            store.upsert_document(collection, path, title, content_hash, body, "t", "t")
+            vector = FakeEmbedder().embed_documents([(title, body)])[0]
+            store.store_chunk_vectors(content_hash, [(0, 0, vector)], "fake-embed", "", "t")
         chunks = InMemoryChunkIndex(store)
+        ChunkKeeper(store, chunks).sync()  # every document's chunks, outside ones too
         models = Models(
             embedder=GatedEmbedder(self.gate),
             reranker=GatedReranker(self.gate),
             expander=GatedExpander(self.gate),
         )
+        scoped_store, lexical, vectors = scoped_ports(self.scope, store, store, store)
         self.app = App(
-            store=store,
-            lexical=store,
-            vectors=store,
+            store=scoped_store,
+            lexical=lexical,
+            vectors=vectors,
             cache=store,
-            config=InMemoryConfigRepository([Collection("notes", "/notes")]),
+            config=InMemoryConfigRepository(
+                [Collection(name, folder) for name, folder in self.folders.items()]
+            ),
             source=FakeContentSource({}),
             clock=FixedClock(),
             models=models,
             maintenance=store,
             metadata_index=store,
             projmem=ProjmemAdapters(chunks, chunks, InMemorySessions(), chunks, MemoryNotes()),
+            scope=self.scope,
         )
         self.services = self.app.services()
         self.memory_store = InMemoryMemoryStore()
         self.memory = Memorizer(
             self.memory_store, GatedEmbedder(self.gate), FixedClock(), Thresholds(0.5, 0.5)
         )
-        self.context = SurfaceContext("test", memory=lambda: self.memory)
+        self.context = SurfaceContext("test", self.scope, memory=lambda: self.memory)
         self.facts = surface_facts(self.surface_name)
         # as the HTTP service shares one across its workers (adapters/http/main.py)
         self.outgoing = Correlator("test") if self.facts.talks_back else None
 
-    def session(self, stateless: bool = False) -> Session:
-        return Session(
-            create_surface(self.surface_name, self.services, self.context), stateless=stateless
-        )
+    def session(
+        self, stateless: bool = False, emit: Any = None, outgoing: Correlator | None = None
+    ) -> Session:
+        surface = create_surface(self.surface_name, self.services, self.context)
+        return Session(surface, stateless=stateless, emit=emit, outgoing=outgoing)
 
     def pools(self, model_threads: int = 1, model_queue: int = 0) -> WorkerPools:
         def worker() -> Worker:  # the fakes are shared between workers
-            session = self.session(stateless=True)
-            session.outgoing = self.outgoing
+            session = self.session(stateless=True, outgoing=self.outgoing)
             return Worker(session, self.services, lambda: None, lambda: None)
 
         return WorkerPools(worker, threads=4, model_threads=model_threads, model_queue=model_queue)
@@ -222,6 +240,12 @@ def tool_names(surface: str) -> list[str]:
     return list(surface_facts(surface).examples)
 
 
+def path_arguments(surface: str) -> dict[str, tuple[str, ...]]:
+    """Each tool of `surface` that declares arguments naming a file or document
+    (`Tool.paths`), with those arguments."""
+    return dict(surface_facts(surface).paths)
+
+
 def tool_examples(surface: str) -> dict[str, dict[str, Any]]:
     """Each declared tool of `surface` with the example arguments declared beside it: what the
     tests that list and call every tool over a transport send (tests/e2e), so that a new tool
@@ -241,9 +265,8 @@ class Stdio:
         sampling_timeout_s: float = 300.0,
     ) -> None:
         self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.session = rig.session()
         self.outgoing = Correlator("stdio")
-        self.session.emit, self.session.outgoing = self.replies.put, self.outgoing
+        self.session = rig.session(emit=self.replies.put, outgoing=self.outgoing)
         self.dispatcher = Dispatcher(
             self.session, self.replies.put, pools, timeout_s, sampling_timeout_s
         )

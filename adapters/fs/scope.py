@@ -114,17 +114,6 @@ class ScopePolicy:
             raise QmdError(OUT_OF_ROOT, f"Outside the permitted root: {reference}")
 
 
-class RootGuard:
-    """The default surface's up-front refusal of filesystem-path references outside the root
-    (`ScopePolicy.check_reference` for a surface built from its context alone)."""
-
-    def __init__(self, root: str | None, home: str | None = None) -> None:
-        self._policy = ScopePolicy(root, home=home)
-
-    def check_reference(self, reference: str) -> None:
-        self._policy.check_reference(reference)
-
-
 class RootScope:
     """Which collections the policy allows, decided afresh on every call (the index and its
     configuration may change while a server runs)."""

@@ -498,11 +498,10 @@ class QmdHttpApp:
     def _job(self, limit: float | None) -> Job:
         """A request's job, told its time limit (its waits on the client end there, and
         report progress meanwhile)."""
-        job = Job()
-        job.progress_every_s = self.settings.budgets.progress_every_s
-        if limit is not None:
-            job.deadline = time.monotonic() + limit
-        return job
+        return Job(
+            deadline=None if limit is None else time.monotonic() + limit,
+            progress_every_s=self.settings.budgets.progress_every_s,
+        )
 
     def _timeout_text(self, limit: float | None = None) -> str:
         return f"Request timed out after {limit or self.settings.timeout_s:g} s"

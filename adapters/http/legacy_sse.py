@@ -181,9 +181,7 @@ class LegacySseTransport:
                 unsent.take(len(event), always=True)  # small, and MAX_PENDING still holds
             loop.call_soon_threadsafe(outbox.put_nowait, event)
 
-        session = Session(surface)
-        session.emit, session.outgoing = emit, Correlator("qmd-sse")
-        session.subscriptions = hub
+        session = Session(surface, emit=emit, outgoing=Correlator("qmd-sse"), subscriptions=hub)
         dispatcher = Dispatcher(
             session,
             emit,

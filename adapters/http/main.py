@@ -59,8 +59,9 @@ def worker_pools(
 
     def open_worker() -> Worker:
         reader = open_reader(app, options.env)
-        session = Session(create_surface(surface, reader.services, context), stateless=True)
-        session.outgoing = outgoing
+        session = Session(
+            create_surface(surface, reader.services, context), stateless=True, outgoing=outgoing
+        )
         return Worker(session, reader.services, reader.interrupt, reader.close)
 
     return WorkerPools(open_worker, options.threads, options.model_threads)

@@ -157,7 +157,11 @@ class CompatSurface(BaseSurface):
         # JavaScript's slice(0, limit): negative limits count from the end.
         return results_payload(results[:limit], primary, with_line=True)
 
-    @recorded(_RECORDED["get"], example={"file": "handbook/engineering/api/pagination.md"})
+    @recorded(
+        _RECORDED["get"],
+        example={"file": "handbook/engineering/api/pagination.md"},
+        paths=("file",),
+    )
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]
         request = merge_get_arguments(
@@ -169,7 +173,11 @@ class CompatSurface(BaseSurface):
         body = get_body(fetched.body, request.from_line, request.max_lines, args["lineNumbers"])
         return {"content": [embedded_resource(meta, body, fetched.context, with_name=False)]}
 
-    @recorded(_RECORDED["multi_get"], example={"pattern": "handbook/engineering/api/*.md"})
+    @recorded(
+        _RECORDED["multi_get"],
+        example={"pattern": "handbook/engineering/api/*.md"},
+        paths=("pattern",),
+    )
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         pattern = args["pattern"]
         max_bytes = _js_int(args.get("maxBytes") or DEFAULT_MAX_BYTES)

@@ -85,8 +85,8 @@ def log_request(request: Admitted, reply: Reply, began: float) -> None:
 @dataclass
 class _InFlight:
     request: Admitted
+    job: Job  # told its time limit when it is made (the request's, from its tool's facts)
     began: float = field(default_factory=time.perf_counter)
-    job: Job = field(default_factory=Job)
     done: bool = False  # answered, cancelled or timed out: nothing more is written for it
     timer: threading.Timer | None = None
 
@@ -230,14 +230,18 @@ class Dispatcher:
     # -- the workers' side ------------------------------------------------------------------
 
     def _submit(self, request: Admitted, pools: WorkerPools) -> None:
-        entry = _InFlight(request)
+        connection = self.session
+        facts = connection.surface.facts
+        limit = self._budgets.time_limit(tool_facts(facts, request), modern=request.modern)
+        job = Job(
+            deadline=None if limit is None else time.monotonic() + limit,
+            progress_every_s=self._budgets.progress_every_s,
+        )
+        entry = _InFlight(request, job)
         key = id_key(request.id)
         with self._lock:
             self._in_flight.setdefault(key, []).append(entry)
             self._count += 1
-
-        connection = self.session
-        facts = connection.surface.facts
 
         def work(worker: Worker) -> Reply:
             # the worker's session answers for this connection: server-to-client requests
@@ -252,10 +256,6 @@ class Dispatcher:
             finally:
                 session.emit, session.outgoing, session.owner = saved
 
-        limit = self._budgets.time_limit(tool_facts(facts, request), modern=request.modern)
-        entry.job.progress_every_s = self._budgets.progress_every_s
-        if limit is not None:
-            entry.job.deadline = time.monotonic() + limit
         try:
             future = pools.submit(
                 entry.job,

@@ -300,6 +300,7 @@ class ProjmemSurface(BaseSurface):
         },
         annotations=READ_ONLY,
         example={"identifier": "#1"},
+        paths=("identifier",),
     )
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         return self._rows_result(self._chunks.get(str(args["identifier"])), [])
@@ -321,6 +322,7 @@ class ProjmemSurface(BaseSurface):
         },
         annotations=READ_ONLY,
         example={"pathPattern": "notes/%"},
+        paths=("docPaths", "pathPattern"),
     )
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         rows, notes = self._chunks.multi_get(

@@ -177,23 +177,33 @@ def cancel_notice(method: str, params: Any) -> CancelNotice | None:
 class Session:
     """One MCP connection: feed it decoded messages, get back the replies to write."""
 
-    def __init__(self, surface: Surface, *, stateless: bool = False) -> None:
+    def __init__(
+        self,
+        surface: Surface,
+        *,
+        stateless: bool = False,
+        emit: Emit | None = None,
+        outgoing: Correlator | None = None,
+        subscriptions: SubscriptionHub | None = None,
+    ) -> None:
         """`stateless`: every message is a connection of its own (Streamable HTTP, where each
-        POST stands alone), so no message decides the era of the next."""
+        POST stands alone), so no message decides the era of the next. From the transport:
+        `emit`, where server-to-client messages go; `outgoing`, the correlator that matches
+        the client's responses to the requests we sent (adapters/mcp/outgoing.py);
+        `subscriptions`, the hub a transport whose sessions share one surface subscribes
+        through. A dispatcher serving several connections on one session rebinds `emit` and
+        `outgoing` for the request it runs."""
         self.surface = surface
         self._stateless = stateless
         self._era = ConnectionEra()
         self._client_capabilities: dict[str, Any] | None = None
-        # Set by the transport: where server-to-client messages go, and the correlator that
-        # matches the client's responses to the requests we sent (adapters/mcp/outgoing.py).
-        self.emit: Emit | None = None
-        self.outgoing: Correlator | None = None
+        self.emit = emit
+        self.outgoing = outgoing
         # who may answer the requests we send (the HTTP requester; None on stdio, where the
         # connection is the only one), and the request being run, set by the worker pools
         self.owner: Any = None
         self.job: Cancellable | None = None
-        # set by a transport whose sessions share one surface: subscriptions go through it
-        self.subscriptions: SubscriptionHub | None = None
+        self.subscriptions = subscriptions
         # the request this session is running (a session runs one request at a time)
         self._running: Admitted | None = None
 

@@ -5,9 +5,9 @@ serves any registered surface, and `qmd mcp --surface NAME` picks one."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from adapters.fs.scope import RootGuard
+from adapters.fs.scope import ScopePolicy
 from adapters.mcp.compat import COMPAT_VERSION, CompatSurface
 from adapters.mcp.ldims import LdimsSurface
 from adapters.mcp.ldims_backend import RemoteLdims
@@ -24,13 +24,13 @@ from domain.usecases.services import Services
 
 @dataclass(frozen=True)
 class SurfaceContext:
-    """What a surface may need besides the application: the server's version, the
-    `--force-root` folder (the services are already scoped to it), the user's home and the
-    operator's limits."""
+    """What a surface may need besides the application: the server's version, its scope
+    policy and the operator's limits."""
 
     version: str
-    force_root: str | None = None
-    home: str | None = None
+    # the process's one scope policy (`--force-root`, trust; adapters/fs/scope.py), the one
+    # the services were scoped with: a tool that reads files judges references by it
+    scope: ScopePolicy = field(default_factory=ScopePolicy)
     # seed 004's memory, opened once per process on first use (the memorize surface)
     memory: Callable[[], Memorizer] | None = None
     max_results: int | None = None  # the operator's hard limit on search results, if any
@@ -105,9 +105,7 @@ def create_surface(name: str, services: Services, context: SurfaceContext) -> Su
 
 register_surface(
     DEFAULT_SURFACE,
-    lambda services, ctx: SpecSurface(
-        services, ctx.version, RootGuard(ctx.force_root, ctx.home), ctx.max_results
-    ),
+    lambda services, ctx: SpecSurface(services, ctx.version, ctx.scope, ctx.max_results),
     aliases=("default",),
     facts=SpecSurface.facts,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from adapters.fs.scope import RootGuard
+from adapters.fs.scope import ScopePolicy
 from adapters.mcp.formatting import (
     RESOURCE_TEMPLATE,
     SPEC_DOCUMENT_CHARS,
@@ -254,16 +254,18 @@ class SpecSurface(BaseSurface):
         self,
         services: Services,
         version: str,
-        root_guard: RootGuard | None = None,
+        scope: ScopePolicy | None = None,
         max_results: int | None = None,
     ):
-        """`max_results`: the operator's hard limit on search results (`--max-results`),
-        below the surface's own bound."""
+        """`scope`: the server's scope policy (its `SurfaceContext`'s), which refuses a
+        filesystem-path reference outside the root up front; the services are scoped by the
+        same policy. `max_results`: the operator's hard limit on search results
+        (`--max-results`), below the surface's own bound."""
         super().__init__(version)
         self._services = services
         self._max_results = min(max_results or MAX_ITEMS, MAX_ITEMS)
         self._searcher = services.searcher.with_profile(SEED_000)
-        self._guard = root_guard or RootGuard(None)
+        self._scope = scope or ScopePolicy()
 
     def prompts(self) -> list[dict[str, Any]]:
         return [_PROMPT]
@@ -451,7 +453,7 @@ class SpecSurface(BaseSurface):
         return with_degradations(self._payload(results, query), request.trace)
 
     def _find(self, reference: str, shown: str, encoded_uris: bool = False) -> DocumentMeta:
-        self._guard.check_reference(reference)
+        self._scope.check_reference(reference)
         return self._services.retrieval.find(
             reference,
             original=shown,
@@ -483,6 +485,7 @@ class SpecSurface(BaseSurface):
         },
         annotations=READ_ONLY,
         example={"file": "handbook/engineering/api/pagination.md"},
+        paths=("file",),
     )
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         reference = args["file"]
@@ -534,6 +537,7 @@ class SpecSurface(BaseSurface):
         },
         annotations=READ_ONLY,
         example={"pattern": "handbook/engineering/api/*.md"},
+        paths=("pattern",),
     )
     def _multi_get(self, args: dict[str, Any]) -> dict[str, Any]:
         pattern = args["pattern"]

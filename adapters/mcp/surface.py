@@ -151,6 +151,7 @@ class BaseSurface:
             answers_shutdown=cls.answers_shutdown,
             subscribable=cls.subscribable,
             examples={t.name: t.example for t in declared},
+            paths={t.name: t.paths for t in declared if t.paths},
         )
 
     # -- tools --------------------------------------------------------------------------------

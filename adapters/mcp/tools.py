@@ -137,6 +137,9 @@ class SurfaceFacts:
     # each tool's example arguments (`Tool.example`), in declaration order: what the tests
     # that list and call every tool read; no transport reads it
     examples: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # the arguments of each tool that name a file or a document (`Tool.paths`): what the
+    # scope guarantee tests aim outside the root (tests/unit/test_scope_guarantee.py)
+    paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def tool(self, name: Any) -> ToolFacts:
         return self.tools.get(name, PLAIN_TOOL) if isinstance(name, str) else PLAIN_TOOL
@@ -162,7 +165,12 @@ class Tool:
     `example` is one set of arguments the tool answers over the test corpus (fixtures/, the
     index `tests/mcp_harness.py` builds) without a model: the tests that list and call every
     tool over each transport (tests/e2e) read it from here, so a new tool needs no test entry.
-    It is never shown on the wire."""
+    It is never shown on the wire.
+
+    `paths` names the arguments that say which file or document to read (a path, a `qmd://`
+    URI, a docid, a glob): a tool that has them reads through the surface's scope policy (the
+    `ScopePolicy` its `SurfaceContext` carries, and the services scoped by the same policy),
+    and the scope guarantee test aims each of them outside the root on every surface."""
 
     name: str
     description: str
@@ -173,6 +181,7 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     example: Mapping[str, Any] = field(default_factory=dict)
+    paths: tuple[str, ...] = ()
 
     def definition(self) -> dict[str, Any]:
         """The `tools/list` entry, its fields in the order MCP's own servers write them."""
@@ -194,6 +203,7 @@ class Tool:
         handler: ToolHandler,
         facts: ToolFacts = PLAIN_TOOL,
         example: Mapping[str, Any] | None = None,
+        paths: tuple[str, ...] = (),
     ) -> Tool:
         """A recorded `tools/list` entry as a Tool; refused unless the Tool lists it back
         exactly, field order included (a recorded wire contract must not change)."""
@@ -207,6 +217,7 @@ class Tool:
             output_schema=definition.get("outputSchema"),
             annotations=definition.get("annotations"),
             example=example or {},
+            paths=paths,
         )
         listed = declared.definition()
         if list(listed.items()) != list(definition.items()):
@@ -224,22 +235,36 @@ def tool(
     title: str | None = None,
     output_schema: dict[str, Any] | None = None,
     annotations: Mapping[str, Any] | None = None,
+    paths: tuple[str, ...] = (),
 ) -> Callable[[ToolHandler], Tool]:
     """Declare the decorated surface method as tool `name` (see the module docstring)."""
 
     def declare(handler: ToolHandler) -> Tool:
         return Tool(
-            name, description, schema, handler, facts, title, output_schema, annotations, example
+            name,
+            description,
+            schema,
+            handler,
+            facts,
+            title,
+            output_schema,
+            annotations,
+            example,
+            paths,
         )
 
     return declare
 
 
 def recorded(
-    definition: Mapping[str, Any], *, example: Mapping[str, Any], facts: ToolFacts = PLAIN_TOOL
+    definition: Mapping[str, Any],
+    *,
+    example: Mapping[str, Any],
+    facts: ToolFacts = PLAIN_TOOL,
+    paths: tuple[str, ...] = (),
 ) -> Callable[[ToolHandler], Tool]:
     """Declare the decorated surface method as the recorded tool `definition`."""
-    return lambda handler: Tool.from_definition(definition, handler, facts, example)
+    return lambda handler: Tool.from_definition(definition, handler, facts, example, paths)
 
 
 class ToolErrorPresenter(Protocol):

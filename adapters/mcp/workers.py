@@ -62,15 +62,17 @@ class Job:
     `commit` just before it does: from then on a cancel is refused, so a cancelled write is
     never written and a committed one is never reported as cancelled."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, deadline: float | None = None, progress_every_s: float | None = None
+    ) -> None:
+        """From the transport: when its time limit ends the job (time.monotonic; None: no
+        limit), and how often a wait on the client reports progress (adapters/mcp/budgets.py)."""
         self.cancelled = False
         self.committed = False
         # set with `cancelled`: what the work's own checks see (RequestTimeBudget.check)
         self.given_up = threading.Event()
-        # set by the transport: when its time limit ends the job (time.monotonic; None: no
-        # limit), and how often a wait on the client reports progress (adapters/mcp/budgets.py)
-        self.deadline: float | None = None
-        self.progress_every_s: float | None = None
+        self.deadline = deadline
+        self.progress_every_s = progress_every_s
         self._worker: Worker | None = None
         self._lock = threading.Lock()
         self._on_cancel: list[Callable[[], None]] = []

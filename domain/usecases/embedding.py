@@ -154,6 +154,19 @@ def _chunk_shares(doc: _Doc, length: int) -> list[float]:
     return [length * size / whole for size in sizes]
 
 
+@dataclass(frozen=True)
+class EmbedOptions:
+    """How one embedding run goes. `fingerprint`: the embedding space the vectors are stored
+    under (None: the embedder's own); `collection`: embed only this one's documents
+    (`qmd embed -c`); `fit_chunks` False: the original's fixed 900-token chunks even when the
+    model reads fewer tokens (what the original stores; for comparisons with it,
+    QMD_FIT_CHUNKS=0)."""
+
+    fingerprint: str | None = None
+    collection: str | None = None
+    fit_chunks: bool = True
+
+
 class EmbedIndex:
     def __init__(
         self,
@@ -161,18 +174,15 @@ class EmbedIndex:
         vectors: VectorIndex,
         embedder: Embedder,
         clock: Clock,
-        *,
-        fingerprint: str | None = None,
+        options: EmbedOptions = EmbedOptions(),
     ) -> None:
         self._store = store
         self._vectors = vectors
         self._embedder = embedder
         self._clock = clock
-        self.fingerprint = fingerprint or fingerprint_for(embedder)
-        self.collection: str | None = None  # `qmd embed -c`: embed only this one's documents
-        # False: the original's fixed 900-token chunks even when the model reads fewer tokens
-        # (what the original stores; set for comparisons with it, QMD_FIT_CHUNKS=0)
-        self.fit_chunks = True
+        self.fingerprint = options.fingerprint or fingerprint_for(embedder)
+        self.collection = options.collection
+        self.fit_chunks = options.fit_chunks
         self._input_limit: int | None = None
         self._chunk_tokens = CHUNK_SIZE_TOKENS
         self._truncated = 0

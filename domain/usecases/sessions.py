@@ -49,23 +49,26 @@ class SavedSummary:
     collection: str
 
 
+@dataclass(frozen=True)
+class SessionStores:
+    """Where session memory reads and writes: the transcripts, the summaries' rows and the
+    vault its notes go to; `refusal`: why sessions may not be served here (a vault outside
+    --force-root: the projmem surface refuses to start with it), None where they may."""
+
+    sessions: SessionSource
+    summaries: SummaryStore
+    notes: NoteWriter
+    refusal: QmdError | None = None
+
+
 class SessionMemory:
-    def __init__(
-        self,
-        sessions: SessionSource,
-        summaries: SummaryStore,
-        notes: NoteWriter,
-        collections: CollectionManager,
-        clock: Clock,
-    ) -> None:
-        self._sessions = sessions
-        self._summaries = summaries
-        self._notes = notes
+    def __init__(self, stores: SessionStores, collections: CollectionManager, clock: Clock) -> None:
+        self._sessions = stores.sessions
+        self._summaries = stores.summaries
+        self._notes = stores.notes
         self._collections = collections
         self._clock = clock
-        # why sessions may not be served here (a vault outside --force-root), set by the
-        # composition root; the projmem surface refuses to start with it
-        self.refusal: QmdError | None = None
+        self.refusal = stores.refusal
         # a transcript's figures (turns, compactions, last write) by session id, valid while
         # its file keeps the same size and mtime: listing with a filter re-reads only what
         # changed (REQ-PROJMEM-SESSION-005)

@@ -13,7 +13,7 @@ from adapters.models.llama import LlamaQueryExpander
 from adapters.models.references import ModelResolver
 from domain.model import SubQuery
 from domain.sessions import Transcript
-from domain.usecases.sessions import SessionMemory
+from domain.usecases.sessions import SessionMemory, SessionStores
 from tests.contract.conftest import StoreLike
 from tests.fakes import (
     FixedClock,
@@ -73,8 +73,9 @@ def test_indexing_and_summary_writes_keep_the_cache(store: StoreLike, tmp_path: 
     app.collections.update()
     transcript = InMemorySessions(_transcripts(tmp_path))
     summaries = InMemoryChunkIndex(InMemoryStore())
+    vault = VaultFolder(str(tmp_path / "vault"))
     memory = SessionMemory(
-        transcript, summaries, VaultFolder(str(tmp_path / "vault")), app.collections, FixedClock()
+        SessionStores(transcript, summaries, vault), app.collections, FixedClock()
     )
     session_id = transcript.list_sessions()[0].session_id
     lists: dict[str, Any] = {"decisions": [], "outcomes": [], "openItems": [], "tags": []}

@@ -13,7 +13,7 @@ import pytest
 from adapters.fs.claude_sessions import ClaudeCodeSessions, parse_transcript
 from domain.errors import QmdError
 from domain.sessions import SessionRef, session_status, summary_note, validate_summary
-from domain.usecases.sessions import SessionMemory
+from domain.usecases.sessions import SessionMemory, SessionStores
 from tests.fakes import FixedClock, InMemoryChunkIndex, InMemorySessions, InMemoryStore
 from tests.projmem_fixtures import CWD, PROJECT, install_sessions
 
@@ -76,8 +76,9 @@ def test_session_memory_over_fakes(tmp_path: Path) -> None:
     manager = CollectionManager(
         store, InMemoryConfigRepository(), FakeContentSource({}), FixedClock()
     )
+    vault = VaultFolder(str(tmp_path / "vault"))
     memory = SessionMemory(
-        _in_memory(tmp_path), tables, VaultFolder(str(tmp_path / "vault")), manager, FixedClock()
+        SessionStores(_in_memory(tmp_path), tables, vault), manager, FixedClock()
     )
     listed = memory.list_sessions(limit=2)
     assert len(listed) == 2 and listed[0].ref.session_id == NEWER
@@ -100,7 +101,8 @@ def test_the_project_is_the_folder_the_session_worked_in(source: Any, tmp_path: 
         store, InMemoryConfigRepository(), FakeContentSource({}), FixedClock()
     )
     vault = VaultFolder(str(tmp_path / "vault"))
-    memory = SessionMemory(source, InMemoryChunkIndex(store), vault, manager, FixedClock())
+    stores = SessionStores(source, InMemoryChunkIndex(store), vault)
+    memory = SessionMemory(stores, manager, FixedClock())
     page = memory.transcript(NEWER)
     assert f"\nProject: {CWD}\n" in page.text, page.text[:200]
     assert {s.project for s in memory.list_sessions(limit=10)} == {CWD}

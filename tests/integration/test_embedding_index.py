@@ -15,6 +15,7 @@ from domain.ports import WorkCancelledError
 from domain.text import content_hash
 from domain.usecases.embedding import (
     EmbedIndex,
+    EmbedOptions,
     EmbedProgress,
     embed_fingerprint,
     fingerprint_for,
@@ -175,7 +176,9 @@ def test_other_model_or_fingerprint_needs_its_own_vectors(store: StoreLike) -> N
     other = EmbedIndex(store, store, FakeEmbedder(model_name="other"), FixedClock())
     assert other.pending() == store.pending_hashes("other", other.fingerprint)
     assert set(other.pending()) == set(hashes)
-    pinned = EmbedIndex(store, store, FakeEmbedder(), FixedClock(), fingerprint="abcdef")
+    pinned = EmbedIndex(
+        store, store, FakeEmbedder(), FixedClock(), EmbedOptions(fingerprint="abcdef")
+    )
     assert set(pinned.pending()) == set(hashes)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from adapters.bootstrap import App, ProjmemAdapters
 from adapters.fs.claude_sessions import MAX_LINE_BYTES, ClaudeCodeSessions, VaultFolder
 from domain.sessions import SessionRef, Transcript, Turn, TurnWindow
-from domain.usecases.sessions import SessionMemory
+from domain.usecases.sessions import SessionMemory, SessionStores
 from tests.fakes import (
     FakeContentSource,
     FixedClock,
@@ -55,13 +55,9 @@ def _memory(sessions: ClaudeCodeSessions, tmp_path: Path) -> SessionMemory:
     manager = CollectionManager(
         store, InMemoryConfigRepository(), FakeContentSource({}), FixedClock()
     )
-    return SessionMemory(
-        sessions,
-        InMemoryChunkIndex(store),
-        VaultFolder(str(tmp_path / "v")),
-        manager,
-        FixedClock(LATER),
-    )
+    vault = VaultFolder(str(tmp_path / "v"))
+    stores = SessionStores(sessions, InMemoryChunkIndex(store), vault)
+    return SessionMemory(stores, manager, FixedClock(LATER))
 
 
 def test_a_page_of_a_large_transcript_takes_bounded_memory(tmp_path: Path) -> None:

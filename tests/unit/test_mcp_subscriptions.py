@@ -64,9 +64,11 @@ def test_every_session_watching_a_uri_hears_of_it_and_a_dropped_one_does_not() -
     heard: dict[str, list[str]] = {"a": [], "b": []}
     sessions = {}
     for name in heard:
-        session = Session(surface)
-        session.emit = lambda message, name=name: heard[name].append(message["params"]["uri"])
-        session.subscriptions = hub
+        session = Session(
+            surface,
+            emit=lambda message, name=name: heard[name].append(message["params"]["uri"]),
+            subscriptions=hub,
+        )
         sessions[name] = session
         assert _request(session, "resources/subscribe", {"uri": "qmd://d/x"})["result"] == {}
     surface.change("qmd://d/x")
@@ -82,8 +84,7 @@ def test_every_session_watching_a_uri_hears_of_it_and_a_dropped_one_does_not() -
 def test_a_uri_the_surface_refuses_registers_nothing() -> None:
     surface = WatchedSurface()
     hub = SubscriptionHub(surface)
-    session = Session(surface)
-    session.emit, session.subscriptions = (lambda _message: None), hub
+    session = Session(surface, emit=lambda _message: None, subscriptions=hub)
     refused = _request(session, "resources/subscribe", {"uri": "file:///etc/passwd"})
     assert refused["error"]["code"] == -32602
     assert hub.watching(session) == [] and surface.watchers == {}
@@ -97,9 +98,8 @@ def test_a_uri_the_surface_refuses_registers_nothing() -> None:
 def test_subscribe_is_declared_only_where_the_connection_serves_it(
     stateless: bool, stream: bool, declared: bool
 ) -> None:
-    session = Session(WatchedSurface(), stateless=stateless)
-    if stream:
-        session.emit = lambda _message: None
+    emit = (lambda _message: None) if stream else None
+    session = Session(WatchedSurface(), stateless=stateless, emit=emit)
     capabilities = _initialize(session)
     assert capabilities["resources"].get("subscribe", False) is declared
     answered = _request(session, "resources/subscribe", {"uri": "qmd://d/x"})
@@ -107,8 +107,7 @@ def test_subscribe_is_declared_only_where_the_connection_serves_it(
 
 
 def test_the_2026_era_declares_no_subscribe() -> None:
-    session = Session(WatchedSurface())
-    session.emit = lambda _message: None
+    session = Session(WatchedSurface(), emit=lambda _message: None)
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -141,8 +140,7 @@ def test_a_connection_run_on_workers_still_declares_what_it_serves() -> None:
 
     pools = WorkerPools(open_worker, threads=1, model_threads=1)
     written: list[dict[str, Any]] = []
-    connection = Session(WatchedSurface())
-    connection.emit = written.append
+    connection = Session(WatchedSurface(), emit=written.append)
     dispatcher = Dispatcher(connection, written.append, pools, None, inline=CONNECTION_METHODS)
     try:
         dispatcher.feed(

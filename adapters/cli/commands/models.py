@@ -43,7 +43,7 @@ def embed(args: argparse.Namespace) -> int:
     from domain.chunking import CHUNK_SIZE_TOKENS
     from domain.errors import UNAVAILABLE, QmdError
     from domain.eta import ThroughputEta
-    from domain.usecases.embedding import EmbedIndex, EmbedProgress
+    from domain.usecases.embedding import EmbedIndex, EmbedOptions, EmbedProgress
 
     collection: str | None = (args.collection or [None])[0]
     if collection is not None and args.force:
@@ -68,10 +68,18 @@ def embed(args: argparse.Namespace) -> int:
                     "qmd embed: llama-cpp-python is not installed, so no embedding model can "
                     "run. Install it with scripts/install_llama.sh."
                 )
-            use_case = EmbedIndex(app.store, app.vectors, embedder, app.clock)
-            # QMD_FIT_CHUNKS=0: the original's 900-token chunks whatever the model reads, for
-            # indexes compared chunk for chunk with the original's (model-backed goldens).
-            use_case.fit_chunks = os.environ.get("QMD_FIT_CHUNKS", "1").strip() != "0"
+            use_case = EmbedIndex(
+                app.store,
+                app.vectors,
+                embedder,
+                app.clock,
+                EmbedOptions(
+                    collection=collection,
+                    # QMD_FIT_CHUNKS=0: the original's 900-token chunks whatever the model
+                    # reads, for indexes compared chunk for chunk with the original's
+                    fit_chunks=os.environ.get("QMD_FIT_CHUNKS", "1").strip() != "0",
+                ),
+            )
             if collection is not None and app.store.get_collection(collection) is None:
                 raise CommandError(f"Collection not found: {collection}")
             pending = len(use_case.pending(collection))
@@ -117,7 +125,6 @@ def embed(args: argparse.Namespace) -> int:
             if batch_bytes:
                 options["batch_bytes"] = batch_bytes
             try:
-                use_case.collection = collection
                 result = use_case.run(force=args.force, progress=report, **options)
             finally:
                 if live:

@@ -189,8 +189,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
         watch_collections(app, settings.env)
     context = SurfaceContext(
         package_version(),
-        force_root,
-        app.home,
+        app.scope,
         memory=_memory_opener(app),
         max_results=settings.max_results,
         request_timeout_s=settings.request_timeout_s,
