@@ -22,8 +22,14 @@ from adapters.fs.deadline import wait_stages_ended
 from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
-from adapters.mcp.protocol import INVALID_REQUEST, SHUTDOWN, Admission, Admitted, Session
-from adapters.mcp.wire import encode_frame
+from adapters.mcp.protocol import (
+    INVALID_REQUEST,
+    SHUTDOWN,
+    Admission,
+    Admitted,
+    Session,
+    encode_frame,
+)
 from adapters.mcp.workers import WorkerPools
 
 __all__ = ["MAX_LINE_BYTES", "OVERSIZED", "encode_frame", "read_lines", "serve_stdio"]
