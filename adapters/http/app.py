@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from adapters.config.service import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.http.exchange import (
     SERVER_ERROR,
     SSE_HEADERS,
@@ -47,10 +48,9 @@ from adapters.http.legacy_sse import (
 )
 from adapters.http.limits import DEFAULT_MAX_QUEUED_BYTES, MAX_QUEUED_BYTES_ENV
 from adapters.http.rest import internal_error, parse_body, rest_query
-from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S, Budgets
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import cancel_notice
-from adapters.mcp.tools import NO_FACTS, SurfaceFacts, hybrid_query_runs_model
+from adapters.mcp.tools import NO_FACTS, Budgets, SurfaceFacts, hybrid_query_runs_model
 from adapters.mcp.workers import BusyError, CancelledJobError, Job, Worker, WorkerPools
 from domain.profiles import SearchProfile
 
@@ -314,7 +314,7 @@ class QmdHttpApp:
         return any(self.facts.tool(name).waits_on_client for name, _args in plan.tool_calls())
 
     def _time_limit(self, plan: McpPlan) -> float:
-        """The plan's time limit: the longest of its tool calls' (adapters/mcp/budgets.py),
+        """The plan's time limit: the longest of its tool calls' (`Budgets`, adapters/mcp/tools.py),
         the request time limit for anything else. In the 2026-07-28 era nothing waits on the
         client (it answers `input_required` instead), so a tool that would is held to the
         request time limit."""

@@ -30,9 +30,9 @@ from adapters.mcp.tools import (
     ToolFacts,
     hybrid_query_runs_model,
     input_validation_message,
+    optional_int,
     recorded,
 )
-from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, OriginalWording, ProtocolWording
 from adapters.version import IMPLEMENTS
 from domain.errors import EXCLUDED, INVALID_ARGUMENT, DocumentNotFoundError, QmdError

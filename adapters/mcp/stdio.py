@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from adapters.config.service import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.fs.deadline import wait_stages_ended
-from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import (

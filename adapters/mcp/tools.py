@@ -16,16 +16,43 @@ A recorded definition (the compat surface's JSON) becomes the same `Tool` by `@r
 `run_tool` is the skeleton every `tools/call` shares: validate the arguments against the input
 schema, fill in schema defaults, run the handler, and present failures in the surface's own
 words (an error presenter). `CallContext` is what one call knows of its client; the Session
-hands it to `call_tool`."""
+hands it to `call_tool`.
+
+**Arguments** are checked against the tool's JSON Schema (`validate_arguments`), the issues
+worded the way the original's schema library words them (so the compat surface answers
+byte-for-byte), e.g. `file: Invalid input: expected string, received number`. Unknown
+properties are ignored, as there, unless the schema is closed (`additionalProperties: false`,
+the surfaces other than compat): then each one is an issue naming it (REQ-SPEC-ARGS-001).
+
+**Time budgets** (`Budgets`): how long a transport lets one call run, chosen from the facts its
+tool declares (`ToolFacts.budget`), never from its name; the same rule on stdio and HTTP, in
+both eras:
+
+- A plain tool has the request time limit (`--request-timeout`, 30 s).
+- A tool that answers its own timeouts (LDIMS's SEARCH_TIMEOUT) gets a little more, so its own
+  answer wins the race.
+- A tool that waits on the client (sampling) gets the sampling time limit
+  (`--sampling-timeout`, 5 minutes) for the whole call: the client's LLM may take minutes on a
+  CPU (REQ-MEM-SAMPLING-001). Only in the 2025 era: in the 2026-07-28 era the server never
+  waits on the client (it answers `input_required`, and the client's LLM works between two
+  requests, each held to the request time limit; the plan in `requestState` stays valid for
+  an hour), so the request time limit applies there.
+
+While a call waits on the client, the server tells a client that asked for progress
+(`_meta.progressToken`) that it is still waiting, every `progress_every_s`
+(REQ-MEM-SAMPLING-002): often enough that a client whose own time limit is the server's
+request time limit, and that restarts it on progress, keeps waiting.
+"""
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from adapters.mcp.validation import validate_arguments, with_defaults
+from adapters.config.service import DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_SAMPLING_TIMEOUT_S
 from domain.errors import DocumentNotFoundError, QmdError
 from domain.ports import WorkCancelledError
 
@@ -37,7 +64,7 @@ ToolResult = dict[str, Any]
 # A tool's time budget (`ToolFacts.budget`):
 REQUEST_BUDGET = "request"  # the transport's request time limit
 OWN_BUDGET = "own"  # the tool answers its own time limit; the transport's comes a little later
-CLIENT_BUDGET = "client"  # waits on the client: the sampling time limit (adapters/mcp/budgets.py)
+CLIENT_BUDGET = "client"  # waits on the client: the sampling time limit (`Budgets`)
 # How much longer the transport waits for a tool that answers its own timeouts (LDIMS's
 # SEARCH_TIMEOUT, given at the configured time exactly) before it answers with its generic
 # timeout error instead: only enough for the tool's own answer to win the race.
@@ -96,7 +123,7 @@ class ToolFacts:
     after it committed is refused. `waits_on_client`: it sends the client requests while it
     runs (sampling), so the 2025-era HTTP transport streams its answer, and its model-lane
     slot is lent to other calls while it waits (REQ-MCP-LANE-001). `budget`: how long the
-    transport lets it run (REQUEST_BUDGET, OWN_BUDGET or CLIENT_BUDGET; adapters/mcp/budgets.py)."""
+    transport lets it run (REQUEST_BUDGET, OWN_BUDGET or CLIENT_BUDGET; `Budgets`)."""
 
     runs_model: bool | Callable[[Any], bool] = False
     writes: bool = False
@@ -109,6 +136,37 @@ class ToolFacts:
 
 
 PLAIN_TOOL = ToolFacts()
+
+
+# the longest pause between two progress notifications while the server waits on the client
+PROGRESS_EVERY_S = 5.0
+MIN_PROGRESS_EVERY_S = 0.1
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """The configured time limits: `request_s` (None: no limit) and `sampling_s`."""
+
+    request_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
+    sampling_s: float = DEFAULT_SAMPLING_TIMEOUT_S
+
+    def time_limit(self, facts: ToolFacts, *, modern: bool = False) -> float | None:
+        """The time limit of one call of a tool with these facts (None: no limit)."""
+        if facts.budget == CLIENT_BUDGET and not modern:
+            return self.sampling_s
+        if self.request_s is None:
+            return None
+        if facts.budget == OWN_BUDGET:
+            return self.request_s + OWN_TIMEOUT_GRACE_S
+        return self.request_s
+
+    @property
+    def progress_every_s(self) -> float:
+        """How often a call waiting on the client reports progress: at most every 5 s, and at
+        least twice within the request time limit."""
+        if self.request_s is None:
+            return PROGRESS_EVERY_S
+        return max(MIN_PROGRESS_EVERY_S, min(PROGRESS_EVERY_S, self.request_s / 2))
 
 
 @dataclass(frozen=True)
@@ -147,6 +205,103 @@ class SurfaceFacts:
 
 
 NO_FACTS = SurfaceFacts({})
+
+
+# -- arguments: checked against the input schema (REQ-SPEC-ARGS-001) ------------------------
+
+
+def js_type(value: Any) -> str:
+    """The name JavaScript-side validators give a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+_MISSING = object()
+
+
+def _check(schema: dict[str, Any], value: Any, path: list[str], issues: list[str]) -> None:
+    where = ".".join(path)
+    expected = schema.get("type")
+    got = "undefined" if value is _MISSING else js_type(value)
+    if "enum" in schema:
+        if value is _MISSING or value not in schema["enum"] or got != expected:
+            options = "|".join(f'"{option}"' for option in schema["enum"])
+            issues.append(f"{where}: Invalid option: expected one of {options}")
+        return
+    if expected is not None and got != expected:
+        issues.append(f"{where}: Invalid input: expected {expected}, received {got}")
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        # 1e999 decodes to infinity; the original's validator refuses it in these words.
+        issues.append(f"{where}: Invalid input: expected number, received number")
+        return
+    if expected == "array":
+        max_items = schema.get("maxItems")
+        if max_items is not None and len(value) > max_items:
+            issues.append(f"{where}: Too big: expected array to have <={max_items} items")
+            return
+        item_schema = schema.get("items")
+        if item_schema:
+            for index, item in enumerate(value):
+                _check(item_schema, item, [*path, str(index)], issues)
+    elif expected == "object":
+        _check_object(schema, value, path, issues)
+
+
+def _check_object(
+    schema: dict[str, Any], value: dict[str, Any], path: list[str], issues: list[str]
+) -> None:
+    required = set(schema.get("required", []))
+    properties: dict[str, Any] = schema.get("properties", {})
+    for name, prop in properties.items():
+        if name in value:
+            _check(prop, value[name], [*path, name], issues)
+        elif name in required:
+            _check(prop, _MISSING, [*path, name], issues)
+    if schema.get("additionalProperties") is False:
+        # an agent that misspells an argument must learn it, not believe it was applied
+        known = ", ".join(properties) or "none"
+        for name in value:
+            if name not in properties:
+                where = ".".join([*path, name])
+                issues.append(f"{where}: Unknown argument (known: {known})")
+
+
+def validate_arguments(schema: dict[str, Any], arguments: Any) -> list[str]:
+    """Return the issues (empty when valid); `arguments` absent is treated as `{}`."""
+    issues: list[str] = []
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return [f": Invalid input: expected object, received {js_type(arguments)}"]
+    _check_object(schema, arguments, [], issues)
+    return issues
+
+
+def with_defaults(schema: dict[str, Any], arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """Fill schema defaults for absent properties; drop properties the schema doesn't name."""
+    given = arguments or {}
+    result: dict[str, Any] = {}
+    for name, prop in schema.get("properties", {}).items():
+        if name in given:
+            result[name] = given[name]
+        elif "default" in prop:
+            result[name] = prop["default"]
+    return result
+
+
+def optional_int(value: Any) -> int | None:
+    """A validated numeric argument as an integer (truncated, like JavaScript), or None."""
+    return None if value is None else int(value)
 
 
 # A handler: the surface it belongs to, and the validated arguments with defaults filled in.

@@ -68,7 +68,7 @@ class Job:
         # set with `cancelled`: what the work's own checks see (RequestTimeBudget.check)
         self.given_up = threading.Event()
         # set by the transport: when its time limit ends the job (time.monotonic; None: no
-        # limit), and how often a wait on the client reports progress (adapters/mcp/budgets.py)
+        # limit), and how often a wait on the client reports progress (`Budgets`)
         self.deadline: float | None = None
         self.progress_every_s: float | None = None
         self._worker: Worker | None = None
