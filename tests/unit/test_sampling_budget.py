@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from adapters.http.app import HttpSettings, QmdHttpApp
-from adapters.http.guard import OriginPolicy
+from adapters.http.app import HttpSettings, OriginPolicy, QmdHttpApp
 from adapters.mcp.memorize import MemorizeSurface
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
