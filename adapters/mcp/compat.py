@@ -25,8 +25,8 @@ from adapters.mcp.formatting import (
     status_text_2_8_3,
     text_result,
 )
-from adapters.mcp.surface import BaseSurface
 from adapters.mcp.tools import (
+    BaseSurface,
     ToolFacts,
     hybrid_query_runs_model,
     input_validation_message,

@@ -53,8 +53,14 @@ from adapters.mcp.outgoing import (
 )
 from adapters.mcp.progress import WaitProgress, progress_token
 from adapters.mcp.subscriptions import SubscriptionHub
-from adapters.mcp.surface import outside_templates, unknown_tool
-from adapters.mcp.tools import Ask, CallContext, SurfaceFacts, js_type
+from adapters.mcp.tools import (
+    Ask,
+    CallContext,
+    SurfaceFacts,
+    js_type,
+    outside_templates,
+    unknown_tool,
+)
 from adapters.mcp.wording import JsonRpcError, ProtocolWording
 
 LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
