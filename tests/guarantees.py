@@ -22,9 +22,8 @@ from typing import Any
 
 from adapters.bootstrap import App, ProjmemAdapters, scoped_ports
 from adapters.fs.scope import ScopePolicy
-from adapters.http.app import HttpSettings, QmdHttpApp
+from adapters.http.app import HttpSettings, OriginPolicy, QmdHttpApp
 from adapters.http.exchange import HttpReply
-from adapters.http.guard import OriginPolicy
 from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
@@ -537,7 +536,7 @@ def server_view(argv: Sequence[str]) -> dict[str, Any]:
     from adapters.cli.parser import build_parser
     from adapters.config.trust import TrustStore, decide, opted_in, untrusted_view
     from adapters.config.yaml_config import cache_dir, config_dir, load_config
-    from adapters.http.guard import OriginPolicy
+    from adapters.http.app import OriginPolicy
     from adapters.locations import index_location, memory_folder, session_folders
     from adapters.models.references import select_model_refs
 

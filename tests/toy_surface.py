@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.mcp.registry import SurfaceContext, register_surface
-from adapters.mcp.surface import BaseSurface
-from adapters.mcp.tools import ToolFacts, tool
+from adapters.mcp.tools import BaseSurface, ToolFacts, tool
 from domain.errors import DocumentNotFoundError, QmdError
 from domain.usecases.services import Services
 

@@ -19,16 +19,19 @@ from adapters.mcp.protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     LEGACY_VERSIONS,
+    MAX_DEPTH,
     META_CAPABILITIES,
     META_VERSION,
     METHOD_NOT_FOUND,
     MODERN,
     PARSE_ERROR,
     UNSUPPORTED_VERSION,
+    FrameError,
     Session,
+    decode_frame,
+    depth_exceeds,
+    encode_json,
 )
-from adapters.mcp.stdio import encode_frame
-from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, depth_exceeds
 
 HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
@@ -82,10 +85,6 @@ class McpPlan:
         return calls
 
 
-def json_bytes(message: Any) -> bytes:
-    return encode_frame(message)[:-1]
-
-
 def transport_error(
     status: int, code: int, message: str, request_id: Any = None, data: Any = None
 ) -> HttpReply:
@@ -94,7 +93,7 @@ def transport_error(
     if data is not None:
         error["data"] = data
     body = {"jsonrpc": "2.0", "error": error, "id": request_id}
-    return HttpReply(status, json_bytes(body), "application/json")
+    return HttpReply(status, encode_json(body), "application/json")
 
 
 def method_not_allowed() -> HttpReply:
@@ -305,7 +304,7 @@ def plan_mcp_request(method: str, headers: Mapping[str, str], body: bytes) -> Mc
 
 
 def sse_event(reply: dict[str, Any]) -> bytes:
-    return b"event: message\ndata: " + json_bytes(reply) + b"\n\n"
+    return b"event: message\ndata: " + encode_json(reply) + b"\n\n"
 
 
 def frame_replies(plan: McpPlan, replies: list[dict[str, Any]]) -> HttpReply:
@@ -317,7 +316,7 @@ def frame_replies(plan: McpPlan, replies: list[dict[str, Any]]) -> HttpReply:
         error = reply.get("error")
         code = error.get("code") if isinstance(error, dict) else None
         status = _MODERN_ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
-        return HttpReply(status, json_bytes(reply), "application/json")
+        return HttpReply(status, encode_json(reply), "application/json")
     body = b"".join(sse_event(reply) for reply in replies)
     return HttpReply(200, body, "text/event-stream", SSE_HEADERS)
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from adapters.config.service import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.http.exchange import (
     SERVER_ERROR,
     SSE_HEADERS,
@@ -42,12 +43,20 @@ from adapters.http.exchange import (
     transport_error,
 )
 from adapters.http.limits import DEFAULT_MAX_QUEUED_BYTES
-from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
-from adapters.mcp.protocol import CONNECTION_METHODS, INVALID_REQUEST, PARSE_ERROR, Session, Surface
+from adapters.mcp.protocol import (
+    CONNECTION_METHODS,
+    INVALID_REQUEST,
+    MAX_DEPTH,
+    PARSE_ERROR,
+    FrameError,
+    Session,
+    Surface,
+    decode_frame,
+    depth_exceeds,
+)
 from adapters.mcp.subscriptions import SubscriptionHub
-from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, depth_exceeds
 from adapters.mcp.workers import WorkerPools
 
 Message = MutableMapping[str, Any]

@@ -9,13 +9,19 @@ from dataclasses import dataclass, field
 
 from adapters import stderr_log
 from adapters.bootstrap import App, open_reader
-from adapters.http.app import DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_S, HttpSettings, QmdHttpApp
+from adapters.config.service import DEFAULT_SAMPLING_TIMEOUT_S
+from adapters.http.app import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_TIMEOUT_S,
+    HttpSettings,
+    OriginPolicy,
+    QmdHttpApp,
+    bind_refusal,
+)
 from adapters.http.daemon import DaemonFiles, remove_own_pid_file
-from adapters.http.guard import OriginPolicy, bind_refusal
 from adapters.http.legacy_sse import LegacySseTransport
 from adapters.http.limits import HttpLimits, LimitsError
 from adapters.http.serve import bind_socket, serve
-from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session, Surface
 from adapters.mcp.registry import SurfaceContext, create_surface, surface_facts

@@ -22,7 +22,7 @@ from typing import Any
 
 from adapters.http.exchange import HttpReply
 from adapters.mcp.formatting import result_item
-from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, depth_exceeds, encode_json
+from adapters.mcp.protocol import MAX_DEPTH, FrameError, decode_frame, depth_exceeds, encode_json
 from domain.errors import QmdError
 from domain.metadata import as_json
 from domain.model import SubQuery

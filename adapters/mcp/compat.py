@@ -25,14 +25,14 @@ from adapters.mcp.formatting import (
     status_text_2_8_3,
     text_result,
 )
-from adapters.mcp.surface import BaseSurface
 from adapters.mcp.tools import (
+    BaseSurface,
     ToolFacts,
     hybrid_query_runs_model,
     input_validation_message,
+    optional_int,
     recorded,
 )
-from adapters.mcp.validation import optional_int
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError, OriginalWording, ProtocolWording
 from adapters.version import IMPLEMENTS
 from domain.errors import EXCLUDED, INVALID_ARGUMENT, DocumentNotFoundError, QmdError

@@ -18,7 +18,7 @@ committed refuses the cancel: it runs to its end and is answered, so its client 
 written. A request that runs past its time limit is cancelled the same way and answered with
 a timeout error. Which lane a call takes, its time limit, and whether it lends its model-lane
 slot while it waits on the client come from the facts its surface declares for the tool
-(`ToolFacts`, adapters/mcp/budgets.py), never from its name.
+(`ToolFacts` and `Budgets`, adapters/mcp/tools.py), never from its name.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S, Budgets
+from adapters.config.service import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.protocol import Admission, Admitted, CancelNotice, Session
-from adapters.mcp.tools import PLAIN_TOOL, SurfaceFacts, ToolFacts
+from adapters.mcp.tools import PLAIN_TOOL, Budgets, SurfaceFacts, ToolFacts
 from adapters.mcp.workers import BusyError, CancelledJobError, Job, Worker, WorkerPools
 
 log = logging.getLogger("qmd.mcp")

@@ -1,4 +1,5 @@
-"""Result shapes shared by both MCP surfaces."""
+"""Result shapes the MCP surfaces share (and REST's search results): search results, documents,
+status."""
 
 from __future__ import annotations
 

@@ -19,8 +19,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from adapters.fs.deadline import LeftBehindError, answer_within
-from adapters.mcp.surface import BaseSurface
-from adapters.mcp.tools import OWN_BUDGET, READ_ONLY, ToolFacts, tool
+from adapters.mcp.tools import OWN_BUDGET, READ_ONLY, BaseSurface, ToolFacts, tool
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError
 from adapters.version import package_version
 from domain.errors import INVALID_ARGUMENT, DocumentNotFoundError, QmdError

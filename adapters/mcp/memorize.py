@@ -28,8 +28,15 @@ from typing import Any
 from urllib.parse import unquote
 
 from adapters.mcp.formatting import text_result
-from adapters.mcp.surface import BaseSurface, error_result
-from adapters.mcp.tools import CLIENT_BUDGET, NO_CLIENT, CallContext, ToolFacts, tool
+from adapters.mcp.tools import (
+    CLIENT_BUDGET,
+    NO_CLIENT,
+    BaseSurface,
+    CallContext,
+    ToolFacts,
+    error_result,
+    tool,
+)
 from adapters.mcp.wording import JsonRpcError
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError, error_envelope
 from domain.memory import (

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.mcp.formatting import text_result
-from adapters.mcp.surface import BaseSurface
-from adapters.mcp.tools import READ_ONLY, ToolFacts, tool
+from adapters.mcp.tools import READ_ONLY, BaseSurface, ToolFacts, tool
 from adapters.version import package_version
 from domain.errors import INVALID_ARGUMENT, UNAVAILABLE, QmdError
 from domain.ports import ChunkRow

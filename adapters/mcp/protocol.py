@@ -1,21 +1,49 @@
-"""JSON-RPC 2.0 session for MCP: message checks, protocol eras and method dispatch.
+"""JSON-RPC 2.0 for MCP, in the order a message meets it: the frame's wire policy, the
+connection's protocol era, then the session that checks the message and dispatches its method.
 
-A connection speaks one era, decided by its opening messages as the original's stdio entry
-decides it (`eras.ConnectionEra`): the 2026-07-28 era is stateless (validated envelope,
-decorated results, no `initialize`/`ping`), the 2025 era has the `initialize` handshake.
-What the tools do is the business of a `Surface`.
+**Frames** (REQ-WIRE-*). Decoding: a frame is UTF-8 JSON text in the RFC 8259 grammar;
+`NaN`/`Infinity` literals are not JSON, and a parser that gives up on nesting is a rejection,
+not a crash. What JSON's grammar allows but a reply could not carry faithfully is then found by
+`find_unrepresentable`: nesting deeper than MAX_DEPTH, numbers outside the double range
+(`1e999`), and strings holding a lone surrogate escape (`"\\udc00"`, text that is not
+Unicode); the session decides which JSON-RPC error each answers. Encoding: every reply is
+strict JSON in UTF-8 whatever reaches the encoder: integral floats are written the JavaScript
+way (`1`, not `1.0`), a non-finite float becomes `null` (what JavaScript's JSON.stringify
+writes) and a lone surrogate becomes U+FFFD, so writing a reply can never raise and never
+emits `NaN`, `Infinity` or text that is not UTF-8. Every transport decodes and encodes with
+these functions (stdio, Streamable HTTP, the legacy SSE transport, REST).
+
+**Eras** (REQ-MCP-ERA-002, REQ-MCP-ERA-006). The original's stdio entry (`serveStdio` of
+@modelcontextprotocol/server 2.0.0) decides the era once per connection, from its opening
+messages, and then keeps it (`ConnectionEra`):
+
+* a message without an envelope claim (or `initialize` without a valid 2026-07-28 envelope)
+  makes the connection 2025-era: later envelopes are ignored, never validated;
+* `server/discover` with a valid envelope is answered in 2026-07-28 but is only a probe: more
+  discovers stay undecided, and a message without a claim still makes it 2025-era;
+* any other message with a valid envelope makes the connection 2026-07-28-era: from then on a
+  request needs the envelope, and `initialize` is refused with -32022;
+* an envelope error while undecided (bad envelope, unknown revision) decides nothing.
+
+The 2026-07-28 era is stateless (validated envelope, decorated results, no
+`initialize`/`ping`), the 2025 era has the `initialize` handshake.
+
+**Session.** `Session` turns the era's verdicts into replies and hands each request to its
+method's handler; what the tools do is the business of a `Surface`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+import re
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from adapters.mcp.eras import MODERN_ERA, ConnectionEra, pinned_envelope_problem
 from adapters.mcp.outgoing import (
     DEFAULT_PROGRESS_EVERY_S,
     DEFAULT_TIMEOUT_S,
@@ -25,18 +53,14 @@ from adapters.mcp.outgoing import (
 )
 from adapters.mcp.progress import WaitProgress, progress_token
 from adapters.mcp.subscriptions import SubscriptionHub
-from adapters.mcp.surface import outside_templates, unknown_tool
-from adapters.mcp.tools import Ask, CallContext, SurfaceFacts
-from adapters.mcp.validation import js_type
-from adapters.mcp.wire import (
-    MAX_DEPTH,
-    FrameError,
-    decode_frame,
-    depth_exceeds,
-    find_unrepresentable,
-    replace_lone_surrogates,
+from adapters.mcp.tools import (
+    Ask,
+    CallContext,
+    SurfaceFacts,
+    js_type,
+    outside_templates,
+    unknown_tool,
 )
-from adapters.mcp.wire import valid_id as _valid_id
 from adapters.mcp.wording import JsonRpcError, ProtocolWording
 
 LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -53,6 +77,301 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 UNSUPPORTED_VERSION = -32022
 
+log = logging.getLogger("qmd.mcp")
+
+
+# -- frames: the one decoding and encoding policy (REQ-WIRE-*) --------------------------------
+
+# Deep enough for any MCP message (tool arguments nest about 6 levels), shallow enough that
+# no recursive code on the way (validation, encoding) can exhaust the stack.
+MAX_DEPTH = 64
+# Longer integer literals are read as doubles (as JavaScript does), so a huge one becomes a
+# non-finite number instead of tripping Python's int-conversion limit.
+_MAX_INT_DIGITS = 300
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class FrameError(Exception):
+    """A frame that could not be decoded; `code` is the JSON-RPC error it is answered with."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_int(literal: str) -> int | float:
+    return int(literal) if len(literal) <= _MAX_INT_DIGITS else float(literal)
+
+
+def decode_frame(data: bytes | str) -> Any:
+    """Parse one frame; raises FrameError(-32700) or FrameError(-32600) for a deep one."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError:
+        raise FrameError(PARSE_ERROR, "Parse error: the message is not valid UTF-8") from None
+    try:
+        return json.loads(text, parse_constant=_no_constants, parse_int=_parse_int)
+    except RecursionError:
+        raise FrameError(
+            INVALID_REQUEST, f"Invalid Request: nested deeper than {MAX_DEPTH} levels"
+        ) from None
+    except ValueError:
+        raise FrameError(PARSE_ERROR, "Parse error") from None
+
+
+def has_lone_surrogate(text: str) -> bool:
+    # Decoded JSON pairs valid surrogate escapes into one character, so any left is lone.
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def find_unrepresentable(value: Any, where: str = "") -> str | None:
+    """Describe the first value a strict reply could not carry, or None when there is none.
+
+    Iterative, so a hostile nesting depth costs no stack.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"{path or 'the message'}: nested deeper than {MAX_DEPTH} levels"
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{path}: number outside the range of a double"
+        if isinstance(item, str):
+            if has_lone_surrogate(item):
+                return f"{path}: string holds a lone surrogate escape (not Unicode text)"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if has_lone_surrogate(key):
+                    return f"{path}: member name holds a lone surrogate escape"
+                stack.append((child, f"{path}.{key}" if path else key, depth + 1))
+        elif isinstance(item, list):
+            for index, child in enumerate(item):
+                stack.append((child, f"{path}[{index}]", depth + 1))
+    return None
+
+
+def valid_id(value: Any) -> bool:
+    """A request id: Unicode text, or an integral number a double holds exactly (REQ-WIRE-ID-001).
+
+    The original (its SDK checks `z.number().int()`) drops fractional and non-finite ids too.
+    """
+    if isinstance(value, str):
+        return not has_lone_surrogate(value)
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value) and value.is_integer()
+
+
+def replace_lone_surrogates(value: Any) -> Any:
+    """Every string with its lone surrogates replaced by U+FFFD, as the original's storage
+    reads them (JavaScript writes a lone surrogate to UTF-8 as U+FFFD). Depth is bounded by
+    the caller (MAX_DEPTH)."""
+    if isinstance(value, str):
+        return _strict_text(value)
+    if isinstance(value, dict):
+        return {_strict_text(key): replace_lone_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [replace_lone_surrogates(item) for item in value]
+    return value
+
+
+def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
+
+
+def _strict_text(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text) if has_lone_surrogate(text) else text
+
+
+def _wire_value(value: Any) -> Any:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        if value.is_integer() and abs(value) < 2**53:
+            return int(value)  # JavaScript has one number type: `1`, not `1.0`
+        return value
+    if isinstance(value, str):
+        return _strict_text(value)
+    if isinstance(value, dict):
+        return {_strict_text(str(key)): _wire_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_wire_value(item) for item in value]
+    return value
+
+
+def encode_json(value: Any) -> bytes:
+    """Strict JSON in UTF-8 as JavaScript's `JSON.stringify` writes it (integral floats as
+    `1`); never raises on content. The REST replies use it too."""
+    text = json.dumps(
+        _wire_value(value), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    )
+    return text.encode("utf-8")
+
+
+def encode_frame(message: dict[str, Any]) -> bytes:
+    """One line of strict JSON in UTF-8, ending in `\\n`; never raises on content."""
+    return encode_json(message) + b"\n"
+
+
+# -- eras: which protocol era one connection speaks ---------------------------------------
+
+# The `_meta` keys the SDK lifts into the per-request envelope of a pinned 2026 connection.
+_ENVELOPE_KEYS = (
+    META_VERSION,
+    "io.modelcontextprotocol/clientInfo",
+    META_CAPABILITIES,
+    "io.modelcontextprotocol/logLevel",
+)
+MISSING_ENVELOPE = (
+    f"Request is missing the required _meta envelope for protocol revision {MODERN} "
+    f"({META_VERSION}, {META_CAPABILITIES})"
+)
+
+
+LEGACY = "legacy"
+MODERN_ERA = "modern"
+_OPENING, _PROBE = "opening", "probe"
+
+
+@dataclass(frozen=True)
+class EraError:
+    """A JSON-RPC error the era rules give instead of serving the message."""
+
+    code: int
+    message: str
+    data: Any = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    era: str  # LEGACY or MODERN_ERA: how to serve the message
+    error: EraError | None = None  # set: answer this instead (requests only)
+    pinned: bool = False  # the connection was already decided before this message
+
+
+def _meta_of(params: Any) -> dict[str, Any] | None:
+    if isinstance(params, dict) and isinstance(params.get("_meta"), dict):
+        meta: dict[str, Any] = params["_meta"]
+        return meta
+    return None
+
+
+def _claim(params: Any) -> dict[str, Any] | None:
+    """The `_meta` of a message that claims an era (names a protocol version), else None."""
+    meta = _meta_of(params)
+    return meta if meta is not None and META_VERSION in meta else None
+
+
+def _opening_problem(meta: dict[str, Any]) -> EraError | None:
+    """Why an envelope claim cannot open a 2026-07-28 connection (None: it can)."""
+    if not isinstance(meta.get(META_CAPABILITIES), dict):
+        problem = "missing" if META_CAPABILITIES not in meta else "invalid"
+        return EraError(
+            INVALID_PARAMS,
+            f"Invalid _meta envelope for protocol revision {MODERN}: "
+            f"{META_CAPABILITIES}: {problem}",
+            {"envelope": {"key": META_CAPABILITIES, "problem": problem}},
+        )
+    version = meta.get(META_VERSION)
+    if version != MODERN:
+        requested = version if isinstance(version, str) else "unknown"
+        return EraError(
+            UNSUPPORTED_VERSION,
+            f"Unsupported protocol version: {requested}",
+            {"supported": [MODERN], "requested": requested},
+        )
+    return None
+
+
+def _valid_modern_claim(params: Any) -> bool:
+    meta = _claim(params)
+    return meta is not None and _opening_problem(meta) is None
+
+
+def _initialize_refusal(params: Any) -> EraError:
+    requested = params.get("protocolVersion") if isinstance(params, dict) else None
+    if not isinstance(requested, str):
+        return EraError(
+            UNSUPPORTED_VERSION,
+            "Unsupported protocol version: the request did not name a protocol version",
+            {"supported": [MODERN]},
+        )
+    return EraError(
+        UNSUPPORTED_VERSION,
+        f"Unsupported protocol version: {requested}",
+        {"supported": [MODERN], "requested": requested},
+    )
+
+
+def pinned_envelope_problem(params: Any) -> EraError | None:
+    """On a 2026-07-28 connection: what is wrong with a request's envelope (None: nothing).
+
+    Checked after the method is known, as the SDK does; the revision it names is not checked.
+    """
+    meta = _meta_of(params)
+    if meta is None or not any(key in meta for key in _ENVELOPE_KEYS):
+        return EraError(INVALID_PARAMS, MISSING_ENVELOPE)
+    issues = []
+    if not isinstance(meta.get(META_VERSION), str):
+        got = "undefined" if META_VERSION not in meta else js_type(meta[META_VERSION])
+        issues.append(f"Invalid input: expected string, received {got}")
+    capabilities = meta.get(META_CAPABILITIES)
+    if not isinstance(capabilities, dict):
+        got = "undefined" if META_CAPABILITIES not in meta else js_type(capabilities)
+        issues.append(f"Invalid input: expected object, received {got}")
+    if issues:
+        return EraError(
+            INVALID_PARAMS,
+            f"Invalid _meta envelope for protocol revision {MODERN}: {'; '.join(issues)}",
+        )
+    return None
+
+
+class ConnectionEra:
+    """The era state of one connection; feed it every request and notification in order."""
+
+    def __init__(self) -> None:
+        self._phase = _OPENING
+
+    def judge(self, method: str, params: Any, is_request: bool) -> Verdict:
+        if self._phase == LEGACY:
+            return Verdict(LEGACY, pinned=True)
+        if self._phase == MODERN_ERA:
+            if method == "initialize" and not _valid_modern_claim(params):
+                return Verdict(MODERN_ERA, _initialize_refusal(params), pinned=True)
+            return Verdict(MODERN_ERA, pinned=True)
+        meta = _claim(params)
+        if meta is None or (method == "initialize" and not _valid_modern_claim(params)):
+            self._phase = LEGACY
+            return Verdict(LEGACY)
+        problem = _opening_problem(meta)
+        if problem is not None:
+            return Verdict(MODERN_ERA, problem)  # decides nothing
+        if method == "server/discover" and is_request:
+            self._phase = _PROBE
+        elif not (self._phase == _PROBE and not is_request):
+            self._phase = MODERN_ERA
+        return Verdict(MODERN_ERA)
+
+
+# -- the session ------------------------------------------------------------------------------
+
 # Cache hints the 2026-07-28 era attaches to results, per method.
 _CACHE_HINTS: dict[str, int] = {
     "server/discover": 60000,
@@ -68,8 +387,6 @@ _LEGACY_ONLY = frozenset({"initialize", "ping", "resources/subscribe", "resource
 _MODERN_ONLY = frozenset({"server/discover"})
 # Methods a surface serves only when it declares the resources capability.
 _RESOURCE_METHODS = frozenset({"resources/list", "resources/templates/list", "resources/read"})
-
-log = logging.getLogger("qmd.mcp")
 
 
 class Surface(Protocol):
@@ -168,7 +485,7 @@ def cancel_notice(method: str, params: Any) -> CancelNotice | None:
     if method != CANCELLED or not isinstance(params, dict):
         return None
     request_id = params.get("requestId")
-    if not _valid_id(request_id):
+    if not valid_id(request_id):
         return None
     reason = params.get("reason")
     return CancelNotice(request_id, reason if isinstance(reason, str) else None)
@@ -229,7 +546,7 @@ class Session:
     # -- entry points ---------------------------------------------------------------------
 
     def handle_text(self, text: bytes | str) -> dict[str, Any] | None:
-        """One frame, decoded by the wire policy (adapters/mcp/wire.py, REQ-WIRE-*)."""
+        """One frame, decoded by the wire policy above (REQ-WIRE-*)."""
         return self.finish(self.admit_text(text))
 
     def handle_message(self, message: Any) -> dict[str, Any] | None:
@@ -262,7 +579,7 @@ class Session:
             return self.malformed(
                 INVALID_REQUEST,
                 f"Invalid Request: nested deeper than {MAX_DEPTH} levels",
-                request_id if _valid_id(request_id) else None,
+                request_id if valid_id(request_id) else None,
             )
         return self.admit(message)
 
@@ -276,7 +593,7 @@ class Session:
         has_id = "id" in message
         if message.get("jsonrpc") != "2.0":
             return self.malformed(
-                INVALID_REQUEST, "Invalid Request", request_id if _valid_id(request_id) else None
+                INVALID_REQUEST, "Invalid Request", request_id if valid_id(request_id) else None
             )
         method = message.get("method")
         if not isinstance(method, str):
@@ -285,13 +602,13 @@ class Session:
                     self.outgoing.deliver(message)
                 return None
             return self.malformed(
-                INVALID_REQUEST, "Invalid Request", request_id if _valid_id(request_id) else None
+                INVALID_REQUEST, "Invalid Request", request_id if valid_id(request_id) else None
             )
         if not has_id:
             # notifications need no reply (unknown ones are ignored), but may decide the era
             self._era.judge(method, message.get("params"), is_request=False)
             return cancel_notice(method, message.get("params"))
-        if not _valid_id(request_id):
+        if not valid_id(request_id):
             return self.malformed(INVALID_REQUEST, "Invalid Request")
         params = message.get("params")
         if self.surface.answers_malformed_messages:

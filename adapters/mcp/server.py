@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
+from adapters.config.service import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.protocol import Session
 from adapters.mcp.registry import SurfaceContext, create_surface
 from adapters.mcp.stdio import serve_stdio
@@ -46,7 +46,7 @@ def run_stdio_server(
     on_stuck: Callable[[], None] = exit_now,
 ) -> int:
     """`pools`: run index reads and model calls concurrently (docs/decisions/0033);
-    `timeout_s` and `sampling_timeout_s`: the time limits (adapters/mcp/budgets.py);
+    `timeout_s` and `sampling_timeout_s`: the time limits (`Budgets`, adapters/mcp/tools.py);
     `on_stuck`: what ends the process when work still runs after the end of the input
     (exit_now, unless a test serves in its own process)."""
     session = Session(create_surface(surface, services, context))

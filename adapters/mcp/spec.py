@@ -22,9 +22,17 @@ from adapters.mcp.formatting import (
     status_payload,
     status_text_spec,
 )
-from adapters.mcp.surface import BaseSurface, error_result, outside_templates, resource_failure
-from adapters.mcp.tools import READ_ONLY, ToolFacts, hybrid_query_runs_model, tool
-from adapters.mcp.validation import optional_int
+from adapters.mcp.tools import (
+    READ_ONLY,
+    BaseSurface,
+    ToolFacts,
+    error_result,
+    hybrid_query_runs_model,
+    optional_int,
+    outside_templates,
+    resource_failure,
+    tool,
+)
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError
 from domain.errors import (
     INVALID_ARGUMENT,

@@ -18,12 +18,18 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from adapters.config.service import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.fs.deadline import wait_stages_ended
-from adapters.mcp.budgets import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.mcp.dispatch import Dispatcher
 from adapters.mcp.outgoing import Correlator
-from adapters.mcp.protocol import INVALID_REQUEST, SHUTDOWN, Admission, Admitted, Session
-from adapters.mcp.wire import encode_frame
+from adapters.mcp.protocol import (
+    INVALID_REQUEST,
+    SHUTDOWN,
+    Admission,
+    Admitted,
+    Session,
+    encode_frame,
+)
 from adapters.mcp.workers import WorkerPools
 
 __all__ = ["MAX_LINE_BYTES", "OVERSIZED", "encode_frame", "read_lines", "serve_stdio"]

@@ -1,6 +1,9 @@
-"""A tool is declared once: its `tools/list` entry, its handler and the facts the transports
-read, side by side in one `Tool` value. A surface (`BaseSurface`, adapters/mcp/surface.py)
-declares each tool with `@tool` on its handler; `tools/list` lists them in that order:
+"""What every MCP surface is built from, so that a surface module holds only what is its own:
+its tools, its error presenter, instructions, resources and prompts.
+
+A tool is declared once: its `tools/list` entry, its handler and the facts the transports
+read, side by side in one `Tool` value. A surface (a `BaseSurface` subclass) declares each
+tool with `@tool` on its handler; `tools/list` lists them in that order:
 
     class NotesSurface(BaseSurface):
         @tool("count_notes", "How many notes the index holds.", title="Count Notes",
@@ -16,17 +19,66 @@ A recorded definition (the compat surface's JSON) becomes the same `Tool` by `@r
 `run_tool` is the skeleton every `tools/call` shares: validate the arguments against the input
 schema, fill in schema defaults, run the handler, and present failures in the surface's own
 words (an error presenter). `CallContext` is what one call knows of its client; the Session
-hands it to `call_tool`."""
+hands it to `call_tool`.
+
+**The surface.** `BaseSurface` collects the declared tools into the `tools/list` answer, the
+`tools/call` dispatch and the `SurfaceFacts` the registry, the transports and the CLI read, its
+declared capabilities (`answers_shutdown`, `subscribable`, `failures_as_data`) among them. A
+surface is then a `BaseSurface` subclass plus one `register_surface` line in
+adapters/mcp/registry.py; the Session (adapters/mcp/protocol.py) serves it unchanged.
+
+**Arguments** are checked against the tool's JSON Schema (`validate_arguments`), the issues
+worded the way the original's schema library words them (so the compat surface answers
+byte-for-byte), e.g. `file: Invalid input: expected string, received number`. Unknown
+properties are ignored, as there, unless the schema is closed (`additionalProperties: false`,
+the surfaces other than compat): then each one is an issue naming it (REQ-SPEC-ARGS-001).
+
+**Time budgets** (`Budgets`): how long a transport lets one call run, chosen from the facts its
+tool declares (`ToolFacts.budget`), never from its name; the same rule on stdio and HTTP, in
+both eras:
+
+- A plain tool has the request time limit (`--request-timeout`, 30 s).
+- A tool that answers its own timeouts (LDIMS's SEARCH_TIMEOUT) gets a little more, so its own
+  answer wins the race.
+- A tool that waits on the client (sampling) gets the sampling time limit
+  (`--sampling-timeout`, 5 minutes) for the whole call: the client's LLM may take minutes on a
+  CPU (REQ-MEM-SAMPLING-001). Only in the 2025 era: in the 2026-07-28 era the server never
+  waits on the client (it answers `input_required`, and the client's LLM works between two
+  requests, each held to the request time limit; the plan in `requestState` stays valid for
+  an hour), so the request time limit applies there.
+
+While a call waits on the client, the server tells a client that asked for progress
+(`_meta.progressToken`) that it is still waiting, every `progress_every_s`
+(REQ-MEM-SAMPLING-002): often enough that a client whose own time limit is the server's
+request time limit, and that restarts it on progress, keeps waiting.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-from adapters.mcp.validation import validate_arguments, with_defaults
-from domain.errors import DocumentNotFoundError, QmdError
+from adapters.config.service import DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_SAMPLING_TIMEOUT_S
+from adapters.mcp.formatting import not_found_text, text_result
+from adapters.mcp.wording import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    JsonRpcError,
+    JsonRpcWording,
+    ProtocolWording,
+)
+from domain.errors import (
+    INTERNAL_ERROR,
+    INVALID_ARGUMENT,
+    NOT_FOUND,
+    DocumentNotFoundError,
+    QmdError,
+    error_envelope,
+)
 from domain.ports import WorkCancelledError
 
 log = logging.getLogger("qmd.mcp")
@@ -37,7 +89,7 @@ ToolResult = dict[str, Any]
 # A tool's time budget (`ToolFacts.budget`):
 REQUEST_BUDGET = "request"  # the transport's request time limit
 OWN_BUDGET = "own"  # the tool answers its own time limit; the transport's comes a little later
-CLIENT_BUDGET = "client"  # waits on the client: the sampling time limit (adapters/mcp/budgets.py)
+CLIENT_BUDGET = "client"  # waits on the client: the sampling time limit (`Budgets`)
 # How much longer the transport waits for a tool that answers its own timeouts (LDIMS's
 # SEARCH_TIMEOUT, given at the configured time exactly) before it answers with its generic
 # timeout error instead: only enough for the tool's own answer to win the race.
@@ -96,7 +148,7 @@ class ToolFacts:
     after it committed is refused. `waits_on_client`: it sends the client requests while it
     runs (sampling), so the 2025-era HTTP transport streams its answer, and its model-lane
     slot is lent to other calls while it waits (REQ-MCP-LANE-001). `budget`: how long the
-    transport lets it run (REQUEST_BUDGET, OWN_BUDGET or CLIENT_BUDGET; adapters/mcp/budgets.py)."""
+    transport lets it run (REQUEST_BUDGET, OWN_BUDGET or CLIENT_BUDGET; `Budgets`)."""
 
     runs_model: bool | Callable[[Any], bool] = False
     writes: bool = False
@@ -109,6 +161,37 @@ class ToolFacts:
 
 
 PLAIN_TOOL = ToolFacts()
+
+
+# the longest pause between two progress notifications while the server waits on the client
+PROGRESS_EVERY_S = 5.0
+MIN_PROGRESS_EVERY_S = 0.1
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """The configured time limits: `request_s` (None: no limit) and `sampling_s`."""
+
+    request_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
+    sampling_s: float = DEFAULT_SAMPLING_TIMEOUT_S
+
+    def time_limit(self, facts: ToolFacts, *, modern: bool = False) -> float | None:
+        """The time limit of one call of a tool with these facts (None: no limit)."""
+        if facts.budget == CLIENT_BUDGET and not modern:
+            return self.sampling_s
+        if self.request_s is None:
+            return None
+        if facts.budget == OWN_BUDGET:
+            return self.request_s + OWN_TIMEOUT_GRACE_S
+        return self.request_s
+
+    @property
+    def progress_every_s(self) -> float:
+        """How often a call waiting on the client reports progress: at most every 5 s, and at
+        least twice within the request time limit."""
+        if self.request_s is None:
+            return PROGRESS_EVERY_S
+        return max(MIN_PROGRESS_EVERY_S, min(PROGRESS_EVERY_S, self.request_s / 2))
 
 
 @dataclass(frozen=True)
@@ -150,6 +233,103 @@ class SurfaceFacts:
 
 
 NO_FACTS = SurfaceFacts({})
+
+
+# -- arguments: checked against the input schema (REQ-SPEC-ARGS-001) ------------------------
+
+
+def js_type(value: Any) -> str:
+    """The name JavaScript-side validators give a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+_MISSING = object()
+
+
+def _check(schema: dict[str, Any], value: Any, path: list[str], issues: list[str]) -> None:
+    where = ".".join(path)
+    expected = schema.get("type")
+    got = "undefined" if value is _MISSING else js_type(value)
+    if "enum" in schema:
+        if value is _MISSING or value not in schema["enum"] or got != expected:
+            options = "|".join(f'"{option}"' for option in schema["enum"])
+            issues.append(f"{where}: Invalid option: expected one of {options}")
+        return
+    if expected is not None and got != expected:
+        issues.append(f"{where}: Invalid input: expected {expected}, received {got}")
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        # 1e999 decodes to infinity; the original's validator refuses it in these words.
+        issues.append(f"{where}: Invalid input: expected number, received number")
+        return
+    if expected == "array":
+        max_items = schema.get("maxItems")
+        if max_items is not None and len(value) > max_items:
+            issues.append(f"{where}: Too big: expected array to have <={max_items} items")
+            return
+        item_schema = schema.get("items")
+        if item_schema:
+            for index, item in enumerate(value):
+                _check(item_schema, item, [*path, str(index)], issues)
+    elif expected == "object":
+        _check_object(schema, value, path, issues)
+
+
+def _check_object(
+    schema: dict[str, Any], value: dict[str, Any], path: list[str], issues: list[str]
+) -> None:
+    required = set(schema.get("required", []))
+    properties: dict[str, Any] = schema.get("properties", {})
+    for name, prop in properties.items():
+        if name in value:
+            _check(prop, value[name], [*path, name], issues)
+        elif name in required:
+            _check(prop, _MISSING, [*path, name], issues)
+    if schema.get("additionalProperties") is False:
+        # an agent that misspells an argument must learn it, not believe it was applied
+        known = ", ".join(properties) or "none"
+        for name in value:
+            if name not in properties:
+                where = ".".join([*path, name])
+                issues.append(f"{where}: Unknown argument (known: {known})")
+
+
+def validate_arguments(schema: dict[str, Any], arguments: Any) -> list[str]:
+    """Return the issues (empty when valid); `arguments` absent is treated as `{}`."""
+    issues: list[str] = []
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return [f": Invalid input: expected object, received {js_type(arguments)}"]
+    _check_object(schema, arguments, [], issues)
+    return issues
+
+
+def with_defaults(schema: dict[str, Any], arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """Fill schema defaults for absent properties; drop properties the schema doesn't name."""
+    given = arguments or {}
+    result: dict[str, Any] = {}
+    for name, prop in schema.get("properties", {}).items():
+        if name in given:
+            result[name] = given[name]
+        elif "default" in prop:
+            result[name] = prop["default"]
+    return result
+
+
+def optional_int(value: Any) -> int | None:
+    """A validated numeric argument as an integer (truncated, like JavaScript), or None."""
+    return None if value is None else int(value)
 
 
 # A handler: the surface it belongs to, and the validated arguments with defaults filled in.
@@ -300,3 +480,169 @@ def run_tool(
 
 def input_validation_message(tool: str, issues: list[str]) -> str:
     return f"Input validation error: Invalid arguments for tool {tool}: {', '.join(issues)}"
+
+
+# -- the surface: failures as data, and the base class that serves the declared tools ---------
+
+
+def error_result(code: str, message: str) -> ToolResult:
+    """Seed 001: a tool failure is data: readable text plus the stable envelope."""
+    result = text_result(message, is_error=True)
+    result["structuredContent"] = error_envelope(code, message)
+    return result
+
+
+def resource_failure(uri: str, code: str, message: str) -> dict[str, Any]:
+    """Seed 001: a resource failure is data too: the envelope as an `application/json`
+    resource under the requested URI."""
+    envelope = json.dumps(error_envelope(code, message))
+    return {"contents": [{"uri": uri, "mimeType": "application/json", "text": envelope}]}
+
+
+def unknown_tool(name: str, known: list[str]) -> ToolResult:
+    """Seed 001's answer to a call of a tool the surface does not list: an isError result,
+    naming the tools there are so that an agent can correct itself."""
+    return error_result(NOT_FOUND, f"Tool {name} not found (tools: {', '.join(known)})")
+
+
+def template_prefix(template: dict[str, Any]) -> str:
+    """The literal start every URI of an RFC 6570 template shares (`qmd://` of
+    `qmd://{+path}`)."""
+    return str(template["uriTemplate"]).split("{", 1)[0]
+
+
+def outside_templates(uri: str, templates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Seed 001's answer to a URI that no resource template of the surface holds (None when
+    one does): a resource holding the `not-found` envelope, naming the templates."""
+    if any(uri.startswith(template_prefix(t)) for t in templates):
+        return None
+    served = ", ".join(str(t["uriTemplate"]) for t in templates) or "none"
+    return resource_failure(uri, NOT_FOUND, f"Resource not found: {uri} (resources: {served})")
+
+
+class EnvelopeErrors:
+    """This project's error presenter: every failure carries the seed-001 envelope."""
+
+    def invalid_arguments(self, tool: str, issues: list[str]) -> ToolResult:
+        return error_result(INVALID_ARGUMENT, input_validation_message(tool, issues))
+
+    def not_found(self, error: DocumentNotFoundError) -> ToolResult:
+        return error_result(error.code, not_found_text(error))
+
+    def failed(self, error: QmdError) -> ToolResult:
+        return error_result(error.code, error.message)
+
+    def crashed(self, tool: str, error: Exception) -> ToolResult:
+        return error_result(
+            INTERNAL_ERROR, f"Internal error while running {tool}: {type(error).__name__}"
+        )
+
+
+class BaseSurface:
+    """The protocol side of a surface. A subclass sets `name`, declares its tools and sets
+    `server_version` (by `super().__init__`); the class attributes below are the defaults of
+    this project's own surfaces."""
+
+    name: str
+    # the original QMD release the surface answers as (None: this project's own surface)
+    original: ClassVar[str | None] = None
+    # its service reads `.env` in the working folder when no `--env-file` names another
+    reads_working_env_file: ClassVar[bool] = False
+    # an unknown tool or resource URI is answered as data (seed 001), not -32602
+    failures_as_data: ClassVar[bool] = False
+    answers_malformed_messages: bool = True
+    answers_shutdown: ClassVar[bool] = False  # seed 001's `shutdown` (REQ-SPEC-SHUTDOWN-001)
+    # its resources can be watched: the subclass keeps watchers (`subscribe`, `unsubscribe`)
+    subscribable: ClassVar[bool] = False
+    wording: ProtocolWording = JsonRpcWording()
+    errors: ClassVar[ToolErrorPresenter] = EnvelopeErrors()
+    list_changed: ClassVar[bool] = False  # the capabilities' `listChanged`
+    instructions_text: ClassVar[str | None] = None
+    templates: ClassVar[tuple[dict[str, Any], ...]] = ()  # resources/templates/list
+
+    # Collected from the declared tools when the class is made (__init_subclass__).
+    declared_tools: ClassVar[tuple[Tool, ...]] = ()
+    facts: SurfaceFacts = SurfaceFacts({})
+    _listing: ClassVar[list[dict[str, Any]]] = []
+    _by_name: ClassVar[dict[str, Tool]] = {}
+
+    def __init__(self, server_version: str) -> None:
+        self.server_version = server_version
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        by_attribute: dict[str, Tool] = {}  # a subclass's declaration replaces its base's
+        for klass in reversed(cls.__mro__):
+            for attribute, value in vars(klass).items():
+                if isinstance(value, Tool):
+                    by_attribute[attribute] = value
+        declared = tuple(by_attribute.values())
+        names = [t.name for t in declared]
+        if len(set(names)) != len(names):
+            raise TypeError(f"{cls.__name__} declares a tool name twice: {names}")
+        overrides = cls.subscribe is not BaseSurface.subscribe
+        if cls.subscribable and not overrides:
+            raise TypeError(f"{cls.__name__} is subscribable but keeps no watchers (subscribe)")
+        cls.declared_tools = declared
+        cls._by_name = {t.name: t for t in declared}
+        cls._listing = [t.definition() for t in declared]
+        cls.facts = SurfaceFacts(
+            {t.name: t.facts for t in declared},
+            original=cls.original,
+            reads_working_env_file=cls.reads_working_env_file,
+            failures_as_data=cls.failures_as_data,
+            answers_shutdown=cls.answers_shutdown,
+            subscribable=cls.subscribable,
+            examples={t.name: t.example for t in declared},
+            paths={t.name: t.paths for t in declared if t.paths},
+        )
+
+    # -- tools --------------------------------------------------------------------------------
+
+    def tools(self) -> list[dict[str, Any]]:
+        return self._listing
+
+    def call_tool(self, name: str, arguments: Any, context: CallContext) -> ToolResult:
+        """Run tool `name` (the session has checked that the surface lists it) for the client
+        `context` describes (`NO_CLIENT` in process). A surface whose tools talk back to the
+        client reads the context; the others need not."""
+        return run_tool(self._by_name[name], self, self.errors, arguments)
+
+    # -- what the surface says of itself ------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        """Prompts when it has some, resources when it has templates (subscribable when it
+        can be watched), and tools."""
+        listed = {"listChanged": self.list_changed}
+        declared: dict[str, Any] = {}
+        if self.prompts() is not None:
+            declared["prompts"] = dict(listed)
+        if self.templates:
+            watched = {"subscribe": True} if self.facts.subscribable else {}
+            declared["resources"] = {**watched, **listed}
+        declared["tools"] = dict(listed)
+        return declared
+
+    def instructions(self) -> str | None:
+        return self.instructions_text
+
+    def prompts(self) -> list[dict[str, Any]] | None:
+        return None
+
+    def get_prompt(self, name: str, arguments: Any) -> dict[str, Any]:
+        raise JsonRpcError(INVALID_PARAMS, f"Prompt {name} not found")
+
+    def resource_templates(self) -> list[dict[str, Any]]:
+        return list(self.templates)
+
+    def read_resource(self, uri: str) -> dict[str, Any]:
+        raise JsonRpcError(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+
+    # -- watched resources (a `subscribable` surface overrides both) -------------------------
+
+    def subscribe(self, uri: str, notify: Callable[[str, dict[str, Any]], None]) -> None:
+        """Watch `uri`: `notify(method, params)` on each change, until `unsubscribe(uri)`."""
+        raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")
+
+    def unsubscribe(self, uri: str) -> None:
+        raise JsonRpcError(METHOD_NOT_FOUND, "Method not found")

@@ -66,7 +66,7 @@ class Job:
         self, *, deadline: float | None = None, progress_every_s: float | None = None
     ) -> None:
         """From the transport: when its time limit ends the job (time.monotonic; None: no
-        limit), and how often a wait on the client reports progress (adapters/mcp/budgets.py)."""
+        limit), and how often a wait on the client reports progress (`Budgets`)."""
         self.cancelled = False
         self.committed = False
         # set with `cancelled`: what the work's own checks see (RequestTimeBudget.check)

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from adapters.http.app import HttpSettings, QmdHttpApp
+from adapters.http.app import HttpSettings, OriginPolicy, QmdHttpApp
 from adapters.http.exchange import HttpReply
-from adapters.http.guard import OriginPolicy
 from adapters.mcp.protocol import Session
 from adapters.mcp.tools import ToolFacts, tool
 from adapters.mcp.workers import Worker, WorkerPools

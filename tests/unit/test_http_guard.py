@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.http.guard import (
+from adapters.http.app import (
     OriginPolicy,
     bind_refusal,
     is_loopback_hostname,

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from adapters.http.app import HttpSettings, QmdHttpApp
-from adapters.http.guard import OriginPolicy
+from adapters.http.app import HttpSettings, OriginPolicy, QmdHttpApp
 from adapters.http.legacy_sse import LegacySseTransport
 from adapters.mcp.dispatch import BUSY
 from adapters.mcp.registry import create_surface, surface_facts

@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from adapters.http.app import HttpSettings, QmdHttpApp
-from adapters.http.guard import OriginPolicy
-from adapters.mcp.budgets import Budgets
+from adapters.http.app import HttpSettings, OriginPolicy, QmdHttpApp
 from adapters.mcp.memorize import MemorizeSurface
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session
@@ -25,6 +23,7 @@ from adapters.mcp.tools import (
     CLIENT_BUDGET,
     OWN_BUDGET,
     OWN_TIMEOUT_GRACE_S,
+    Budgets,
     ToolFacts,
     tool,
 )

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from adapters.fs.scope import ScopePolicy
-from adapters.mcp.surface import template_prefix
-from adapters.mcp.tools import NO_CLIENT
+from adapters.mcp.tools import NO_CLIENT, template_prefix
 from adapters.mcp.wording import JsonRpcError
 from tests.guarantees import Rig, path_arguments, served_surfaces, tool_examples
 

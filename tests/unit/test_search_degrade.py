@@ -15,8 +15,7 @@ import pytest
 
 from adapters.bootstrap import App, Models
 from adapters.fs.deadline import request_deadline
-from adapters.http.app import HttpSettings, QmdHttpApp
-from adapters.http.guard import OriginPolicy
+from adapters.http.app import HttpSettings, OriginPolicy, QmdHttpApp
 from adapters.mcp.protocol import Session
 from adapters.mcp.registry import SurfaceContext, create_surface, surface_facts
 from adapters.mcp.workers import Worker, WorkerPools

@@ -12,8 +12,7 @@ import pytest
 
 from adapters.mcp.compat import CompatSurface
 from adapters.mcp.registry import surface_facts
-from adapters.mcp.surface import BaseSurface
-from adapters.mcp.tools import Tool, tool
+from adapters.mcp.tools import BaseSurface, Tool, tool
 from tests.guarantees import Rig, sample_arguments, served_surfaces
 
 # this project's own surfaces; the compat surface ignores unknown arguments as the original

@@ -14,9 +14,7 @@ import pytest
 
 from adapters.mcp.protocol import Session
 from adapters.mcp.registry import surface_facts
-from adapters.mcp.surface import BaseSurface
-from adapters.mcp.tools import CallContext, ToolResult, tool
-from adapters.mcp.validation import validate_arguments
+from adapters.mcp.tools import BaseSurface, CallContext, ToolResult, tool, validate_arguments
 from tests.guarantees import Rig, served_surfaces, tool_examples, tool_names
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ TRANSPORT_FILES = sorted(
         *(REPO / "adapters" / "cli").rglob("*.py"),
         *(
             REPO / "adapters" / "mcp" / f"{name}.py"
-            for name in ("dispatch", "workers", "stdio", "wire", "eras", "outgoing")
+            for name in ("dispatch", "workers", "stdio", "protocol", "outgoing")
         ),
     ]
 )

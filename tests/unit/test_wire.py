@@ -16,10 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.mcp.compat import CompatSurface
-from adapters.mcp.protocol import Session
+from adapters.mcp.protocol import MAX_DEPTH, FrameError, Session, decode_frame, encode_frame
 from adapters.mcp.spec import SpecSurface
 from adapters.mcp.stdio import serve_stdio
-from adapters.mcp.wire import MAX_DEPTH, FrameError, decode_frame, encode_frame
 from tests.fakes import InMemoryStore, app_over
 
 

@@ -102,7 +102,7 @@ def _settings(args: argparse.Namespace, surface: str) -> Any:
 
 
 def _http_options(args: argparse.Namespace, settings: Any) -> Any:
-    from adapters.http.guard import TOKEN_ENV
+    from adapters.http.app import TOKEN_ENV
     from adapters.http.main import HttpOptions
 
     env = settings.env
