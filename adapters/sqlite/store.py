@@ -1,5 +1,5 @@
-"""`SqliteIndex`: the original QMD index file behind the DocumentStore, LexicalIndex,
-VectorIndex and LlmCache ports.
+"""`SqliteIndex`: the original QMD index file behind the DocumentStore, IndexMaintenance,
+LexicalIndex, VectorIndex, MetadataIndex and LlmCache ports.
 
 The file layout, SQL and write rules follow QMD 2.8.3 (`src/store.ts`) so the original and this
 adapter can read and write each other's index.
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.sqlite import vector_bits
 from adapters.sqlite.driver import Connection, DatabaseError, OperationalError, connect
-from adapters.sqlite.fts import render_fts_query
+from adapters.sqlite.lexical import SqliteLexical
+from adapters.sqlite.metadata import SqliteMetadata, delete_orphaned_metadata
 from adapters.sqlite.schema import (
     ensure_schema,
     ensure_vec_table,
@@ -30,7 +31,6 @@ from adapters.storage.sql_documents import TIDY_SHARE, DocumentDialect, Document
 from adapters.storage.sql_rows import (
     LLM_CACHE_KEEP,
     escape_like,
-    sql_limit,
 )
 from adapters.storage.sql_rows import META_COLUMNS as _META_COLUMNS
 from adapters.storage.sql_rows import META_FROM as _META_FROM
@@ -48,13 +48,9 @@ from adapters.storage.sql_vectors import (
     pending_hashes_sql,
 )
 from domain.errors import CONFLICT, UNAVAILABLE, QmdError
-from domain.lexfill import FilledHits, filled_by_two_searches
-from domain.lexquery import LexQuery, space_cjk
-from domain.model import Document, DocumentMeta, LexHit, VectorHit
+from domain.lexquery import space_cjk
+from domain.model import Document, DocumentMeta, VectorHit
 from domain.ports import CollectionCount
-
-if TYPE_CHECKING:  # metadata types only: the filter code loads with the first metadata call
-    from domain.filters import MetaValue, Probe
 
 COLLECTION_VEC_EXACT_SCAN_MAX = 20_000
 # Below this many vectors an exact scan is fast enough: no prefilter (REQ-VEC-PREFILTER-002).
@@ -67,9 +63,6 @@ SQLITE_VEC_MAX_K = 4096
 # mapped, not read: the prefilter's rescoring (see _sign_candidates); SQLite caps it at its
 # compile-time maximum
 MMAP_SIZE = 1 << 40
-# the lexical search of a connection from which qmd's rank function is loaded: a one-shot CLI
-# search ranks once and skips its set-up; a server's connections rank again and again
-RANK_FUNCTION_FROM_RUN = 2
 HASH_SEQ_CHUNK = 400
 
 
@@ -77,8 +70,12 @@ def _pack(vector: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(vector)}f", *(float(x) for x in vector))
 
 
-class SqliteIndex(Catalog, DocumentWrites):
-    """One open index file. Every public method is a complete unit of work."""
+class SqliteIndex(SqliteLexical, SqliteMetadata, Catalog, DocumentWrites):
+    """One open index file. Every public method is a complete unit of work.
+
+    Assembled from one part per concern on the file's one connection (`ConnectionPart`, listed
+    before the shared `Catalog` so that its `_select` and `_write` run the shared statements):
+    `lexical`, `metadata`; documents, vectors and the LLM cache stay here."""
 
     # the documents_au trigger drops a deactivated document's full-text row
     _DOCUMENTS = DocumentDialect(
@@ -96,7 +93,6 @@ class SqliteIndex(Catalog, DocumentWrites):
         # (sign_scan.SharedSigns), taken by the first search that uses them; False: they
         # cannot be read so.
         self._signs: Any = None
-        self._lexical_runs = 0
         ensure_schema(conn, space_cjk)
 
     @classmethod
@@ -145,12 +141,6 @@ class SqliteIndex(Catalog, DocumentWrites):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._conn.query(statement, params)
-
-    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
-        self._conn.execute(statement, params)
-
     def _write_fts(self, doc_id: int) -> None:
         """Replace the FTS row of one document with its CJK-normalised columns (active only)."""
         row = self._conn.raw.execute(
@@ -183,9 +173,7 @@ class SqliteIndex(Catalog, DocumentWrites):
                 "(SELECT DISTINCT hash FROM documents WHERE active = 1)"
             )
             self._conn.execute("DELETE FROM store_collections WHERE name = ?", (name,))
-            from adapters.sqlite import metadata as _metadata  # filters: on use
-
-            _metadata.delete_orphaned_metadata(self._conn)
+            delete_orphaned_metadata(self._conn)
         return int(deleted)
 
     def rename_collection(self, old: str, new: str) -> None:
@@ -279,9 +267,7 @@ class SqliteIndex(Catalog, DocumentWrites):
         cache = int(self._conn.execute("DELETE FROM llm_cache").rowcount)
         vectors = self._cleanup_orphaned_vectors()
         inactive = int(self._conn.execute("DELETE FROM documents WHERE active = 0").rowcount)
-        from adapters.sqlite import metadata as _metadata  # filters: on use
-
-        _metadata.delete_orphaned_metadata(self._conn)
+        delete_orphaned_metadata(self._conn)
         orphaned = self.delete_orphan_content()
         try:
             self._conn.execute("INSERT INTO documents_fts(documents_fts) VALUES('optimize')")
@@ -319,107 +305,6 @@ class SqliteIndex(Catalog, DocumentWrites):
                 "(SELECT hash FROM documents WHERE active = 1)"
             )
             return orphaned
-
-    # ------------------------------------------------------------------ metadata
-
-    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
-        from adapters.sqlite import metadata as _metadata  # filters: on use
-
-        _metadata.put_metadata(self._conn, collection, path, metadata)
-
-    def put_metadata_many(
-        self, collection: str, entries: Sequence[tuple[str, Mapping[str, MetaValue]]]
-    ) -> None:
-        with self.transaction():
-            for path, metadata in entries:
-                self.put_metadata(collection, path, metadata)
-
-    def active_metadata(
-        self, collections: Sequence[str] | None, narrowing: Probe | None = None
-    ) -> list[tuple[int, dict[str, MetaValue]]]:
-        from adapters.sqlite import metadata as _metadata  # filters: on use
-
-        return _metadata.active_metadata(self._conn, collections, narrowing)
-
-    def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
-        from adapters.sqlite import metadata as _metadata  # filters: on use
-
-        return _metadata.metadata_by_id(self._conn, ids)
-
-    # ------------------------------------------------------------------ lexical search
-
-    def search_lex_filled(
-        self,
-        query: LexQuery,
-        limit: int,
-        collection: str | None,
-        within: frozenset[int] | None = None,
-    ) -> FilledHits:
-        """The fill as two searches (domain.lexfill): each is one statement here, with nothing
-        the two could share."""
-        return filled_by_two_searches(
-            lambda q, n: self.search_lex(q, n, collection, within), query, limit
-        )
-
-    def search_lex(
-        self,
-        query: LexQuery,
-        limit: int,
-        collection: str | None,
-        within: frozenset[int] | None = None,
-    ) -> list[LexHit]:
-        """BM25 over documents_fts with the original's SQL; never raises on user input.
-
-        `within` restricts the FTS match set itself (before its LIMIT), so a filter never
-        empties a page that documents ranked further down would fill (REQ-FILTER-003).
-        """
-        if limit <= 0 or not query.is_searchable or (within is not None and not within):
-            return []
-        match = render_fts_query(query)
-        if match is None:
-            return []
-        limit = sql_limit(limit)
-        fts_limit = sql_limit(limit * 10) if collection else limit
-        scope = ""
-        params: list[Any] = [match]
-        if within is not None:
-            # `+rowid`: a plain `rowid IN` is handed to FTS5 as one rowid probe per id, each
-            # re-running MATCH (1 s for 400 ids over 5,000 matches); `+` keeps the MATCH scan
-            # and filters its rows through the list (1 ms).
-            scope = " AND +rowid IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(sorted(within)))
-        self._lexical_runs += 1
-        if self._lexical_runs == RANK_FUNCTION_FROM_RUN:
-            self._conn.load_rank_function()
-        # qmd_bm25 once loaded: FTS5's bm25 to the bit, with row lengths read once per
-        # connection (REQ-SEARCH-RANKCACHE-001)
-        rank = self._conn.rank_function
-        sql = (
-            "WITH fts_matches AS ("
-            f" SELECT rowid, {rank}(documents_fts, 1.5, 4.0, 1.0) AS bm25_score"
-            f" FROM documents_fts WHERE documents_fts MATCH ?{scope}"
-            f" ORDER BY bm25_score ASC LIMIT {int(fts_limit)})"
-            f" SELECT {_META_COLUMNS}, content.doc, fm.bm25_score"
-            # CROSS JOIN pins the join order: probe the few FTS hits by primary key. Left to
-            # itself the planner walks the whole collection (reading every body) when a
-            # collection filter is present: 9.5 ms instead of 1.4 ms on 5,000 documents.
-            " FROM fts_matches fm CROSS JOIN documents d ON d.id = fm.rowid"
-            " CROSS JOIN content ON content.hash = d.hash WHERE d.active = 1"
-        )
-        if collection:
-            sql += " AND d.collection = ?"
-            params.append(collection)
-        # The limit is written into the SQL, not bound: a bound LIMIT made every run of this
-        # statement 33-54 us slower (SQLite plans it again for each binding; the limit is one
-        # of a few values, so each text stays in the statement cache).
-        sql += f" ORDER BY fm.bm25_score ASC LIMIT {int(limit)}"
-        try:
-            rows = self._conn.query(sql, params)
-        except DatabaseError:
-            return []
-        return [
-            LexHit(document=Document(meta=_meta(r), body=str(r[8])), bm25=float(r[9])) for r in rows
-        ]
 
     # ------------------------------------------------------------------ vectors
 
@@ -818,10 +703,11 @@ class SqliteIndex(Catalog, DocumentWrites):
 
 
 if TYPE_CHECKING:  # structural conformance, checked by mypy
-    from domain.ports import DocumentStore, LexicalIndex, LlmCache, VectorIndex
+    from domain.ports import DocumentStore, LexicalIndex, LlmCache, MetadataIndex, VectorIndex
 
     def _conforms(index: SqliteIndex) -> None:
         _store: DocumentStore = index
         _lex: LexicalIndex = index
+        _metadata: MetadataIndex = index
         _vec: VectorIndex = index
         _cache: LlmCache = index
