@@ -21,9 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from adapters.sqlite.driver import Connection, ConnectionPart
-from domain.metadata import as_json, from_json
 
-if TYPE_CHECKING:  # types only: the filter code loads with the first filtered search
+# the metadata codec (domain.metadata) is imported where metadata is read or written, and the
+# filter code (domain.filters) with the first filtered search: the index opens with this part,
+# and a command that shows no metadata (`qmd search`) loads neither
+if TYPE_CHECKING:
     from domain.filters import MetaValue, Probe
 
 METADATA_TABLE = "py_document_metadata"
@@ -115,6 +117,8 @@ def has_metadata_table(conn: Connection) -> bool:
 
 
 def _decode(text: Any) -> dict[str, MetaValue]:
+    from domain.metadata import from_json
+
     try:
         raw = json.loads(str(text))
     except ValueError:
@@ -165,6 +169,8 @@ class SqliteMetadata(ConnectionPart):
     PostgreSQL."""
 
     def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
+        from domain.metadata import as_json
+
         conn = self._conn
         encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
         if not has_metadata_table(conn):
@@ -196,6 +202,8 @@ class SqliteMetadata(ConnectionPart):
         """Every active document's metadata (with `narrowing`, those meeting it, read through the
         pairs table when the index has one), fetched as ONE JSON array built by SQLite and decoded
         by one `json.loads` (per-row decoding was most of a filtered search's cost)."""
+        from domain.metadata import from_json
+
         conn = self._conn
         joined = has_metadata_table(conn)
         value = "COALESCE(m.metadata, '{}')" if joined else "'{}'"
