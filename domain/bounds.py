@@ -1,9 +1,10 @@
-"""Bounds on every input that drives work (docs/spec REQ-BOUND-*, issue 11).
+"""Bounds on the inputs that name documents (docs/spec REQ-BOUND-*, issue 11); a search
+text's bounds are checked where it is parsed (`domain.lexquery.check_query`).
 
 Each check raises `invalid-argument` naming the bound, so one hostile argument costs a
-constant amount of work instead of minutes: FTS5 time grows with the square of the number of
-terms (`a b` x 3,000 took 42 s), SQLite refuses LIKE patterns over 50,000 bytes, and a glob's
-cost grows with its wildcards. The limits sit far above what a person or an agent types.
+constant amount of work instead of minutes: SQLite refuses LIKE patterns over 50,000 bytes,
+and a glob's cost grows with its wildcards. The limits sit far above what a person or an agent
+types.
 """
 
 from __future__ import annotations
@@ -11,32 +12,11 @@ from __future__ import annotations
 from typing import Final
 
 from domain.errors import INVALID_ARGUMENT, QmdError
-from domain.lexquery import LexQuery, parse_lex_query
 
-MAX_QUERY_CHARS: Final = 4000
-MAX_QUERY_TERMS: Final = 128
 MAX_PATTERN_CHARS: Final = 4096
 MAX_PATTERN_WILDCARDS: Final = 64
 MAX_REFERENCE_CHARS: Final = 4096
 _WILDCARDS: Final = frozenset("*?[{(")
-
-
-def check_query(text: str, label: str = "query") -> LexQuery:
-    """A search text: at most MAX_QUERY_CHARS characters and MAX_QUERY_TERMS terms. Returns
-    the text parsed as a lexical query, for the search to use rather than parse it again."""
-    if len(text) > MAX_QUERY_CHARS:
-        raise QmdError(
-            INVALID_ARGUMENT,
-            f"{label} is too long: {len(text)} characters (at most {MAX_QUERY_CHARS})",
-        )
-    parsed = parse_lex_query(text)
-    terms = sum(len(clause.terms) for clause in parsed.clauses)
-    if terms > MAX_QUERY_TERMS:
-        raise QmdError(
-            INVALID_ARGUMENT,
-            f"{label} has too many terms: {terms} (at most {MAX_QUERY_TERMS})",
-        )
-    return parsed
 
 
 def check_pattern(pattern: str) -> None:

@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from domain._js import JS_WS_CLASS, js_split_ws, utf16_len
 from domain.lazy_regex import LazyRegex
 from domain.snippets import INTENT_WEIGHT_CHUNK, extract_intent_terms
+from domain.text import JS_WS_CLASS, js_split_ws, utf16_len
 
 CHUNK_SIZE_TOKENS = 900
 CHUNK_OVERLAP_TOKENS = 135  # 15 %

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from itertools import pairwise
+from typing import Final
 
-from domain._js import is_js_space, is_letter_or_number, js_split_ws, js_trim
+from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.lazy_regex import LazyRegex
+from domain.text import is_js_space, is_letter_or_number, js_split_ws, js_trim
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,32 @@ def parse_lex_query(text: str) -> LexQuery:
         if clause is not None:
             clauses.append(clause)
     return LexQuery(tuple(clauses))
+
+
+# A search text's bounds (REQ-BOUND-*, issue 11), checked on the one parse the search then
+# uses: FTS5 time grows with the square of the number of terms (`a b` x 3,000 took 42 s).
+# The limits sit far above what a person or an agent types.
+MAX_QUERY_CHARS: Final = 4000
+MAX_QUERY_TERMS: Final = 128
+
+
+def check_query(text: str, label: str = "query") -> LexQuery:
+    """A search text: at most MAX_QUERY_CHARS characters and MAX_QUERY_TERMS terms, else
+    `invalid-argument` naming the bound. Returns the text parsed, for the search to use
+    rather than parse it again."""
+    if len(text) > MAX_QUERY_CHARS:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"{label} is too long: {len(text)} characters (at most {MAX_QUERY_CHARS})",
+        )
+    parsed = parse_lex_query(text)
+    terms = sum(len(clause.terms) for clause in parsed.clauses)
+    if terms > MAX_QUERY_TERMS:
+        raise QmdError(
+            INVALID_ARGUMENT,
+            f"{label} has too many terms: {terms} (at most {MAX_QUERY_TERMS})",
+        )
+    return parsed
 
 
 # At most this many character pairs in the CJK fallback: a pasted paragraph must not become a

@@ -13,9 +13,10 @@ import datetime as _dt
 import math
 import posixpath
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from domain.filters import MetaValue, Scalar
+if TYPE_CHECKING:  # types only: the filter code loads with the first filter
+    from domain.filters import MetaValue, Scalar
 
 FILE_KEYS = ("format", "size", "modified")
 MAX_KEYS = 64  # one document's metadata is bounded (docs/spec/filters.md)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from domain._js import JS_LINE_TERMINATORS, js_trim
 from domain.lazy_regex import LazyRegex
+from domain.text import JS_LINE_TERMINATORS, js_trim
 
 # encodeURIComponent's unreserved set: everything else is percent-encoded as UTF-8.
 _URI_UNRESERVED = frozenset(

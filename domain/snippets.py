@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from domain._js import is_letter_or_number, js_split_ws, js_trim, utf16_len, utf16_prefix
 from domain.model import Snippet
+from domain.text import is_letter_or_number, js_split_ws, js_trim, utf16_len, utf16_prefix
 
 # The window searched around a chunk when its length is unknown (the char chunk size).
 DEFAULT_CHUNK_CHARS = 3600

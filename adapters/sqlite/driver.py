@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from importlib.machinery import PathFinder
 from types import ModuleType
@@ -169,6 +169,21 @@ class Connection:
 
     def close(self) -> None:
         self.raw.close()
+
+
+class ConnectionPart:
+    """A part of the index that works on the index file's one connection: `SqliteIndex` is
+    assembled from such parts (adapters/sqlite/store.py) as `PostgresIndex` is from parts over
+    `PgConnections`. The statements both backends share (adapters/storage/sql_*.py) are
+    written with SQLite's `?` placeholders, so they run here as written."""
+
+    _conn: Connection
+
+    def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.query(statement, params)
+
+    def _write(self, statement: str, params: Sequence[Any] = ()) -> None:
+        self._conn.execute(statement, params)
 
 
 def busy_timeout_ms(env: Mapping[str, str] | None = None) -> int:

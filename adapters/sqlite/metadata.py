@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapters.sqlite.driver import Connection
-from domain.filters import AllOf, HasKey, HasValue, MetaValue, Probe
-from domain.metadata import as_json, from_json
+from adapters.sqlite.driver import Connection, ConnectionPart
+
+# the metadata codec (domain.metadata) is imported where metadata is read or written, and the
+# filter code (domain.filters) with the first filtered search: the index opens with this part,
+# and a command that shows no metadata (`qmd search`) loads neither
+if TYPE_CHECKING:
+    from domain.filters import MetaValue, Probe
 
 METADATA_TABLE = "py_document_metadata"
 METADATA_DDL = f"""
@@ -113,32 +117,13 @@ def has_metadata_table(conn: Connection) -> bool:
 
 
 def _decode(text: Any) -> dict[str, MetaValue]:
+    from domain.metadata import from_json
+
     try:
         raw = json.loads(str(text))
     except ValueError:
         return {}
     return from_json(raw) if isinstance(raw, dict) else {}
-
-
-def put_metadata(
-    conn: Connection, collection: str, path: str, metadata: Mapping[str, MetaValue]
-) -> None:
-    encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
-    if not has_metadata_table(conn):
-        ensure_metadata_table(conn)
-    else:
-        ensure_values_table(conn)
-    row = conn.raw.execute(
-        f"SELECT d.id, m.metadata FROM documents d LEFT JOIN {METADATA_TABLE} m "
-        "ON m.doc_id = d.id WHERE d.collection = ? AND d.path = ? AND d.active = 1",
-        (collection, path),
-    ).fetchone()
-    if row is None or row[1] == encoded:
-        return
-    conn.execute(
-        f"INSERT OR REPLACE INTO {METADATA_TABLE} (doc_id, metadata) VALUES (?, ?)",
-        (int(row[0]), encoded),
-    )
 
 
 def _kind_value(value: object) -> tuple[int, object]:
@@ -151,6 +136,8 @@ def _kind_value(value: object) -> tuple[int, object]:
 
 def _probe_sql(probe: Probe, params: list[Any]) -> str:
     """`probe` as a condition on `d.id` over the pairs table."""
+    from domain.filters import AllOf, HasKey, HasValue
+
     if isinstance(probe, HasValue):
         kind, value = _kind_value(probe.value)
         params += [probe.key, kind, value]
@@ -166,53 +153,6 @@ def _probe_sql(probe: Probe, params: list[Any]) -> str:
     return "(" + joiner.join(_probe_sql(part, params) for part in probe.probes) + ")"
 
 
-def active_metadata(
-    conn: Connection, collections: Sequence[str] | None, narrowing: Probe | None = None
-) -> list[tuple[int, dict[str, MetaValue]]]:
-    """Every active document's metadata (with `narrowing`, those meeting it, read through the
-    pairs table when the index has one), fetched as ONE JSON array built by SQLite and decoded
-    by one `json.loads` (per-row decoding was most of a filtered search's cost)."""
-    joined = has_metadata_table(conn)
-    value = "COALESCE(m.metadata, '{}')" if joined else "'{}'"
-    source = (
-        f"documents d LEFT JOIN {METADATA_TABLE} m ON m.doc_id = d.id" if joined else "documents d"
-    )
-    sql = (
-        f"SELECT '[' || group_concat('[' || d.id || ',' || {value} || ']', ',') || ']' "
-        f"FROM {source} WHERE d.active = 1"
-    )
-    params: list[Any] = []
-    if collections is not None:
-        sql += " AND d.collection IN (SELECT value FROM json_each(?))"
-        params.append(json.dumps(list(collections)))
-    if narrowing is not None and joined and has_values_table(conn):
-        sql += " AND " + _probe_sql(narrowing, params)
-    text = conn.scalar(sql, params)
-    if text is None:
-        return []
-    try:
-        rows = json.loads(str(text))
-    except ValueError:
-        return []
-    return [(int(doc_id), from_json(raw) if isinstance(raw, dict) else {}) for doc_id, raw in rows]
-
-
-def metadata_by_id(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
-    found: dict[int, dict[str, MetaValue]] = {}
-    if not has_metadata_table(conn):
-        return found
-    wanted = sorted({int(i) for i in ids})
-    for start in range(0, len(wanted), ID_CHUNK):
-        part = wanted[start : start + ID_CHUNK]
-        for doc_id, text in conn.query(
-            f"SELECT doc_id, metadata FROM {METADATA_TABLE} "
-            f"WHERE doc_id IN ({','.join('?' * len(part))})",
-            part,
-        ):
-            found[int(doc_id)] = _decode(text)
-    return found
-
-
 def delete_orphaned_metadata(conn: Connection) -> int:
     """Rows whose document row no longer exists (after cleanup or a collection removal)."""
     if not has_metadata_table(conn):
@@ -222,3 +162,89 @@ def delete_orphaned_metadata(conn: Connection) -> int:
             f"DELETE FROM {METADATA_TABLE} WHERE doc_id NOT IN (SELECT id FROM documents)"
         ).rowcount
     )
+
+
+class SqliteMetadata(ConnectionPart):
+    """MetadataIndex on the index file's connection, as adapters/postgres/metadata.py is on
+    PostgreSQL."""
+
+    def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
+        from domain.metadata import as_json
+
+        conn = self._conn
+        encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
+        if not has_metadata_table(conn):
+            ensure_metadata_table(conn)
+        else:
+            ensure_values_table(conn)
+        row = conn.raw.execute(
+            f"SELECT d.id, m.metadata FROM documents d LEFT JOIN {METADATA_TABLE} m "
+            "ON m.doc_id = d.id WHERE d.collection = ? AND d.path = ? AND d.active = 1",
+            (collection, path),
+        ).fetchone()
+        if row is None or row[1] == encoded:
+            return
+        conn.execute(
+            f"INSERT OR REPLACE INTO {METADATA_TABLE} (doc_id, metadata) VALUES (?, ?)",
+            (int(row[0]), encoded),
+        )
+
+    def put_metadata_many(
+        self, collection: str, entries: Sequence[tuple[str, Mapping[str, MetaValue]]]
+    ) -> None:
+        with self._conn.transaction():
+            for path, metadata in entries:
+                self.put_metadata(collection, path, metadata)
+
+    def active_metadata(
+        self, collections: Sequence[str] | None, narrowing: Probe | None = None
+    ) -> list[tuple[int, dict[str, MetaValue]]]:
+        """Every active document's metadata (with `narrowing`, those meeting it, read through the
+        pairs table when the index has one), fetched as ONE JSON array built by SQLite and decoded
+        by one `json.loads` (per-row decoding was most of a filtered search's cost)."""
+        from domain.metadata import from_json
+
+        conn = self._conn
+        joined = has_metadata_table(conn)
+        value = "COALESCE(m.metadata, '{}')" if joined else "'{}'"
+        source = (
+            f"documents d LEFT JOIN {METADATA_TABLE} m ON m.doc_id = d.id"
+            if joined
+            else "documents d"
+        )
+        sql = (
+            f"SELECT '[' || group_concat('[' || d.id || ',' || {value} || ']', ',') || ']' "
+            f"FROM {source} WHERE d.active = 1"
+        )
+        params: list[Any] = []
+        if collections is not None:
+            sql += " AND d.collection IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(collections)))
+        if narrowing is not None and joined and has_values_table(conn):
+            sql += " AND " + _probe_sql(narrowing, params)
+        text = conn.scalar(sql, params)
+        if text is None:
+            return []
+        try:
+            rows = json.loads(str(text))
+        except ValueError:
+            return []
+        return [
+            (int(doc_id), from_json(raw) if isinstance(raw, dict) else {}) for doc_id, raw in rows
+        ]
+
+    def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
+        conn = self._conn
+        found: dict[int, dict[str, MetaValue]] = {}
+        if not has_metadata_table(conn):
+            return found
+        wanted = sorted({int(i) for i in ids})
+        for start in range(0, len(wanted), ID_CHUNK):
+            part = wanted[start : start + ID_CHUNK]
+            for doc_id, text in conn.query(
+                f"SELECT doc_id, metadata FROM {METADATA_TABLE} "
+                f"WHERE doc_id IN ({','.join('?' * len(part))})",
+                part,
+            ):
+                found[int(doc_id)] = _decode(text)
+        return found

@@ -12,11 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from domain.bounds import check_query
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
 from domain.expansions import distinct_expansions
 from domain.lexfill import FilledHits, merge_filled
-from domain.lexquery import LexQuery, cjk_fallback_query, parse_lex_query
+from domain.lexquery import LexQuery, check_query, cjk_fallback_query, parse_lex_query
 from domain.model import (
     Collection,
     CollectionCatalog,

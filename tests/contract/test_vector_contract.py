@@ -11,8 +11,9 @@ import pytest
 
 from adapters.sqlite import vector_bits
 from adapters.sqlite.driver import connect
-from adapters.sqlite.store import SQLITE_VEC_MAX_K, SqliteIndex
+from adapters.sqlite.store import SqliteIndex
 from adapters.sqlite.vector_bits import BITS_TABLE
+from adapters.sqlite.vectors import SQLITE_VEC_MAX_K
 from domain.errors import INVALID_ARGUMENT, QmdError
 from tests.backend_locations import BACKENDS
 from tests.contract.conftest import StoreLike, open_store

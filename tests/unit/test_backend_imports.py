@@ -105,7 +105,9 @@ def test_the_import_check_catches_each_form() -> None:
     )
     assert backend_imports("from adapters.sqlite_extra import x", "adapters.locations") == []
     # a backend package importing the other is an offence too
-    assert len(backend_imports("from adapters.sqlite.fts import x", "adapters.postgres.bm25")) == 1
+    assert (
+        len(backend_imports("from adapters.sqlite.lexical import x", "adapters.postgres.bm25")) == 1
+    )
     # the tests' backend, registered at run time, is guarded like the production ones
     fake = "from tests.memory_backend.backend import open_backend"
     assert len(backend_imports(fake, "adapters.bootstrap")) == 1

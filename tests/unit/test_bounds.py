@@ -8,14 +8,12 @@ from adapters.mcp.formatting import get_body, multi_get_body
 from domain.bounds import (
     MAX_PATTERN_CHARS,
     MAX_PATTERN_WILDCARDS,
-    MAX_QUERY_CHARS,
-    MAX_QUERY_TERMS,
     MAX_REFERENCE_CHARS,
     check_pattern,
-    check_query,
     check_reference,
 )
 from domain.errors import INVALID_ARGUMENT, QmdError
+from domain.lexquery import MAX_QUERY_CHARS, MAX_QUERY_TERMS, check_query
 from domain.text import slice_lines, window_lines
 
 
