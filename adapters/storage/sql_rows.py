@@ -7,13 +7,23 @@ the same statements on both are written once over them (`Catalog`). Statements u
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import NOT_FOUND, QmdError
-from domain.model import DEFAULT_PATTERN, Collection, CollectionCatalog, DocumentMeta
+from domain.model import (
+    DEFAULT_PATTERN,
+    Collection,
+    CollectionCatalog,
+    DocumentMeta,
+    metadata_as_json,
+    metadata_from_json,
+)
 from domain.ports import ChunkRow
+
+if TYPE_CHECKING:
+    from domain.filters import MetaValue
 
 # DocumentMeta's columns, in `meta_from_row`'s order, over `META_FROM`
 META_COLUMNS = (
@@ -113,6 +123,21 @@ def chunk_from_row(row: Sequence[Any]) -> ChunkRow:
         end_line=int(row[6]),
         text=str(row[7]),
     )
+
+
+def metadata_text(metadata: Mapping[str, MetaValue]) -> str:
+    """A document's metadata as `py_document_metadata.metadata` holds it: compact JSON."""
+    return json.dumps(metadata_as_json(metadata), ensure_ascii=False, separators=(",", ":"))
+
+
+def metadata_from_text(text: Any) -> dict[str, MetaValue]:
+    """A `py_document_metadata.metadata` value read back; {} for text that is not a JSON
+    object (nothing we write)."""
+    try:
+        raw = json.loads(str(text))
+    except ValueError:
+        return {}
+    return metadata_from_json(raw) if isinstance(raw, dict) else {}
 
 
 _ORPHAN_CONTENT = (
