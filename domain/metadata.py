@@ -4,7 +4,8 @@ Every indexed document gets `format` (its file extension, lower case, without th
 (bytes) and `modified` (ISO 8601) from the file itself; front matter adds its scalar and list
 fields (`date`, `tags`, `author`, ...), and an extractor may add its own (`title`, `author`,
 `created`, `pages`, ...). Values are strings, numbers, booleans or lists of those; anything
-else (nested maps, nulls) is left out rather than guessed at.
+else (nested maps, nulls) is left out rather than guessed at. The JSON form metadata is stored
+and shown in is domain/model.py's (`metadata_as_json`, `metadata_from_json`).
 """
 
 from __future__ import annotations
@@ -75,28 +76,3 @@ def merge(
     merged.update(front_matter or {})
     merged.update(facts)
     return merged
-
-
-def to_json_value(value: MetaValue) -> Any:
-    return list(value) if isinstance(value, tuple) else value
-
-
-def as_json(metadata: Mapping[str, MetaValue]) -> dict[str, Any]:
-    return {key: to_json_value(value) for key, value in sorted(metadata.items())}
-
-
-def from_json(raw: Mapping[str, Any]) -> dict[str, MetaValue]:
-    """Metadata as stored (JSON written by `as_json`): lists back to tuples. Values that are
-    not scalars or lists (nothing we write) are dropped. Kept cheap: a filtered search
-    decodes every document's metadata."""
-    kept: dict[str, MetaValue] = {}
-    for key, value in raw.items():
-        kind = type(value)
-        if kind is list:
-            kept[key] = tuple(v for v in value if type(v) in _SCALARS)
-        elif kind in _SCALARS:
-            kept[key] = value
-    return kept
-
-
-_SCALARS = frozenset({str, int, float, bool})

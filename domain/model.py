@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # a type only: the filter code loads with the first filter
+    from domain.filters import MetaValue
 
 DEFAULT_PATTERN = "**/*.md"
 
@@ -175,3 +178,32 @@ class SearchResult:
     @property
     def title(self) -> str:
         return self.document.meta.title
+
+
+# A document's metadata (REQ-META-*) is a `dict[str, MetaValue]`; these are its JSON form, as
+# every index stores it and every surface shows it (REQ-FILTER-006): keys sorted, lists for
+# tuples. How a document's metadata is made at indexing is domain/metadata.py's.
+
+
+def metadata_as_json(metadata: Mapping[str, MetaValue]) -> dict[str, Any]:
+    return {
+        key: list(value) if isinstance(value, tuple) else value
+        for key, value in sorted(metadata.items())
+    }
+
+
+def metadata_from_json(raw: Mapping[str, Any]) -> dict[str, MetaValue]:
+    """Metadata as stored (JSON written from `metadata_as_json`): lists back to tuples.
+    Values that are not scalars or lists (nothing we write) are dropped. Kept cheap: a
+    filtered search decodes every document's metadata."""
+    kept: dict[str, MetaValue] = {}
+    for key, value in raw.items():
+        kind = type(value)
+        if kind is list:
+            kept[key] = tuple(v for v in value if type(v) in _JSON_SCALARS)
+        elif kind in _JSON_SCALARS:
+            kept[key] = value
+    return kept
+
+
+_JSON_SCALARS = frozenset({str, int, float, bool})

@@ -24,8 +24,7 @@ from adapters.http.exchange import HttpReply
 from adapters.mcp.formatting import result_item
 from adapters.mcp.protocol import MAX_DEPTH, FrameError, decode_frame, depth_exceeds, encode_json
 from domain.errors import QmdError
-from domain.metadata import as_json
-from domain.model import SubQuery
+from domain.model import SubQuery, metadata_as_json
 from domain.paths import encode_qmd_path
 from domain.profiles import SearchProfile
 from domain.usecases.metadata import require as require_metadata
@@ -167,6 +166,6 @@ def rest_query(
         item["file"] = encode_qmd_path(result.display_path)
         fields = found.get(result.document.meta.id)
         if fields:
-            item["metadata"] = as_json(fields)
+            item["metadata"] = metadata_as_json(fields)
         items.append(item)
     return _json_reply(200, {"results": items})

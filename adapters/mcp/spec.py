@@ -39,8 +39,7 @@ from domain.errors import (
     NOT_FOUND,
     QmdError,
 )
-from domain.metadata import as_json
-from domain.model import CollectionCatalog, DocumentMeta, SearchResult, SubQuery
+from domain.model import CollectionCatalog, DocumentMeta, SearchResult, SubQuery, metadata_as_json
 from domain.paths import decode_uri_component, expand_reserved
 from domain.profiles import SEED_000
 from domain.scoring import js_round
@@ -344,7 +343,7 @@ class SpecSurface(BaseSurface):
             for item, result in zip(payload["structuredContent"]["results"], results, strict=True):
                 fields = found.get(result.document.meta.id)
                 if fields:
-                    item["metadata"] = as_json(fields)
+                    item["metadata"] = metadata_as_json(fields)
         return payload
 
     def _within(self, args: dict[str, Any], collections: list[str]) -> frozenset[int] | None:

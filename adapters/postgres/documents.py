@@ -13,12 +13,11 @@ from psycopg import sql
 from adapters.postgres.batch import unique_runs, upsert_batch
 from adapters.postgres.connection import PgConnections, pyformat
 from adapters.postgres.fts import fts_params, fts_row_sql
-from adapters.storage.sql_catalog import Catalog
 from adapters.storage.sql_documents import TIDY_SHARE, DocumentDialect, DocumentWrites, Writing
 from adapters.storage.sql_rows import META_COLUMNS as _META_COLUMNS
 from adapters.storage.sql_rows import META_FROM as _META_FROM
 from adapters.storage.sql_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUNT
-from adapters.storage.sql_rows import escape_like
+from adapters.storage.sql_rows import Catalog, escape_like
 from adapters.storage.sql_rows import meta_from_row as _meta
 from adapters.storage.sql_vectors import EMBEDDED_BY_MODEL, VECTOR_COUNT
 from domain.errors import CONFLICT, QmdError

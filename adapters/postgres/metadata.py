@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.postgres.connection import PgConnections
+from adapters.storage.sql_rows import metadata_from_text, metadata_text
 from domain.filters import AllOf, HasKey, HasValue, MetaValue, Probe
-from domain.metadata import as_json, from_json
+from domain.model import metadata_from_json
 
 
 def _probe_sql(probe: Probe, params: list[Any]) -> str:
@@ -39,7 +40,7 @@ class PgMetadata(PgConnections):
     def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
         """Replace the metadata of the active document at (collection, path), if any; an
         unchanged value is not rewritten (no dead tuple per unchanged document on update)."""
-        encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
+        encoded = metadata_text(metadata)
         self._execute(
             "INSERT INTO py_document_metadata (doc_id, metadata) SELECT d.id, %s "
             "FROM documents d WHERE d.collection = %s AND d.path = %s AND d.active = 1 "
@@ -53,10 +54,7 @@ class PgMetadata(PgConnections):
     ) -> None:
         """One statement for the lot (a batch of `upsert_documents`, REQ-INDEX-BATCH-001);
         a path given twice keeps its last metadata, as `put_metadata` in turn would."""
-        last = {
-            path: json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
-            for path, metadata in entries
-        }
+        last = {path: metadata_text(metadata) for path, metadata in entries}
         if not last:
             return
         self._execute(
@@ -88,18 +86,13 @@ class PgMetadata(PgConnections):
         if narrowing is not None:
             statement += f" AND {_probe_sql(narrowing, params)}"
         rows = json.loads(str(self._scalar(statement, params) or "[]"))
-        return [(int(i), from_json(raw) if isinstance(raw, dict) else {}) for i, raw in rows]
+        return [
+            (int(i), metadata_from_json(raw) if isinstance(raw, dict) else {}) for i, raw in rows
+        ]
 
     def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
         rows = self._query(
             "SELECT doc_id, metadata FROM py_document_metadata WHERE doc_id = ANY(%s)",
             (sorted({int(i) for i in ids}),),
         )
-        found: dict[int, dict[str, MetaValue]] = {}
-        for doc_id, text in rows:
-            try:
-                raw = json.loads(str(text))
-            except ValueError:
-                raw = None
-            found[int(doc_id)] = from_json(raw) if isinstance(raw, dict) else {}
-        return found
+        return {int(doc_id): metadata_from_text(text) for doc_id, text in rows}

@@ -21,10 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from adapters.sqlite.driver import Connection, ConnectionPart
+from adapters.storage.sql_rows import metadata_from_text, metadata_text
+from domain.model import metadata_from_json
 
-# the metadata codec (domain.metadata) is imported where metadata is read or written, and the
-# filter code (domain.filters) with the first filtered search: the index opens with this part,
-# and a command that shows no metadata (`qmd search`) loads neither
+# the filter code (domain.filters) is imported with the first filtered search: the index
+# opens with this part, and a command that filters nothing (`qmd search`) never loads it
 if TYPE_CHECKING:
     from domain.filters import MetaValue, Probe
 
@@ -116,16 +117,6 @@ def has_metadata_table(conn: Connection) -> bool:
     return found
 
 
-def _decode(text: Any) -> dict[str, MetaValue]:
-    from domain.metadata import from_json
-
-    try:
-        raw = json.loads(str(text))
-    except ValueError:
-        return {}
-    return from_json(raw) if isinstance(raw, dict) else {}
-
-
 def _kind_value(value: object) -> tuple[int, object]:
     if isinstance(value, bool):
         return 2, int(value)
@@ -169,10 +160,8 @@ class SqliteMetadata(ConnectionPart):
     PostgreSQL."""
 
     def put_metadata(self, collection: str, path: str, metadata: Mapping[str, MetaValue]) -> None:
-        from domain.metadata import as_json
-
         conn = self._conn
-        encoded = json.dumps(as_json(metadata), ensure_ascii=False, separators=(",", ":"))
+        encoded = metadata_text(metadata)
         if not has_metadata_table(conn):
             ensure_metadata_table(conn)
         else:
@@ -202,8 +191,6 @@ class SqliteMetadata(ConnectionPart):
         """Every active document's metadata (with `narrowing`, those meeting it, read through the
         pairs table when the index has one), fetched as ONE JSON array built by SQLite and decoded
         by one `json.loads` (per-row decoding was most of a filtered search's cost)."""
-        from domain.metadata import from_json
-
         conn = self._conn
         joined = has_metadata_table(conn)
         value = "COALESCE(m.metadata, '{}')" if joined else "'{}'"
@@ -230,7 +217,8 @@ class SqliteMetadata(ConnectionPart):
         except ValueError:
             return []
         return [
-            (int(doc_id), from_json(raw) if isinstance(raw, dict) else {}) for doc_id, raw in rows
+            (int(doc_id), metadata_from_json(raw) if isinstance(raw, dict) else {})
+            for doc_id, raw in rows
         ]
 
     def metadata_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, MetaValue]]:
@@ -246,5 +234,5 @@ class SqliteMetadata(ConnectionPart):
                 f"WHERE doc_id IN ({','.join('?' * len(part))})",
                 part,
             ):
-                found[int(doc_id)] = _decode(text)
+                found[int(doc_id)] = metadata_from_text(text)
         return found

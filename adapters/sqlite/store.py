@@ -19,9 +19,8 @@ from adapters.sqlite.lexical import SqliteLexical
 from adapters.sqlite.metadata import SqliteMetadata, delete_orphaned_metadata
 from adapters.sqlite.schema import ensure_schema
 from adapters.sqlite.vectors import PREFILTER_MIN_VECTORS, SqliteVectors
-from adapters.storage.sql_catalog import Catalog
 from adapters.storage.sql_documents import TIDY_SHARE, DocumentDialect, DocumentWrites, Writing
-from adapters.storage.sql_rows import LLM_CACHE_KEEP, escape_like
+from adapters.storage.sql_rows import LLM_CACHE_KEEP, Catalog, escape_like
 from adapters.storage.sql_rows import META_FROM as _META_FROM
 from adapters.storage.sql_rows import meta_from_row as _meta
 from adapters.storage.sql_rows import now_iso as _now_iso

@@ -5,7 +5,6 @@ as a file or a schema would."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -18,9 +17,8 @@ from typing import Any
 
 from adapters.storage.backend import Backend, IndexDump, Table
 from adapters.storage.sql_extraction import cache_params, state_params
-from adapters.storage.sql_rows import collection_params
+from adapters.storage.sql_rows import collection_params, metadata_text
 from domain.errors import INVALID_ARGUMENT, QmdError
-from domain.metadata import as_json
 from tests.fakes import (
     InMemoryChunkIndex,
     InMemoryExtractionLedger,
@@ -185,7 +183,7 @@ class MemoryDump:
             ],
             "store_config": lambda: sorted(store._config.items()),
             "py_document_metadata": lambda: [
-                (doc_id, json.dumps(as_json(meta), ensure_ascii=False, separators=(",", ":")))
+                (doc_id, metadata_text(meta))
                 for doc_id, meta in sorted(store._metadata.items())
                 if doc_id in store._rows
             ],
