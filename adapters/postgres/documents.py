@@ -13,6 +13,7 @@ from psycopg import sql
 from adapters.postgres.batch import unique_runs, upsert_batch
 from adapters.postgres.connection import PgConnections, pyformat
 from adapters.postgres.fts import fts_params, fts_row_sql
+from adapters.postgres.tsvector import Lexemes
 from adapters.storage.sql_catalog import Catalog
 from adapters.storage.sql_documents import TIDY_SHARE, DocumentDialect, DocumentWrites, Writing
 from adapters.storage.sql_rows import META_COLUMNS as _META_COLUMNS
@@ -59,6 +60,14 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
 
     _INSERTION_ORDER = "ord"
     _temp_allowed: bool | None = None  # asked on the first batch
+
+    @property
+    def _lexemes(self) -> Lexemes:
+        """The words this index's batches met, and their lexemes (postgres/tsvector.py)."""
+        known: Lexemes | None = getattr(self, "_known_lexemes", None)
+        if known is None:
+            known = self._known_lexemes = Lexemes()
+        return known
 
     def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._query(pyformat(statement), params)
@@ -127,7 +136,7 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
             if not self._may_stage(conn):
                 return super().upsert_documents(collection, documents)
             for run in unique_runs(documents):
-                outcomes += upsert_batch(conn, collection, run)
+                outcomes += upsert_batch(conn, collection, run, self._lexemes)
         return outcomes
 
     def _may_stage(self, conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
