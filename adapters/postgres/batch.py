@@ -26,11 +26,13 @@ interrupted run leaves the batches committed before it, each whole.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from typing import Any
 
 import psycopg
 
-from adapters.postgres.bulk import copy_rows
+from adapters.postgres.bulk import copy_buffer, copy_data
 from adapters.postgres.fts import TOKEN_COUNT, fts_params, fts_vector_sql
 from adapters.postgres.tsvector import Lexemes, document_words
 from domain.ports import DocumentWrite, UpsertOutcome
@@ -64,6 +66,11 @@ _CREATE_STAGING = (
     + ") ON COMMIT DELETE ROWS"
 )
 _B = f"pg_temp.{_STAGING}"
+# A batch of at least _ROUNDS * _ROUND_MIN documents to write is written in _ROUNDS rounds
+# (a fixed number of statements still), each round's rows put together while the server
+# writes the previous one's.
+_ROUNDS = 4
+_ROUND_MIN = 32
 
 
 def unique_runs(documents: Sequence[DocumentWrite]) -> list[list[DocumentWrite]]:
@@ -112,8 +119,37 @@ def upsert_batch(
             continue
         outcomes.append(UpsertOutcome("indexed" if kind == _NEW else "updated"))
         written.append((ord_, kind, doc_id, d))
+    if not written:
+        return outcomes
     texts = [document_words(collection, d.path, d.title, d.body) for *_, d in written]
     lexemes.learn(conn, (part for parts in texts for part in parts))
+    # the staging table emptied of an earlier batch of the same transaction
+    conn.execute(f"{_CREATE_STAGING}; DELETE FROM {_B}")
+    count = _ROUNDS if len(written) >= _ROUNDS * _ROUND_MIN else 1
+    bounds = [len(written) * n // count for n in range(count + 1)]
+    rounds = [(written[start:end], texts[start:end]) for start, end in pairwise(bounds)]
+    # the next round's rows are put together while the server writes this round's: the
+    # client's work and the server's overlap (on two cores, at the same time)
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        coming = worker.submit(_staged, collection, lexemes, *rounds[0])
+        for n in range(count):
+            staged, copied = coming.result()
+            if n + 1 < count:
+                coming = worker.submit(_staged, collection, lexemes, *rounds[n + 1])
+            if n:
+                conn.execute(f"DELETE FROM {_B}")
+            copy_data(conn, _STAGING, _STAGING_COLUMNS, copied)
+            _write_round(conn, collection, any(row[1] == _NEW for row in staged))
+    return outcomes
+
+
+def _staged(
+    collection: str,
+    lexemes: Lexemes,
+    written: Sequence[tuple[int, int, int | None, DocumentWrite]],
+    texts: Sequence[Sequence[Sequence[str]]],
+) -> tuple[list[tuple[Any, ...]], bytes]:
+    """A round's staging rows, and their COPY data."""
     staged: list[tuple[Any, ...]] = []
     for (ord_, kind, doc_id, d), parts in zip(written, texts, strict=True):
         row = lexemes.build(parts)
@@ -134,11 +170,11 @@ def upsert_batch(
                 *(folded or (None, None, None)),
             )
         )
-    if not staged:
-        return outcomes
-    conn.execute(_CREATE_STAGING)
-    conn.execute(f"DELETE FROM {_B}")  # an earlier batch of the same transaction
-    copy_rows(conn, _STAGING, _STAGING_COLUMNS, staged)
+    return staged, copy_buffer(_STAGING_COLUMNS, staged)
+
+
+def _write_round(conn: psycopg.Connection[tuple[Any, ...]], collection: str, new: bool) -> None:
+    """The staged rows written: bodies, changed rows, new rows, full-text rows."""
     # a body is stored once; two documents of the batch sharing it store the first one's date
     conn.execute(
         "INSERT INTO content (hash, doc, created_at) SELECT hash, body, modified_at FROM ("
@@ -150,7 +186,7 @@ def upsert_batch(
         f"UPDATE documents d SET title = b.title, hash = b.hash, modified_at = b.modified_at"
         f" FROM {_B} b WHERE d.id = b.id AND b.kind <> {_NEW}"
     )
-    if any(row[1] == _NEW for row in staged):
+    if new:
         # ids in the batch's order, as row by row; ON CONFLICT: an inactive row comes back
         conn.execute(
             "WITH added AS (INSERT INTO documents"
@@ -169,4 +205,3 @@ def upsert_batch(
         f" FROM (SELECT b.id, COALESCE(b.tsv::tsvector, {vector}) AS t, b.len AS n FROM {_B} b"
         " ORDER BY b.id) s ON CONFLICT (id) DO UPDATE SET tsv = excluded.tsv, len = excluded.len"
     )
-    return outcomes
