@@ -151,3 +151,17 @@ def test_a_role_without_temporary_tables_writes_its_batches_row_by_row() -> None
         ]
         assert outcomes[0] == outcomes[1] == ["indexed"] * 40
         assert _figures(staged) == _figures(plain)
+
+
+def test_a_batch_commits_without_waiting_for_the_disk_and_only_its_own_transaction() -> None:
+    """SQLite's WAL with `synchronous = NORMAL`: an indexing run's commits do not wait for
+    the WAL flush (a crash may lose the last ones whole); the setting ends with the batch's
+    transaction, other work keeps the server's."""
+    with _index() as index:
+        with index.transaction(), index.connection() as conn:
+            before = conn.execute("SHOW synchronous_commit").fetchone()
+            index.upsert_documents("c", _documents(3, 6))
+            during = conn.execute("SHOW synchronous_commit").fetchone()
+        with index.connection() as conn:
+            after = conn.execute("SHOW synchronous_commit").fetchone()
+    assert (before, during, after) == (("on",), ("off",), ("on",))
