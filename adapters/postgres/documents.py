@@ -60,11 +60,12 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
 
     _INSERTION_ORDER = "ord"
     _temp_allowed: bool | None = None  # asked on the first batch
+    _known_lexemes: Lexemes | None = None  # an indexing run's words (tsvector.py)
 
     @property
     def _lexemes(self) -> Lexemes:
         """The words this index's batches met, and their lexemes (postgres/tsvector.py)."""
-        known: Lexemes | None = getattr(self, "_known_lexemes", None)
+        known = self._known_lexemes
         if known is None:
             known = self._known_lexemes = Lexemes()
         return known
@@ -157,6 +158,7 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
         486 pages there, and a two-word search read them all (1.4 ms, 0.03 ms once folded).
         Without statistics the planner guessed: it scanned every row for a prefix word, and
         every document of a collection it took for one document."""
+        self._known_lexemes = None  # the run's words, remembered no longer than the run
         if documents_written <= 0:
             return
         large = documents_written * TIDY_SHARE >= self.total_documents()

@@ -51,8 +51,9 @@ _WEIGHT_LETTERS = "DCBA"
 # ":<position><weight>" for every position, per column: a lexeme and its position are
 # joined by `str.__add__` in C (`format` per word cost twice as much)
 _SUFFIXES = tuple([f":{n}{letter}" for n in range(_LAST_POSITION)] for letter in ("C", "B", ""))
-# a process indexing many distinct words forgets them all past this many (they are asked again)
-_MAX_REMEMBERED = 500_000
+# a run meeting more distinct words forgets them all past this many (they are asked again);
+# the index forgets them at the end of every run (`tidy_lexical_index`)
+_MAX_REMEMBERED = 200_000
 
 
 def quoted(lexeme: str) -> str:

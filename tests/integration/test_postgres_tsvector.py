@@ -17,6 +17,7 @@ from adapters.postgres.fts import TOKEN_COUNT, fts_params, fts_vector_sql
 from adapters.postgres.store import PostgresIndex
 from adapters.postgres.tsquery import fold
 from adapters.postgres.tsvector import Lexemes, document_words, words
+from domain.ports import DocumentWrite
 from tests.postgres_server import drop_schema, fresh_schema_url
 
 pytestmark = pytest.mark.postgres
@@ -114,3 +115,18 @@ def test_a_word_learnt_once_is_not_asked_again() -> None:
         trace.seek(0)
         assert trace.read() == ""
         assert lexemes.build([["running"], ["api"], []]) == ("'run':1C 'api':3B", 2)
+
+
+def test_an_index_forgets_the_words_of_a_run_when_the_run_ends() -> None:
+    """A long-lived server holds no run's vocabulary between runs."""
+    url, schema = fresh_schema_url()
+    index = PostgresIndex.open(url, env={})
+    try:
+        with index.transaction():
+            index.upsert_documents("c", [DocumentWrite("a.md", "A", "h", "some words", "t", "t")])
+        assert index._known_lexemes is not None
+        index.tidy_lexical_index(1)
+        assert index._known_lexemes is None
+    finally:
+        index.close()
+        drop_schema(schema)
