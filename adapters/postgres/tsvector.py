@@ -7,8 +7,9 @@ stemmer over every word of the path, the title and the body), then a count of it
 so here each distinct word is analysed once by the server (`to_tsvector` of that word alone,
 as `fold` writes it) and remembered; a document's row is then put together from its words'
 lexemes as `to_tsvector`, `setweight`, `||` and `ts_delete` put it together (for the
-common document in C-level loops: `map`, `join`), and sent as and sent in
-tsvector's binary form with its token count.
+common document in C-level loops: `map`, `join`), and sent as tsvector's text, which the
+server reads for a fraction of what `to_tsvector` costs, with its token count. Only a word the
+run has not met is folded (`fold`'s regular expressions ran over every text before).
 
 Why a word can be analysed alone: `fold` leaves only letters, digits and single spaces, and
 PostgreSQL's parser starts afresh after a space (every token type that spans more than
@@ -78,7 +79,7 @@ _ASCII_SPACES = str.maketrans(
 _PLAIN_VECTOR = re.compile(r"('[^'\\]*'):1")
 
 
-def _folded(word: str) -> str:
+def fold_word(word: str) -> str:
     """`fold` of one word (`fold` rewrites only words of two characters or ending in `s` or
     `y`). The separator is appended to the folded text unfolded, and fold leaves it alone."""
     if len(word) > 2 and word[-1] not in "sSyY":
@@ -133,7 +134,7 @@ class Lexemes:
         for i, lexeme, positions in conn.execute(
             "SELECT w.i, v.lexeme, v.positions FROM unnest(%s::text[]) WITH ORDINALITY w(t, i),"
             f" LATERAL unnest(to_tsvector('{TS_CONFIG}', w.t)) v",
-            ([_folded(word) for word in other],),
+            ([fold_word(word) for word in other],),
         ).fetchall():
             found.setdefault(int(i) - 1, []).extend((int(p), quoted(lexeme)) for p in positions)
         for i, word in enumerate(other):
@@ -145,7 +146,7 @@ class Lexemes:
         rows = conn.execute(
             f"SELECT to_tsvector('{TS_CONFIG}', w)::text FROM unnest(%s::text[]) WITH ORDINALITY"
             " u(w, i) ORDER BY i",
-            ([_folded(word) for word in asked],),
+            ([fold_word(word) for word in asked],),
         ).fetchall()
         return [str(row[0]) for row in rows]
 

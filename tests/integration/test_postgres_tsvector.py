@@ -5,6 +5,7 @@ every kind PostgreSQL's parser tells apart, and past its limits (REQ-INDEX-BATCH
 from __future__ import annotations
 
 import random
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +17,8 @@ from adapters.postgres.bulk import copy_rows
 from adapters.postgres.fts import TOKEN_COUNT, fts_params, fts_vector_sql
 from adapters.postgres.store import PostgresIndex
 from adapters.postgres.tsquery import fold
-from adapters.postgres.tsvector import Lexemes, document_words, words
+from adapters.postgres.tsvector import Lexemes, fold_word, document_words, words
+from domain.lexquery import space_cjk
 from domain.ports import DocumentWrite
 from tests.postgres_server import drop_schema, fresh_schema_url
 
@@ -69,6 +71,8 @@ def test_a_text_folds_word_by_word() -> None:
     for path, title, body in [*_texts(3, 200), (ascii_text, ascii_text.upper(), "")]:
         for text in (path, title, body):
             assert fold(text) == " ".join(fold(word) for word in words(text)), text
+            assert words(text) == re.findall(r"[^\W_]+", space_cjk(text)), text
+            assert [fold_word(word) for word in words(text)] == [fold(w) for w in words(text)]
 
 
 def test_the_row_built_here_is_the_row_the_server_builds() -> None:
