@@ -17,7 +17,7 @@ from adapters.postgres.bulk import copy_rows
 from adapters.postgres.fts import TOKEN_COUNT, fts_params, fts_vector_sql
 from adapters.postgres.store import PostgresIndex
 from adapters.postgres.tsquery import fold
-from adapters.postgres.tsvector import Lexemes, fold_word, document_words, words
+from adapters.postgres.tsvector import Lexemes, document_words, fold_word, words
 from domain.lexquery import space_cjk
 from domain.ports import DocumentWrite
 from tests.postgres_server import drop_schema, fresh_schema_url
