@@ -49,6 +49,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -267,11 +268,24 @@ def index_documents(index: Any, corpus: Corpus) -> tuple[float, list[str]]:
     return spent + time.perf_counter() - started, hashes
 
 
+def backend_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a local process has used, from /proc (0.0 where there is
+    none: a server on another machine)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the command's ")"
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def index_side_by_side(corpus: Corpus, args: argparse.Namespace, work: Path) -> int:
     """`--indexing-only`: both backends index the same batches in turn, the first of each
     pair alternating, so that a shared machine's load falls on both alike (run one after the
     other, a busy spell during one backend's run decides the ratio). Prints both times, the
-    ratio and the load average."""
+    ratio and the load average, and the CPU each spent: this process's own (user + system)
+    and PostgreSQL's server process (read from /proc), so that a loaded machine's figures
+    can still be compared (the wall time there measures the load as much as the work)."""
     import psycopg
 
     path = work / f"side-by-side-{corpus.docs}.sqlite"
@@ -286,7 +300,26 @@ def index_side_by_side(corpus: Corpus, args: argparse.Namespace, work: Path) -> 
         "postgres": PostgresIndex.open(f"{base}?schema={schema}"),
     }
     spent = dict.fromkeys(indexes, 0.0)
+    client_cpu = dict.fromkeys(indexes, 0.0)
+    server_cpu = 0.0
     loads = [load_average()]
+
+    def timed_write(name: str, write: Callable[[], Any]) -> None:
+        nonlocal server_cpu
+        index = indexes[name]
+        started, cpu = time.perf_counter(), time.process_time()
+        pid = 0
+        with index.transaction():
+            if name == "postgres":
+                with index.connection() as conn:
+                    pid = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+                server_started = backend_cpu(pid)
+            write()
+        if pid:  # after the commit, whose deferred trigger folds the lexemes
+            server_cpu += backend_cpu(pid) - server_started
+        spent[name] += time.perf_counter() - started
+        client_cpu[name] += time.process_time() - cpu
+
     try:
         batch: list[DocumentWrite] = []
         turn = 0
@@ -295,10 +328,7 @@ def index_side_by_side(corpus: Corpus, args: argparse.Namespace, work: Path) -> 
             nonlocal turn
             order = list(indexes) if turn % 2 == 0 else list(indexes)[::-1]
             for name in order:
-                started = time.perf_counter()
-                with indexes[name].transaction():
-                    indexes[name].upsert_documents(COLLECTION, batch)
-                spent[name] += time.perf_counter() - started
+                timed_write(name, partial(indexes[name].upsert_documents, COLLECTION, batch))
             batch.clear()
             turn += 1
 
@@ -315,10 +345,7 @@ def index_side_by_side(corpus: Corpus, args: argparse.Namespace, work: Path) -> 
         if batch:
             flush()
         for name, index in indexes.items():
-            started = time.perf_counter()
-            with index.transaction():
-                index.tidy_lexical_index(corpus.docs)
-            spent[name] += time.perf_counter() - started
+            timed_write(name, partial(index.tidy_lexical_index, corpus.docs))
     finally:
         for index in indexes.values():
             index.close()
@@ -327,6 +354,10 @@ def index_side_by_side(corpus: Corpus, args: argparse.Namespace, work: Path) -> 
     print(
         f"{corpus.docs} documents indexed side by side, 1,000 a batch: sqlite "
         f"{spent['sqlite']:.1f} s, postgres {spent['postgres']:.1f} s"
+    )
+    print(
+        f"CPU: sqlite {client_cpu['sqlite']:.1f} s; postgres client {client_cpu['postgres']:.1f}"
+        f" s + server {server_cpu:.1f} s = {client_cpu['postgres'] + server_cpu:.1f} s"
     )
     print(
         f"postgres/sqlite indexing time: {ratio:.2f}x (load average "
@@ -339,6 +370,11 @@ def index_side_by_side(corpus: Corpus, args: argparse.Namespace, work: Path) -> 
                 {
                     "docs": corpus.docs,
                     "index_docs_s": figures,
+                    "cpu_s": {
+                        "sqlite": round(client_cpu["sqlite"], 1),
+                        "postgres_client": round(client_cpu["postgres"], 1),
+                        "postgres_server": round(server_cpu, 1),
+                    },
                     "ratio": round(ratio, 2),
                     "load": [round(x, 1) for x in loads],
                     "machine": machine(),

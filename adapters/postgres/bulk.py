@@ -58,9 +58,7 @@ def copy_rows(
 ) -> int:
     """COPY `rows` into `table`; `columns` are (name, kind), kind one of text, int4, int8,
     bytea, vector."""
-    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
-        sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(name) for name, _ in columns)
-    )
+    statement = _copy_statement(table, columns)
     kinds = [kind for _, kind in columns]
     count = 0
     prefix = struct.pack(">h", len(kinds))
@@ -77,3 +75,31 @@ def copy_rows(
         buffer += _TRAILER
         copy.write(bytes(buffer))
     return count
+
+
+def copy_buffer(columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]) -> bytes:
+    """`rows` as COPY's binary data, whole (for `copy_data`: made apart from the sending,
+    e.g. by another thread)."""
+    kinds = [kind for _, kind in columns]
+    prefix = struct.pack(">h", len(kinds))
+    buffer = bytearray(_HEADER)
+    for row in rows:
+        buffer += prefix
+        for value, kind in zip(row, kinds, strict=True):
+            buffer += _field(value, kind)
+    buffer += _TRAILER
+    return bytes(buffer)
+
+
+def copy_data(
+    conn: psycopg.Connection[Any], table: str, columns: Sequence[tuple[str, str]], data: bytes
+) -> None:
+    """COPY into `table` the binary data `copy_buffer` made."""
+    with conn.cursor() as cur, cur.copy(_copy_statement(table, columns)) as copy:
+        copy.write(data)
+
+
+def _copy_statement(table: str, columns: Sequence[tuple[str, str]]) -> sql.Composed:
+    return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(name) for name, _ in columns)
+    )

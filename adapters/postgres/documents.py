@@ -13,6 +13,7 @@ from psycopg import sql
 from adapters.postgres.batch import unique_runs, upsert_batch
 from adapters.postgres.connection import PgConnections, pyformat
 from adapters.postgres.fts import fts_params, fts_row_sql
+from adapters.postgres.tsvector import Lexemes
 from adapters.storage.sql_documents import TIDY_SHARE, DocumentDialect, DocumentWrites, Writing
 from adapters.storage.sql_rows import META_COLUMNS as _META_COLUMNS
 from adapters.storage.sql_rows import META_FROM as _META_FROM
@@ -58,6 +59,15 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
 
     _INSERTION_ORDER = "ord"
     _temp_allowed: bool | None = None  # asked on the first batch
+    _known_lexemes: Lexemes | None = None  # an indexing run's words (tsvector.py)
+
+    @property
+    def _lexemes(self) -> Lexemes:
+        """The words this index's batches met, and their lexemes (postgres/tsvector.py)."""
+        known = self._known_lexemes
+        if known is None:
+            known = self._known_lexemes = Lexemes()
+        return known
 
     def _select(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._query(pyformat(statement), params)
@@ -126,7 +136,7 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
             if not self._may_stage(conn):
                 return super().upsert_documents(collection, documents)
             for run in unique_runs(documents):
-                outcomes += upsert_batch(conn, collection, run)
+                outcomes += upsert_batch(conn, collection, run, self._lexemes)
         return outcomes
 
     def _may_stage(self, conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
@@ -147,6 +157,7 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
         486 pages there, and a two-word search read them all (1.4 ms, 0.03 ms once folded).
         Without statistics the planner guessed: it scanned every row for a prefix word, and
         every document of a collection it took for one document."""
+        self._known_lexemes = None  # the run's words, remembered no longer than the run
         if documents_written <= 0:
             return
         large = documents_written * TIDY_SHARE >= self.total_documents()
