@@ -39,9 +39,16 @@ SETUP: tuple[tuple[str, ...], ...] = (
     ("context", "add", "qmd://handbook/", "Team handbook: engineering, meetings and notes"),
     ("embed",),
 )
+# A case stops before ranks that the float noise decides (ADR 0058): the original's own AVX2
+# and AVX-512 builds order them differently. `--min-score 0.35` in the first two (ranks 2 and
+# 3 are both 31%), `-n 7` in the fusion (ranks 8 and 9 swap).
 CASES: tuple[tuple[str, ...], ...] = (
-    ("vsearch", "how does a client prove who it is"),
-    ("vsearch", "--format", "json", "-n", "10", "how does a client prove who it is"),
+    ("vsearch", "--min-score", "0.35", "how does a client prove who it is"),
+    (
+        "vsearch",
+        *("--format", "json", "-n", "10", "--min-score", "0.35"),
+        "how does a client prove who it is",
+    ),
     ("vsearch", "--format", "json", "-n", "5", "倒排索引是什么"),
     ("vsearch", "--format", "json", "-n", "5", "what is an inverted index"),
     ("vsearch", "--format", "files", "--all", "--min-score", "0.3", "limiting request rates"),
@@ -51,6 +58,8 @@ CASES: tuple[tuple[str, ...], ...] = (
         "--format",
         "json",
         "--no-rerank",
+        "-n",
+        "7",
         "lex: cache\nvec: how long do cached entries live",
     ),
 )
