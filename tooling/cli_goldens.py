@@ -39,9 +39,16 @@ SETUP: tuple[tuple[str, ...], ...] = (
     ("context", "add", "qmd://handbook/", "Team handbook: engineering, meetings and notes"),
     ("embed",),
 )
+# A case stops before ranks that the float noise decides (ADR 0058): the original's own AVX2
+# and AVX-512 builds order them differently. `--min-score 0.35` in the first two (ranks 2 and
+# 3 are both 31%), `-n 7` in the fusion (ranks 8 and 9 swap).
 CASES: tuple[tuple[str, ...], ...] = (
-    ("vsearch", "how does a client prove who it is"),
-    ("vsearch", "--format", "json", "-n", "10", "how does a client prove who it is"),
+    ("vsearch", "--min-score", "0.35", "how does a client prove who it is"),
+    (
+        "vsearch",
+        *("--format", "json", "-n", "10", "--min-score", "0.35"),
+        "how does a client prove who it is",
+    ),
     ("vsearch", "--format", "json", "-n", "5", "倒排索引是什么"),
     ("vsearch", "--format", "json", "-n", "5", "what is an inverted index"),
     ("vsearch", "--format", "files", "--all", "--min-score", "0.3", "limiting request rates"),
@@ -51,6 +58,8 @@ CASES: tuple[tuple[str, ...], ...] = (
         "--format",
         "json",
         "--no-rerank",
+        "-n",
+        "7",
         "lex: cache\nvec: how long do cached entries live",
     ),
 )
@@ -194,11 +203,13 @@ def run_session(
     return setup, run_steps(command, scratch, env, CASES)
 
 
-# How far a printed cosine may be from the original's (REQ-SEARCH-VEC-002). The same GGUF in
-# node-llama-cpp's llama.cpp (b10361) and llama-cpp-python's gives document vectors at cosine
-# 0.99966-0.99978 to each other (Q8_0 kernels round differently; our own batched and one-by-one
-# vectors differ as much), and printed query-document scores up to 0.0027 apart: 0.005 keeps a
-# margin. A score printed with fewer digits may also round the other way: one more unit.
+# How far a printed cosine may be from the original's (REQ-SEARCH-VEC-002, ADR 0058). With a
+# Q8_0 file any last-bit difference in the code that ran (ggml version, CPU build, batching)
+# comes out as vectors at cosine about 0.9997: ours and the original's are 0.99962-0.99978 apart
+# under every llama-cpp-python setting tried, the original's AVX2 and AVX-512 builds
+# 0.99970-0.99975. Printed scores move by up to 0.0027 (ours) and 0.0029 (the original's two
+# builds): 0.005 keeps a margin. A score printed with fewer digits may also round the other
+# way: one more unit.
 SCORE_TOLERANCE = 0.005
 _SCORES = re.compile(
     r'(?<="score": )-?\d+(?:\.\d+)?'  # --format json

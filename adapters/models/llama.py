@@ -261,7 +261,8 @@ class LlamaEmbedder:
     """`Embedder` over a GGUF embedding model (embeddinggemma, Qwen3-Embedding, BERT family).
 
     `model` is the reference as configured (`hf:…` or a path); it is also the model name
-    stored with every vector.
+    stored with every vector. Each text is embedded in a decode of its own; `batch_size` texts
+    run between two checks of `stop_check`.
     """
 
     def __init__(
@@ -362,9 +363,13 @@ class LlamaEmbedder:
             out: list[list[float]] = []
             for start in range(0, len(texts), self.batch_size):
                 self._stop_check()  # a request given up stops between batches
-                batch = [self._truncate(llm, t) for t in texts[start : start + self.batch_size]]
-                vectors = llm.embed(batch, normalize=True, truncate=True)
-                out.extend([float(x) for x in v] for v in vectors)
+                for text in texts[start : start + self.batch_size]:
+                    # One text per decode, as the original's getEmbeddingFor. Texts packed into
+                    # one decode each attend over the whole packed batch under a mask: the
+                    # floats then depend on the neighbours, and with a 2048-token context the
+                    # attention cost grows with the square of the packed length (ADR 0058).
+                    vector = llm.embed([self._truncate(llm, text)], normalize=True, truncate=True)
+                    out.append([float(x) for x in vector[0]])
             return out
 
 

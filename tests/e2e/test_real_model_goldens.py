@@ -5,9 +5,10 @@ scripts/record_real_cli_goldens.py; here our `qmd` runs the same set-up and the 
 over the same corpus (with the same cached query expansions).
 
 Every byte outside the printed scores must be identical: the ranks, paths, titles, snippets,
-layout. A printed cosine may differ within tooling.cli_goldens.SCORE_TOLERANCE (two llama.cpp
-builds round the Q8_0 kernels differently); scores that come from rank fusion alone (the typed
-`query`) must be identical too. The session (copy, collection add, embed) runs once.
+layout. A printed cosine may differ within tooling.cli_goldens.SCORE_TOLERANCE (with a Q8_0
+file two llama.cpp builds never give the same floats, ADR 0058); scores that come from rank
+fusion alone (the typed `query`) must be identical too. The session (copy, collection add,
+embed) runs once.
 """
 
 from __future__ import annotations
