@@ -311,6 +311,7 @@ def run_ours(
             started = time.perf_counter()
             degraded: dict[str, int] = {}
             for number, (qid, text, judgement) in enumerate(questions, 1):
+                asked, cpu = time.perf_counter(), time.process_time()
                 trace = SearchTrace() if mode == "query+models" else None
                 request = replace(plain, trace=trace)
                 ranked = list(
@@ -324,13 +325,18 @@ def run_ours(
                         "strong_signal": trace.strong_signal,
                         "expansions": trace.expansions,
                         "degraded": [(d.stage, d.reason) for d in trace.degradations],
+                        # what the question cost (nothing much when the LLM cache answered)
+                        "wall_s": time.perf_counter() - asked,
+                        "cpu_s": time.process_time() - cpu,
+                        "load": load_average(),
                     }
                     for stage in _degraded_stages(trace):
                         degraded[stage] = degraded.get(stage, 0) + 1
                     print(
                         f"    {mode} {number}/{len(questions)} {qid}: "
-                        f"{figures.scores[qid]:.3f} ({time.perf_counter() - started:.0f} s, "
-                        f"load {load_average():.1f})",
+                        f"{figures.scores[qid]:.3f} ({figures.details[qid]['wall_s']:.0f} s, "
+                        f"{figures.details[qid]['cpu_s']:.0f} CPU s, load {load_average():.1f}; "
+                        f"{time.perf_counter() - started:.0f} s so far)",
                         file=sys.stderr,
                         flush=True,
                     )
