@@ -28,7 +28,10 @@ sample's figures compare like with like.
 
 Indexes are built once per (set, embedding model) under `--workdir` (default `.cache/quality`,
 git-ignored) and reused by later runs; the LLM cache in each index keeps expansions and rerank
-scores, so a rerun of `query+models` costs little.
+scores, so a rerun of `query+models` costs little. A build that was interrupted (killed, or an
+embed that failed) resumes on the next run: the collection is kept and `qmd embed` embeds only
+the documents still without vectors. The build has no time limit, and pausing the process group
+(SIGSTOP/SIGCONT) while it embeds is harmless.
 
 SciFact's 5,183 abstracts take about 25 minutes to embed with MiniLM on a quiet two-core
 machine and about 3.5 times that with EmbeddingGemma; `--scifact-docs N` indexes a fixed
@@ -49,6 +52,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -181,33 +185,79 @@ def qmd_env(root: Path, model_set: ModelSet) -> dict[str, str]:
     return {**base, **state_env(root, model_set)}
 
 
-def ensure_index(judged: JudgedSet, root: Path, model_set: ModelSet) -> dict[str, float]:
-    """Index and embed `judged`'s corpus under `root` unless an embedded index is there."""
-    done_marker = root / "embedded.json"
+def resumable_build(
+    root: Path, judged: JudgedSet, run_step: Callable[[tuple[str, ...]], str], who: str
+) -> dict[str, float]:
+    """Index and embed `judged`'s corpus under `root` with `run_step` (one `qmd` command,
+    raising BenchError when it fails; returns its stdout), resuming an interrupted build.
+
+    `embedded.json` marks a finished build. `indexed.json` marks a corpus written and added
+    as a collection: a later run after a kill (or a failed embed) keeps that index and runs
+    `qmd embed` again, which embeds only what has no vectors yet, so hours of embedding are
+    not lost. Without `indexed.json` nothing costly was done yet and the build starts clean.
+    Wall and child CPU seconds add up over the runs; a run killed outright adds nothing."""
+    done_marker, indexed_marker = root / "embedded.json", root / "indexed.json"
     if done_marker.is_file():
         return dict(json.loads(done_marker.read_text(encoding="utf-8")))
-    env = qmd_env(root, model_set)
-    corpus = root / "corpus"
-    if corpus.exists():
-        shutil.rmtree(corpus)
-    root.mkdir(parents=True, exist_ok=True)
-    documents = judged.write_corpus(corpus)
-    qmd = str(Path(sys.executable).with_name("qmd"))
-    started = time.perf_counter()
-    for args in (("collection", "add", str(corpus), "--name", judged.collection), ("embed",)):
-        print(f"  ours: qmd {' '.join(args[:2])} ({model_set.embed}) ...", file=sys.stderr)
-        done = subprocess.run(
-            [qmd, *args], env=env, capture_output=True, text=True, timeout=4 * 3600
-        )
-        if done.returncode != 0:
-            raise BenchError(f"qmd {' '.join(args)} failed: {done.stderr[-1500:]}")
-    figures = {
-        "documents": float(documents),
-        "build_s": time.perf_counter() - started,
-        "load_after": load_average(),
-    }
+    if indexed_marker.is_file():
+        figures = dict(json.loads(indexed_marker.read_text(encoding="utf-8")))
+        print(f"  {who}: resuming the build under {root.name}", file=sys.stderr, flush=True)
+    else:
+        if root.exists():
+            shutil.rmtree(root)  # a corpus or collection half made: nothing worth keeping
+        root.mkdir(parents=True)
+        started, cpu = time.perf_counter(), _children_cpu()
+        figures = {"documents": float(judged.write_corpus(root / "corpus"))}
+        run_step(("collection", "add", str(root / "corpus"), "--name", judged.collection))
+        figures["build_s"] = time.perf_counter() - started
+        figures["cpu_s"] = _children_cpu() - cpu
+        figures["runs"] = 0.0
+        indexed_marker.write_text(json.dumps(figures) + "\n", encoding="utf-8")
+    started, cpu = time.perf_counter(), _children_cpu()
+    try:
+        said = run_step(("embed",))
+        print(f"  {who}: {' / '.join(said.strip().splitlines())}", file=sys.stderr, flush=True)
+    finally:
+        figures["build_s"] = figures.get("build_s", 0.0) + time.perf_counter() - started
+        figures["cpu_s"] = figures.get("cpu_s", 0.0) + _children_cpu() - cpu
+        figures["runs"] = figures.get("runs", 0.0) + 1
+        indexed_marker.write_text(json.dumps(figures) + "\n", encoding="utf-8")
+    figures["load_after"] = load_average()
     done_marker.write_text(json.dumps(figures) + "\n", encoding="utf-8")
     return figures
+
+
+def build_line(label: str, built: dict[str, float]) -> str:
+    """One report line for a kept index (older markers lack the CPU time and run count)."""
+    line = f"index ({label}): {int(built['documents'])} docs, "
+    line += f"index + embed {built['build_s']:.0f} s"
+    if "cpu_s" in built:
+        line += f", {built['cpu_s']:.0f} CPU s over {int(built['runs'])} run(s)"
+    return line + f" (load {built['load_after']:.1f} after)"
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the finished child processes (the `qmd` commands) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def ensure_index(judged: JudgedSet, root: Path, model_set: ModelSet) -> dict[str, float]:
+    """Ours: index and embed `judged`'s corpus under `root` unless an embedded index is there
+    (resuming a build that was interrupted)."""
+    env = qmd_env(root, model_set)
+    qmd = str(Path(sys.executable).with_name("qmd"))
+
+    def run_step(args: tuple[str, ...]) -> str:
+        print(f"  ours: qmd {' '.join(args[:2])} ({model_set.embed}) ...", file=sys.stderr)
+        # no time limit: a niced embed of SciFact takes hours, and a run paused with SIGSTOP
+        # must not fail on waking
+        done = subprocess.run([qmd, *args], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BenchError(f"qmd {' '.join(args)} failed: {done.stderr[-1500:]}")
+        return done.stdout
+
+    return resumable_build(root, judged, run_step, "ours")
 
 
 # -- running the modes ------------------------------------------------------------------------
@@ -261,6 +311,7 @@ def run_ours(
             started = time.perf_counter()
             degraded: dict[str, int] = {}
             for number, (qid, text, judgement) in enumerate(questions, 1):
+                asked, cpu = time.perf_counter(), time.process_time()
                 trace = SearchTrace() if mode == "query+models" else None
                 request = replace(plain, trace=trace)
                 ranked = list(
@@ -274,13 +325,18 @@ def run_ours(
                         "strong_signal": trace.strong_signal,
                         "expansions": trace.expansions,
                         "degraded": [(d.stage, d.reason) for d in trace.degradations],
+                        # what the question cost (nothing much when the LLM cache answered)
+                        "wall_s": time.perf_counter() - asked,
+                        "cpu_s": time.process_time() - cpu,
+                        "load": load_average(),
                     }
                     for stage in _degraded_stages(trace):
                         degraded[stage] = degraded.get(stage, 0) + 1
                     print(
                         f"    {mode} {number}/{len(questions)} {qid}: "
-                        f"{figures.scores[qid]:.3f} ({time.perf_counter() - started:.0f} s, "
-                        f"load {load_average():.1f})",
+                        f"{figures.scores[qid]:.3f} ({figures.details[qid]['wall_s']:.0f} s, "
+                        f"{figures.details[qid]['cpu_s']:.0f} CPU s, load {load_average():.1f}; "
+                        f"{time.perf_counter() - started:.0f} s so far)",
                         file=sys.stderr,
                         flush=True,
                     )
@@ -309,26 +365,19 @@ def run_original(
     for role in ("QMD_GENERATE_MODEL", "QMD_RERANK_MODEL"):
         if impl.env[role] == "none":
             impl.env[role] = str(MODELS_DIR / model_set.embed)
-    done_marker = root / "embedded.json"
-    if not done_marker.is_file():
-        corpus = root / "corpus"
-        if corpus.exists():
-            shutil.rmtree(corpus)
-        judged.write_corpus(corpus)
-        started = time.perf_counter()
-        for args in (("collection", "add", str(corpus), "--name", judged.collection), ("embed",)):
-            print(f"  original: qmd {' '.join(args[:2])} ...", file=sys.stderr, flush=True)
-            done, _ = impl.run(*args, timeout=timeout)
-            if done.returncode != 0:
-                raise BenchError(
-                    f"original: qmd {' '.join(args)} exited {done.returncode}: "
-                    f"{(done.stderr + done.stdout)[-1500:]}"
-                )
-        done_marker.write_text(
-            json.dumps({"build_s": time.perf_counter() - started, "load_after": load_average()})
-            + "\n",
-            encoding="utf-8",
-        )
+
+    def run_step(args: tuple[str, ...]) -> str:
+        print(f"  original: qmd {' '.join(args[:2])} ...", file=sys.stderr, flush=True)
+        impl.home.mkdir(parents=True, exist_ok=True)  # a fresh build starts from an empty root
+        done, _ = impl.run(*args, timeout=timeout)
+        if done.returncode != 0:
+            raise BenchError(
+                f"original: qmd {' '.join(args)} exited {done.returncode}: "
+                f"{(done.stderr + done.stdout)[-1500:]}"
+            )
+        return done.stdout[-300:]
+
+    resumable_build(root, judged, run_step, "original")
     searches: dict[str, Callable[[str], list[dict[str, str]]]] = {
         "vsearch": lambda q: [{"type": "vec", "query": q}],
         "query": lambda q: [{"type": "lex", "query": q}, {"type": "vec", "query": q}],
@@ -454,10 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         for model_set in model_sets:
             root = args.workdir / f"{judged.name}-{EMBEDDER_LABEL[model_set.embed]}"
             built = ensure_index(judged, root, model_set)
-            builds.append(
-                f"index ({EMBEDDER_LABEL[model_set.embed]}): {int(built['documents'])} docs, "
-                f"index + embed {built['build_s']:.0f} s (load {built['load_after']:.1f} after)"
-            )
+            builds.append(build_line(EMBEDDER_LABEL[model_set.embed], built))
             wanted = [
                 m for m in modes if m != "query+models" or (model_set.generate and model_set.rerank)
             ]

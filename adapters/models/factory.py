@@ -78,10 +78,16 @@ def models_from_config(
     remote roles need no llama.cpp.
 
     `original_rules` (the 2.8.3 compat server): a local reranker without a ranking head falls
-    back to the original's constant score instead of being asked for yes/no logits.
+    back to the original's constant score instead of being asked for yes/no logits, and a
+    local expander's lines are bounded by the token cap alone (REQ-SEARCH-EXPAND-LINE-001).
     """
     # the adapters' modules only here: commands without models never import them
-    from adapters.models.llama import LlamaEmbedder, LlamaQueryExpander, LlamaReranker
+    from adapters.models.llama import (
+        EXPAND_LINE_TOKENS,
+        LlamaEmbedder,
+        LlamaQueryExpander,
+        LlamaReranker,
+    )
     from adapters.models.remote import RemoteEmbedder, RemoteQueryExpander, RemoteReranker
 
     environ = os.environ if env is None else env
@@ -143,6 +149,8 @@ def models_from_config(
             force_cpu=force_cpu,
             max_tokens=max_tokens,
             stop_check=stop_check,
+            # the compat server generates as the original does: only the token cap
+            line_tokens=None if original_rules else EXPAND_LINE_TOKENS,
         )
     return Models(embedder, reranker, expander, identify=lambda: identity)
 

@@ -69,6 +69,10 @@ type    ::= "lex" | "vec" | "hyde"
 content ::= [^\n]+
 """
 _EXPAND_TYPES: dict[str, SubQueryType] = {"lex": "lex", "vec": "vec", "hyde": "hyde"}
+# The grammar's `content` has no end: a model caught in a loop writes one line until the
+# 600-token cap (Qwen2.5-Coder-1.5B: "remove a directory (remove a directory) (...)" x 40).
+# The default surfaces stop such a runaway line here (REQ-SEARCH-EXPAND-LINE-001).
+EXPAND_LINE_TOKENS = 128
 
 _LOAD_LOCK = threading.Lock()
 log = logging.getLogger("qmd.models")
@@ -484,6 +488,8 @@ class LlamaReranker:
             lambda: {"n_ctx": self.context_size, "n_batch": 512, "logits_all": False},
         )
         self._answer_ids: tuple[int, int] | None = None
+        # prompt tokens evaluated so far, all calls together (what a rerank costs)
+        self.evaluated_tokens = 0
 
     @property
     def model_name(self) -> str:
@@ -553,12 +559,45 @@ class LlamaReranker:
         # The original's budget: context - 512 (template allowance) - query tokens.
         budget = self.context_size - RERANK_QUERY_RESERVE - len(_tokenize(llm, query))
         doc_tokens = _tokenize(llm, doc)[: max(1, budget)]
-        llm.reset()
-        llm.eval(head + doc_tokens + tail)
+        # The head (system, instruction, query) is the same for every candidate of a query:
+        # evaluated once and kept in the KV cache, only the document and tail are evaluated
+        # for the next one (a fifth of the prompts of a tldr query's 30 candidates). The head
+        # is always its own batch, so a candidate's score does not depend on which candidate
+        # came first (a batch's size changes the arithmetic's rounding).
+        if not _keeps_prefix(llm, head):
+            llm.reset()
+            llm.eval(head)
+            self.evaluated_tokens += len(head)
+        llm.eval(doc_tokens + tail)
+        self.evaluated_tokens += len(doc_tokens) + len(tail)
         logits = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
         yes, no = float(logits[yes_id]), float(logits[no_id])
         # softmax over the two answers == sigmoid of their difference
         return 1.0 / (1.0 + math.exp(no - yes))
+
+
+def _keeps_prefix(llm: Any, prefix: Sequence[int]) -> bool:
+    """Whether `llm`'s KV cache holds `prefix` as its first tokens and now holds nothing
+    after it, so evaluation can go on from there.
+
+    Only for a plain attention cache: a sliding-window cache (gemma-3) drops old positions and
+    a recurrent state cannot be cut back, so those models evaluate the whole prompt again.
+    """
+    llama_cpp = import_llama_cpp()
+    n = len(prefix)
+    if not n or llm.n_tokens < n or list(llm.input_ids[:n]) != list(prefix):
+        return False
+    if getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False):
+        return False
+    if llama_cpp.llama_model_n_swa(llm.model) > 0:
+        return False
+    memory = llama_cpp.llama_get_memory(llm._ctx.ctx)
+    if memory is None or llama_cpp.llama_memory_seq_pos_min(memory, 0) != 0:
+        return False
+    if not llama_cpp.llama_memory_seq_rm(memory, 0, n, -1):
+        return False
+    llm.n_tokens = n
+    return True
 
 
 # ---------------------------------------------------------------------------- query expansion
@@ -630,6 +669,7 @@ class LlamaQueryExpander:
         force_cpu: bool = False,
         n_threads: int | None = None,
         stop_check: Callable[[], None] = never_given_up,
+        line_tokens: int | None = EXPAND_LINE_TOKENS,
     ) -> None:
         self._name = model
         self._stop_check = stop_check
@@ -638,6 +678,8 @@ class LlamaQueryExpander:
         )
         self._cache = cache
         self.max_tokens = max_tokens
+        # None: only `max_tokens` bounds a line (the original's rule, for the compat server)
+        self.line_tokens = line_tokens
         self.sampling = {
             "temperature": temperature,
             "top_k": top_k,
@@ -717,16 +759,39 @@ class LlamaQueryExpander:
                     return True
                 return False
 
+            stops: list[Callable[[Any, Any], bool]] = [stop_if_given_up]
+            if self.line_tokens is not None:
+                stops.append(_LineBudget(llm, self.line_tokens))
             result = llm(
                 prompt,
                 max_tokens=self.max_tokens,
                 grammar=self._grammar,
-                stopping_criteria=llama_cpp.StoppingCriteriaList([stop_if_given_up]),
+                stopping_criteria=llama_cpp.StoppingCriteriaList(stops),
                 **self.sampling,
             )
             if given_up:
                 raise given_up[0]
             return str(result["choices"][0]["text"])
+
+
+class _LineBudget:
+    """A stopping criterion: True once the generated text's current line has run `limit`
+    tokens without a newline. What was written until then is parsed as at the token cap."""
+
+    def __init__(self, llm: Any, limit: int) -> None:
+        self._llm = llm
+        self._limit = limit
+        self._seen: int | None = None  # input tokens already looked at (the prompt, at first)
+        self._run = 0
+
+    def __call__(self, tokens: Any, _logits: Any) -> bool:
+        if self._seen is None:
+            self._seen = len(tokens)  # asked first with the prompt alone
+        for token in tokens[self._seen :]:
+            piece = bytes(self._llm.detokenize([int(token)]))
+            self._run = 0 if b"\n" in piece else self._run + 1
+        self._seen = len(tokens)
+        return self._run >= self._limit
 
 
 def _encode_expansion(items: Sequence[SubQuery]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -140,6 +141,19 @@ def test_bench_quality_runs_a_model_set_on_a_slice(tmp_path: Path) -> None:
     # a second run reuses the kept index instead of embedding again
     again = run_bench([*command], timeout=300)
     assert "ours: qmd embed" not in again.stderr
+    # a build killed mid-embed (no finished marker, two documents without vectors) resumes:
+    # the same collection, only the two embedded, nothing added or embedded twice
+    root = tmp_path / "tldr-20-minilm"
+    (root / "embedded.json").unlink()
+    with sqlite3.connect(root / "cache" / "qmd" / "index.sqlite") as db:
+        hashes = [r[0] for r in db.execute("SELECT DISTINCT hash FROM content_vectors LIMIT 2")]
+        db.executemany("DELETE FROM content_vectors WHERE hash = ?", [(h,) for h in hashes])
+    resumed = run_bench([*command], timeout=600)
+    assert "ours: qmd collection add" not in resumed.stderr
+    assert "Embedding 2 document(s)" in resumed.stderr, resumed.stderr
+    assert "index (minilm): 23 docs" in resumed.stdout
+    assert json.loads((root / "indexed.json").read_text(encoding="utf-8"))["runs"] == 2
+    assert "ours: qmd embed" not in run_bench([*command], timeout=300).stderr
 
 
 def test_bench_http_runs_for_ours(tmp_path: Path) -> None:
