@@ -35,12 +35,15 @@ declare -A BG_START=()
 background() {
   local name=$1
   shift
-  BG_START[$name]=$SECONDS
+  BG_START[$name]=$((SECONDS - SETUP_START))
+  # the step writes its own duration ($LOGS/NAME.secs): it may end long before it is awaited
+  local run=(bash -c 'start=$SECONDS; rc=0; "${@:2}" || rc=$?; echo $((SECONDS - start)) >"$1"; exit $rc'
+    "$name" "$LOGS/$name.secs" "$@")
   # a process group of its own (setsid), so that cleanup stops the compilers it started too
   if command -v setsid >/dev/null; then
-    setsid "$@" >"$LOGS/$name.log" 2>&1 &
+    setsid "${run[@]}" >"$LOGS/$name.log" 2>&1 &
   else
-    "$@" >"$LOGS/$name.log" 2>&1 &
+    "${run[@]}" >"$LOGS/$name.log" 2>&1 &
   fi
   BG_PID[$name]=$!
 }
@@ -51,7 +54,7 @@ await() {
   shift
   wait "${BG_PID[$name]}" || rc=$?
   unset "BG_PID[$name]"
-  TIMES+=("$name $((SECONDS - BG_START[$name]))s (background, finished at $((SECONDS - SETUP_START))s)")
+  TIMES+=("$name $(cat "$LOGS/$name.secs" 2>/dev/null || echo '?')s (background, from ${BG_START[$name]}s)")
   for allowed in "$@"; do
     ((rc == allowed)) && return "$rc"
   done
