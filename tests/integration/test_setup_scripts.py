@@ -63,10 +63,11 @@ def test_two_set_ups_at_once_build_the_wheel_once(tmp_path: Path) -> None:
     assert sum("reusing" in out for out in outputs) == 1, outputs
     # The build announces the time README.md gives, as measured (issue 36: both said "about 5
     # minutes" where cold set-ups took 730 s and 805 s), and says how long it really took.
-    measured = re.search(r"from source \(once; (\d+ to \d+) minutes", README.read_text())
+    # CPU time: the wall time depends on what else the cores run (issue 35).
+    measured = re.search(r"from source \(once; (\d+) CPU-minutes", README.read_text())
     assert measured, "README.md no longer gives the measured build time"
     built = next(out for out in outputs if "reusing" not in out)
-    assert f"(measured {measured.group(1)} min on 2 busy cores" in built, built
+    assert f"(measured {measured.group(1)} CPU-minutes" in built, built
     assert re.search(r"^built in \d+ s$", built, re.MULTILINE), built
     assert sorted(p.name for p in (tmp_path / "wheels").glob("*.whl")) == [
         "llama_cpp_python-9.9.9-cp3-none-any.whl"
