@@ -12,6 +12,8 @@
 #      CMAKE_BUILD_PARALLEL_LEVEL (default: nproc).
 #
 #   scripts/install_llama.sh --wheel-dir   # print the wheel cache folder and exit
+#   scripts/install_llama.sh --build-only  # build (or find) the wheel, install nothing: setup.sh
+#                                          # runs this beside its other steps, then installs
 #
 # Two set-ups at once (two clones, two CI jobs on one machine) build the wheel once: the build
 # runs under an exclusive lock (flock on $WHEEL_DIR/.build.lock); the second waits, then reuses.
@@ -29,6 +31,8 @@ if [[ "${1:-}" == "--wheel-dir" ]]; then
     echo "$WHEEL_DIR"
     exit 0
 fi
+BUILD_ONLY=0
+[[ "${1:-}" == "--build-only" ]] && BUILD_ONLY=1
 
 installed="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))' 2>/dev/null || true)"
 if [[ "$installed" == "$VERSION" && -z "${QMD_LLAMA_REINSTALL:-}" ]]; then
@@ -36,11 +40,18 @@ if [[ "$installed" == "$VERSION" && -z "${QMD_LLAMA_REINSTALL:-}" ]]; then
     exit 0
 fi
 
+# Only the libraries the Python bindings load (libllama, libggml*): no multimodal library
+# (LLAVA_BUILD=OFF; nothing here reads images or audio) and no llama-common (chat parsers,
+# argument parsing, an HTTP client; the bindings never load it). llama-cpp-python forces
+# LLAMA_BUILD_COMMON on, so scripts/llama_no_common.cmake turns it off inside llama.cpp's own
+# project. 74 objects to compile instead of 178 (CONTRIBUTING.md, "CI's time").
+LEAN="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAVA_BUILD=OFF"
+LEAN="$LEAN -DCMAKE_PROJECT_llama.cpp_INCLUDE_BEFORE=$PWD/scripts/llama_no_common.cmake"
 if [[ -n "${QMD_LLAMA_CUDA:-}" ]]; then
-    FLAGS="-DGGML_CUDA=on -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF"
+    FLAGS="-DGGML_CUDA=on $LEAN"
 else
     # No -march=native: the wheel must run on any x86-64 CI runner with AVX2, not only this CPU.
-    FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF"
+    FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON $LEAN"
 fi
 mkdir -p "$WHEEL_DIR"
 
@@ -59,7 +70,7 @@ fi
 shopt -s nullglob
 wheels=("$WHEEL_DIR"/llama_cpp_python-"$VERSION"-*.whl)
 if (( ${#wheels[@]} == 0 )); then
-    echo "building llama-cpp-python $VERSION wheel (measured 12 to 14 min on 2 busy cores; less on more) with: $FLAGS"
+    echo "building llama-cpp-python $VERSION wheel (measured 5 CPU-minutes, user+sys; the wall time depends on how busy the cores are) with: $FLAGS"
     start=$SECONDS
     CMAKE_ARGS="${CMAKE_ARGS:-$FLAGS}" \
     CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
@@ -71,6 +82,10 @@ else
     echo "reusing ${wheels[0]}"
 fi
 
+if (( BUILD_ONLY )); then
+    echo "wheel ready: ${wheels[0]}"
+    exit 0
+fi
 "$PYTHON" -m pip install --force-reinstall --no-deps "${wheels[0]}"
 # The wheel's own runtime deps (numpy, typing-extensions, diskcache, jinja2) come from PyPI.
 "$PYTHON" -m pip install "numpy>=1.20" "typing-extensions>=4.5" "diskcache>=5.6.1" "jinja2>=2.11.3"

