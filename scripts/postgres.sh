@@ -106,7 +106,8 @@ free_port() {
   "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-port_of() { sed -n 's/^port = \([0-9]*\).*/\1/p' "$DATA/postgresql.auto.conf" 2>/dev/null | tail -1; }
+# ALTER SYSTEM rewrites the file with quoted values (port = '5432'): read both forms
+port_of() { sed -n "s/^port = '\{0,1\}\([0-9]*\).*/\1/p" "$DATA/postgresql.auto.conf" 2>/dev/null | tail -1; }
 
 # The superuser's password: made once, 32 hex digits (nothing a URL must escape), in a file
 # only its owner reads (the server's user, which initdb runs as; root reads it too).

@@ -9,6 +9,7 @@ import random
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import psycopg
 import pytest
@@ -165,3 +166,24 @@ def test_a_batch_commits_without_waiting_for_the_disk_and_only_its_own_transacti
         with index.connection() as conn:
             after = conn.execute("SHOW synchronous_commit").fetchone()
     assert (before, during, after) == (("on",), ("off",), ("on",))
+
+
+def test_a_run_that_doubles_the_index_refreshes_the_planners_statistics_on_the_way() -> None:
+    """A run filling an empty index analyses the tables its batches join against once it has
+    doubled them, before its end's tidy: planned from the empty tables' figures, each batch
+    cost more than the one before (issue 36)."""
+    with _index() as index:
+        for n in range(3):
+            batch = [replace(d, path=f"run{n}/{d.path}") for d in _documents(1000, seed=n)]
+            index.upsert_documents("c", batch)
+        with index.connection() as conn:
+            analysed = dict(
+                conn.execute(
+                    "SELECT relname, reltuples FROM pg_class WHERE relname = ANY(%s) "
+                    "AND relnamespace = current_schema()::regnamespace",
+                    (["documents", "content", "documents_fts", "fts_lexemes"],),
+                ).fetchall()
+            )
+    assert set(analysed) == {"documents", "content", "documents_fts", "fts_lexemes"}
+    assert analysed["documents"] >= 2000, analysed
+    assert analysed["documents_fts"] >= 2000, analysed
