@@ -148,7 +148,8 @@ class PgDocuments(Catalog, DocumentWrites, PgConnections):
             self._refresh_statistics(conn)
             for run in unique_runs(documents):
                 outcomes += upsert_batch(conn, collection, run, self._lexemes)
-            self._rows_since += len(documents)
+            # only what was written moves the statistics: a no-op update analyses nothing
+            self._rows_since += sum(o.kind != "unchanged" for o in outcomes)
         return outcomes
 
     def _refresh_statistics(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:

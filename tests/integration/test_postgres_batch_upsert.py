@@ -187,3 +187,32 @@ def test_a_run_that_doubles_the_index_refreshes_the_planners_statistics_on_the_w
     assert set(analysed) == {"documents", "content", "documents_fts", "fts_lexemes"}
     assert analysed["documents"] >= 2000, analysed
     assert analysed["documents_fts"] >= 2000, analysed
+
+
+def test_an_update_that_writes_nothing_analyses_nothing() -> None:
+    """Only documents written count toward the statistics refresh: the same 3,000 documents
+    handed over again (a no-op `qmd update`) send no ANALYZE."""
+    with _index() as index:
+        batches = [
+            [replace(d, path=f"run{n}/{d.path}") for d in _documents(1000, seed=n)]
+            for n in range(3)
+        ]
+        for batch in batches:
+            index.upsert_documents("c", batch)
+        with (
+            tempfile.TemporaryFile("w+") as trace,
+            index.transaction(),
+            index.connection() as conn,
+        ):
+            conn.pgconn.trace(trace.fileno())
+            conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+            try:
+                for batch in batches:
+                    outcomes = index.upsert_documents("c", batch)
+                    assert {o.kind for o in outcomes} == {"unchanged"}
+            finally:
+                conn.pgconn.untrace()
+            trace.seek(0)
+            sent = [line for line in trace if line.startswith("F\t")]
+    assert sent, "the trace saw the statements"
+    assert not [line for line in sent if "ANALYZE" in line], sent
