@@ -200,17 +200,7 @@ def test_a_cold_command_runs_no_garbage_collection(added: Qmd, args: tuple[str, 
     # start-up builds long-lived objects, not garbage: about 30 collections (some 5 ms of a
     # search) found nothing to free before issue 35
     added.ok(*args)
-    done = subprocess.run(
-        [sys.executable, "-c", _COLLECTIONS_DURING, *args],
-        cwd=added.root,
-        env=added.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, (done.stdout[-500:], done.stderr[-2000:])
-    last = done.stdout.rstrip().splitlines()[-1]
+    last = _run_main(added, _COLLECTIONS_DURING, *args).rstrip().splitlines()[-1]
     assert last == "COLLECTIONS 0", last
 
 
@@ -235,18 +225,9 @@ _TEXTS_COMPILED = (
 
 
 def _texts_compiled(qmd: Qmd, *args: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [sys.executable, "-c", _TEXTS_COMPILED, *args],
-        cwd=qmd.root,
-        env=qmd.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, (done.stdout[-500:], done.stderr[-2000:])
-    *shown, last = done.stdout.rstrip().splitlines()
-    assert last.startswith("TEXTS "), done.stdout[-500:]
+    stdout = _run_main(qmd, _TEXTS_COMPILED, *args)
+    *shown, last = stdout.rstrip().splitlines()
+    assert last.startswith("TEXTS "), stdout[-500:]
     return int(last.removeprefix("TEXTS ")), "\n".join(shown)
 
 
@@ -266,3 +247,19 @@ def test_a_damaged_method_cache_is_compiled_around_and_rewritten(added: Qmd) -> 
     compiled, shown = _texts_compiled(added, "search", "authentication")
     assert compiled > 0 and shown.strip() == first.strip()
     assert _texts_compiled(added, "search", "authentication")[0] == 0
+
+
+def _run_main(qmd: Qmd, script: str, *args: str) -> str:
+    """`script` (which runs the CLI's `main` with `args`) in a fresh process in `qmd`'s
+    folder and environment; its standard output, once it has exited 0."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=qmd.root,
+        env=qmd.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, (done.stdout[-500:], done.stderr[-2000:])
+    return done.stdout
