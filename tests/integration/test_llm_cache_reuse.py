@@ -15,9 +15,11 @@ import pytest
 from adapters.app import App
 from adapters.bootstrap import build_app
 from adapters.models.llama import LlamaReranker
-from adapters.models.references import PREPARED_EMBED_FILE, PREPARED_GENERATE_FILE
+from adapters.models.references import PREPARED_EMBED_FILE, PREPARED_GENERATE_FILE, ModelResolver
 from domain.model import SubQuery
+from domain.ports import WorkCancelledError
 from domain.usecases.search import SearchRequest
+from tests.fakes import InMemoryStore
 from tests.model_fakes import prepared_model
 from tests.postgres_server import drop_schema, fresh_schema_url
 
@@ -98,3 +100,38 @@ def test_a_question_asked_again_reranks_nothing(backend: str, tmp_path: Path) ->
             assert not reranker.resident.loaded
         finally:
             second.close()
+
+
+@pytest.mark.models
+def test_a_rerank_cut_short_keeps_the_scores_it_made(tmp_path: Path) -> None:
+    """A rerank given up between documents (the request's time ran out: the stop check
+    raises) has cached the scores it made, so the same question asked again scores only the
+    rest."""
+    ranker = prepared_model(PREPARED_GENERATE_FILE)
+    cache = InMemoryStore()
+    chunks = list(NOTES.values())
+    checks = 0
+
+    def out_of_time_after_two() -> None:
+        nonlocal checks
+        checks += 1
+        if checks > 2:
+            raise WorkCancelledError("the request was given up")
+
+    offline = ModelResolver(allow_download=False)
+    cut = LlamaReranker(
+        str(ranker), cache=cache, resolver=offline, stop_check=out_of_time_after_two
+    )
+    with pytest.raises(WorkCancelledError):
+        cut.rerank("cats sleep", chunks)
+    cut.close()
+    scored = [cache.get(cut.cache_key("cats sleep", chunk)) is not None for chunk in chunks]
+    assert scored.count(True) >= 1 and not all(scored)
+
+    whole = LlamaReranker(str(ranker), cache=cache, resolver=offline)
+    scores = whole.rerank("cats sleep", chunks)
+    whole.close()
+    alone = LlamaReranker(str(ranker), cache=InMemoryStore(), resolver=offline)
+    assert scores == alone.rerank("cats sleep", chunks)
+    alone.close()
+    assert 0 < whole.evaluated_tokens < alone.evaluated_tokens
