@@ -151,10 +151,15 @@ def expansion_key(query: str, model: str) -> str:
 
 
 def seed_expansions(scratch: Path, models: Path) -> None:
-    """Write EXPANSIONS into the session's index, keyed by the configured generate model and
-    by the original's default one (what its CLI store names when no model object is set)."""
+    """Write EXPANSIONS into the session's index, keyed by the configured generate model (as
+    the original names it: the path as written; as ours does: the file it is,
+    REQ-INDEX-LLMCACHE-002) and by the original's default one (what its CLI store names when
+    no model object is set)."""
+    from adapters.models.references import ModelResolver
+
     index = scratch / "home" / ".cache" / "qmd" / "index.sqlite"
-    names = (str(models / GENERATE_FILE), DEFAULT_GENERATE_URI)
+    configured = str(models / GENERATE_FILE)
+    names = (configured, ModelResolver().cache_identity(configured), DEFAULT_GENERATE_URI)
     with contextlib.closing(sqlite3.connect(index)) as db, db:
         for query, items in EXPANSIONS.items():
             value = json.dumps(items, separators=(",", ":"), ensure_ascii=False)

@@ -190,6 +190,7 @@ class _LazyModel:
         self.path: Path | None = None
         self.lock = UseLock()  # held by every use; its last release is the last use
         self._failure: tuple[float, QmdError] | None = None
+        self._identity: str | None = None
 
     def get(self) -> Any:
         with self.lock:
@@ -205,6 +206,14 @@ class _LazyModel:
                     raise
                 self._failure = None
             return self._llm
+
+    def cache_identity(self) -> str:
+        """The model's name in LLM cache keys (REQ-INDEX-LLMCACHE-002), read from the file
+        once: what this process loads is what it first found there."""
+        if self._identity is None:
+            resolver = self._resolver or ModelResolver()
+            self._identity = resolver.cache_identity(self.reference)
+        return self._identity
 
     def resolved_path(self) -> Path:
         if self.path is None:
@@ -533,11 +542,16 @@ class LlamaReranker:
                     self._store(query, doc, scores[doc])
         return [scores[d] for d in documents]
 
+    def cache_key(self, query: str, doc: str) -> str:
+        """Where `doc`'s score for `query` is cached: the original's key, the model named by
+        what it is (REQ-INDEX-LLMCACHE-002)."""
+        return _rerank_key(self._model.cache_identity(), query, doc)
+
     def _cached(self, query: str, doc: str) -> float | None:
-        return cached_rerank_score(self._cache, self._name, query, doc)
+        return cached_rerank_score(self._cache, self._model.cache_identity(), query, doc)
 
     def _store(self, query: str, doc: str, score: float) -> None:
-        store_rerank_score(self._cache, self._name, query, doc, score)
+        store_rerank_score(self._cache, self._model.cache_identity(), query, doc, score)
 
     def _answers(self, llm: Any) -> tuple[int, int]:
         if self._answer_ids is None:
@@ -711,7 +725,8 @@ class LlamaQueryExpander:
         return self._model
 
     def cache_key(self, query: str) -> str:
-        return llm_cache_key("expandQuery", {"query": query, "model": self._name})
+        """The original's key, the model named by what it is (REQ-INDEX-LLMCACHE-002)."""
+        return llm_cache_key("expandQuery", {"query": query, "model": self._model.cache_identity()})
 
     def expand(self, query: str) -> list[SubQuery]:
         """Cached expansion; items equal to the query itself are dropped (as the original's

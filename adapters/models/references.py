@@ -291,6 +291,26 @@ class ModelResolver:
             return path if is_gguf(path) else None
         return next((c for c in cached_file_candidates(ref, self.cache_dir) if is_gguf(c)), None)
 
+    def cache_identity(self, reference: str) -> str:
+        """The model as an LLM cache key names it (REQ-INDEX-LLMCACHE-002).
+
+        A registry or URL reference is named as written, as the original names it. A model
+        file is named by what it is, not by how the path to it was spelled: its real path
+        (symlinks, `~`, a relative path resolved), its size and modification time. Two
+        checkouts whose `.models` link to one folder, or a relative path read from another
+        working directory, then share their cached expansions and rerank scores, while a file
+        replaced in place (another model under the same name) misses the old model's entries.
+        A file that is not there is named by its real path alone."""
+        ref = parse_model_ref(reference)
+        if ref.kind != "path":
+            return reference
+        real = os.path.realpath(self._local_path(ref))
+        try:
+            stat = os.stat(real)
+        except OSError:
+            return real
+        return f"{real}#size={stat.st_size},mtime_ns={stat.st_mtime_ns}"
+
     def _local_path(self, ref: ModelRef) -> Path:
         from pathlib import Path
 

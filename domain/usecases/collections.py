@@ -27,6 +27,8 @@ from domain.usecases.extraction import DocumentExtraction
 from domain.usecases.metadata import MetadataRecorder
 
 MASK_HINT_KINDS = 5  # file kinds named when a mask matches nothing (REQ-INDEX-MASK-001)
+# why `qmd ls` names a readable file the index lacks (REQ-INDEX-LS-SKIPPED-001)
+NOT_INDEXED_YET = "not indexed yet (new since the last 'qmd update')"
 
 
 @dataclass(frozen=True)
@@ -333,6 +335,40 @@ class CollectionManager:
         if tidy:
             self.tidy_lexical_index(sum(c.written for c in counts.values()))
         return counts
+
+    def not_indexed(self, collection: Collection) -> builtins.list[SkippedFile]:
+        """The files of the collection's folder that the index does not hold, each with why
+        (REQ-INDEX-LS-SKIPPED-001): what the scan had to skip, content `update` refuses
+        (binary, too large, unreadable) with its reason, an extraction the last update
+        recorded as failed, or a file new since the last update. Blank files are left out, as
+        `update` skips them without a word. Only the files the index lacks are read, and an
+        extraction is never run: its recorded state is the answer. A collection this app may
+        not index (outside the permitted root) is not read: nothing is named."""
+        if self.admits is not None and not self.admits(collection):
+            return []
+        scan = self._source.scan(collection)
+        known = self._store.active_documents(collection.name)
+        found = list(scan.skipped)
+        for file in scan.files:
+            path = file.relative_path
+            if path in known:
+                continue
+            if self._extraction is not None and is_extracted(path):
+                state = self._extraction.recorded_state(collection.name, path)
+                if state is not None and state.status == "failed":
+                    detail = f" ({state.detail})" if state.detail else ""
+                    found.append(
+                        SkippedFile(path, f"could not be extracted: {state.reason}{detail}")
+                    )
+                else:
+                    found.append(SkippedFile(path, NOT_INDEXED_YET))
+                continue
+            text = self._source.read_text(file.absolute_path)
+            if isinstance(text, Unreadable):
+                found.append(SkippedFile(path, text.reason))
+            elif text.strip():
+                found.append(SkippedFile(path, NOT_INDEXED_YET))
+        return sorted(found, key=lambda skipped: skipped.path)
 
     def index(
         self,

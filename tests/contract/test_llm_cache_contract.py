@@ -1,5 +1,6 @@
-"""LlmCache contract: the fake, SQLite and PostgreSQL keep and forget entries alike, and keep
-them across indexing runs (REQ-INDEX-LLMCACHE-001)."""
+"""LlmCache contract: the fake, SQLite and PostgreSQL keep and forget entries alike, keep
+them across indexing runs (REQ-INDEX-LLMCACHE-001), and answer a model file reached by another
+spelling of its path (REQ-INDEX-LLMCACHE-002)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from adapters.app import App
 from adapters.fs.claude_sessions import ClaudeCodeSessions, VaultFolder
 from adapters.fs.content_source import FileSystemSource
-from adapters.models.llama import LlamaQueryExpander
+from adapters.models.llama import LlamaQueryExpander, LlamaReranker
 from adapters.models.references import ModelResolver
 from domain.model import SubQuery
 from domain.sessions import Transcript
@@ -97,3 +98,47 @@ def _transcripts(tmp_path: Path) -> list[Transcript]:
     disk = ClaudeCodeSessions(str(root))
     found = [disk.read_session(ref.session_id) for ref in disk.list_sessions()]
     return [t for t in found if t is not None]
+
+
+def test_another_spelling_of_the_model_file_reads_its_entries(
+    store: StoreLike, tmp_path: Path
+) -> None:
+    """REQ-INDEX-LLMCACHE-002: what one checkout cached (expansions, rerank scores) answers
+    another whose `.models` links to the same folder, after an update with no change, without
+    loading the model (the file here is no model at all: loading it would fail); a file
+    replaced in place is another model and misses them. Found by the benchmark: two
+    worktrees' runs of one question re-ran the reranker on the same 30 chunks."""
+    models = tmp_path / "models"
+    models.mkdir()
+    model = models / "ranker.gguf"
+    model.write_bytes(b"GGUF not a model")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / ".models").symlink_to(models, target_is_directory=True)
+    offline = ModelResolver(allow_download=False, base_dir=checkout)
+    first_expander = LlamaQueryExpander(str(model), cache=store, resolver=offline)
+    first_reranker = LlamaReranker(str(model), cache=store, resolver=offline)
+    # what a first run wrote, under its adapters' own keys
+    store.put(first_expander.cache_key("alpha"), '[{"type":"lex","query":"alpha notes"}]')
+    store.put(first_reranker.cache_key("alpha", "chunk one"), "0.25")
+    store.put(first_reranker.cache_key("alpha", "chunk two"), "0.75")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Alpha\n\nalpha beta\n", encoding="utf-8")
+    app = _app(store)
+    app.collections.add(str(notes), "notes")
+    app.collections.update()  # nothing changed
+
+    for spelling in (str(checkout / ".models" / "ranker.gguf"), ".models/ranker.gguf"):
+        expander = LlamaQueryExpander(spelling, cache=store, resolver=offline)
+        reranker = LlamaReranker(spelling, cache=store, resolver=offline)
+        assert expander.expand("alpha") == [SubQuery("lex", "alpha notes")]
+        assert reranker.rerank("alpha", ["chunk two", "chunk one"]) == [0.75, 0.25]
+        assert not reranker.resident.loaded and reranker.evaluated_tokens == 0
+        assert not expander.resident.loaded
+
+    model.write_bytes(b"GGUF another model, same name")
+    replaced = LlamaReranker(str(model), cache=store, resolver=offline)
+    assert replaced.cache_key("alpha", "chunk one") != first_reranker.cache_key(
+        "alpha", "chunk one"
+    )

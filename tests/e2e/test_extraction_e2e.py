@@ -30,10 +30,19 @@ def test_update_indexes_each_format_and_reports_the_rest(indexed: tuple[Qmd, str
     qmd, output = indexed
     assert "broken.pdf" in output and "corrupt" in output, output
     assert "bomb.docx" in output and "zip-bomb" in output, output
-    listing = qmd.ok("ls", "docs")
+    listed = qmd.run("ls", "docs")
+    listing = listed.stdout
+    assert listed.returncode == 0, listed.stderr
     for name in ("survey.pdf", "handbook.docx", "guide.html", "notes.md"):
         assert f"qmd://docs/{name}" in listing, listing
     assert "broken.pdf" not in listing and "bomb.docx" not in listing
+    # named on stderr with the failure the update recorded, no extraction run again
+    # (REQ-INDEX-LS-SKIPPED-001)
+    named = dict(
+        line[2:].split(": ", 1) for line in listed.stderr.splitlines() if line.startswith("  ")
+    )
+    assert named["broken.pdf"].startswith("could not be extracted: corrupt"), listed.stderr
+    assert named["bomb.docx"].startswith("could not be extracted: zip-bomb"), listed.stderr
 
 
 @pytest.mark.parametrize(

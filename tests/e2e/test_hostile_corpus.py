@@ -233,6 +233,9 @@ def test_hostile_folder_is_indexed_around_every_bad_entry(
     assert listing.returncode == 0, listing.stderr
     listed = sorted(line.split("qmd://h/", 1)[1] for line in listing.stdout.splitlines())
     assert listed == sorted(corpus.indexed)
+    # what the listing leaves out, named with update's reasons (REQ-INDEX-LS-SKIPPED-001)
+    assert listing.stderr.startswith(f"Not listed: {len(reported)} file(s) under qmd://h/ ")
+    assert _reported("Skipped " + listing.stderr) == reported, listing.stderr
     for path, word in corpus.indexed.items():
         found = _qmd(ctx, "search", word, "--json")
         assert found.returncode == 0, found.stderr

@@ -180,11 +180,19 @@ def test_openmp_threads_wait_passively_unless_told_otherwise(given: str | None, 
 
 @pytest.mark.models
 def test_real_expansion_and_scores_are_cached_under_the_original_keys(tmp_path: Path) -> None:
+    """The original's key shapes, the model named by the file it is (REQ-INDEX-LLMCACHE-002):
+    a second adapter on the same file, reached by another spelling of its path, is answered
+    from the cache without loading the model."""
     path = prepared_model(PREPARED_GENERATE_FILE)
     reference = f"{PREPARED_DIR_NAME}/{path.name}"  # relative: resolves only under REPO_ROOT
     cache = InMemoryStore()
     present = ModelResolver(base_dir=REPO_ROOT, allow_download=False)
-    absent = ModelResolver(base_dir=tmp_path, allow_download=False)
+    (tmp_path / "linked").symlink_to(path.parent, target_is_directory=True)
+    elsewhere = ModelResolver(base_dir=tmp_path, allow_download=False)
+    linked = f"linked/{path.name}"
+    identity = present.cache_identity(reference)
+    assert identity.startswith(f"{path.resolve()}#size=")
+    assert elsewhere.cache_identity(linked) == identity
 
     expander = LlamaQueryExpander(
         reference, cache=cache, resolver=present, context_size=512, max_tokens=24
@@ -192,21 +200,24 @@ def test_real_expansion_and_scores_are_cached_under_the_original_keys(tmp_path: 
     items = expander.expand("sqlite vector search")
     expander.close()
     raw = cache.get(
-        llm_cache_key("expandQuery", {"query": "sqlite vector search", "model": reference})
+        llm_cache_key("expandQuery", {"query": "sqlite vector search", "model": identity})
     )
     assert raw is not None
     assert json.loads(raw) == [{"type": s.type, "query": s.query} for s in items]
-    offline = LlamaQueryExpander(reference, cache=cache, resolver=absent)
-    assert offline.expand("sqlite vector search") == items  # no model needed the second time
+    again = LlamaQueryExpander(linked, cache=cache, resolver=elsewhere)
+    assert again.expand("sqlite vector search") == items
+    assert not again.resident.loaded  # no model needed the second time
 
     reranker = LlamaReranker(reference, cache=cache, resolver=present, context_size=1024)
     scores = reranker.rerank("cats", ["Cats sleep a lot.", "Taxes are due."])
     reranker.close()
     for chunk, score in zip(["Cats sleep a lot.", "Taxes are due."], scores, strict=True):
         stored = cache.get(
-            llm_cache_key("rerank", {"query": "cats", "model": reference, "chunk": chunk})
+            llm_cache_key("rerank", {"query": "cats", "model": identity, "chunk": chunk})
         )
         assert stored is not None and float(stored) == score
-    assert LlamaReranker(reference, cache=cache, resolver=absent).rerank(
-        "cats", ["Taxes are due.", "Cats sleep a lot."]
-    ) == list(reversed(scores))
+    rescored = LlamaReranker(linked, cache=cache, resolver=elsewhere)
+    assert rescored.rerank("cats", ["Taxes are due.", "Cats sleep a lot."]) == list(
+        reversed(scores)
+    )
+    assert not rescored.resident.loaded and rescored.evaluated_tokens == 0

@@ -27,7 +27,6 @@ from adapters.models.llama import (
     LlamaEmbedder,
     LlamaQueryExpander,
     LlamaReranker,
-    cached_rerank_score,
 )
 from adapters.models.references import PREPARED_EMBED_FILE, PREPARED_GENERATE_FILE
 from adapters.models.remote import RemoteEndpoint, RemoteReranker
@@ -76,7 +75,7 @@ def test_a_rerank_stops_between_documents_and_keeps_only_what_it_finished() -> N
     try:
         with pytest.raises(WorkCancelledError):
             reranker.rerank(QUERY, DOCS)
-        scored = [cached_rerank_score(cache, reranker.model_name, QUERY, d) for d in DOCS]
+        scored = [cache.get(reranker.cache_key(QUERY, d)) for d in DOCS]
         assert [s is not None for s in scored] == [True, True, False, False, False]
     finally:
         reranker.close()
@@ -90,7 +89,7 @@ def test_a_rerank_nobody_gave_up_scores_every_document() -> None:
     )
     try:
         assert len(reranker.rerank(QUERY, DOCS)) == len(DOCS)
-        assert all(cached_rerank_score(cache, reranker.model_name, QUERY, d) for d in DOCS)
+        assert all(cache.get(reranker.cache_key(QUERY, d)) for d in DOCS)
     finally:
         reranker.close()
 

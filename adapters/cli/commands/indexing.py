@@ -13,6 +13,7 @@ from adapters.cli.grammar import CommandTable
 from adapters.cli.runtime import (
     ProgressBar,
     ago,
+    err,
     index_writer_lock,
     iso_to_datetime,
     maintenance,
@@ -25,6 +26,7 @@ from adapters.storage.registry import kind_named
 
 if TYPE_CHECKING:
     from adapters.bootstrap import App
+    from domain.indexing import SkippedFile
     from domain.model import Collection
 
 
@@ -135,14 +137,17 @@ def ls(args: argparse.Namespace) -> int:
                 f"Collection not found: {name}\nRun 'qmd ls' to see available collections."
             )
         documents = sorted(app.store.documents(collection.name), key=lambda m: m.path)
+        missing = app.collections.not_indexed(collection)
         if prefix:
             wanted = _ascii_lower(prefix)
             documents = [m for m in documents if _ascii_lower(m.path).startswith(wanted)]
+            missing = [s for s in missing if _ascii_lower(s.path).startswith(wanted)]
     if not documents:
         if prefix:
             out(f"No files found under qmd://{name}/{prefix}\n")
         else:
             out(f"No files found in collection: {name}\n")
+        _report_not_indexed(f"qmd://{name}/{prefix}", missing)
         return 0
     entries = [
         fmt.LsEntry(
@@ -153,7 +158,18 @@ def ls(args: argparse.Namespace) -> int:
         for m in documents
     ]
     out(fmt.format_ls(entries, datetime.now().astimezone()))
+    _report_not_indexed(f"qmd://{name}/{prefix}", missing)
     return 0
+
+
+def _report_not_indexed(where: str, missing: list[SkippedFile]) -> None:
+    """The folder's files the listing lacks, with why, on stderr: stdout keeps the original's
+    listing of what is indexed (REQ-INDEX-LS-SKIPPED-001)."""
+    if not missing:
+        return
+    lines = [f"Not listed: {len(missing)} file(s) under {where} are not indexed:"]
+    lines += [f"  {skipped.path}: {skipped.reason}" for skipped in missing]
+    err("\n".join(lines) + "\n")
 
 
 def _ascii_lower(text: str) -> str:
