@@ -9,8 +9,7 @@ from domain.errors import DocumentNotFoundError
 from domain.indexing import IndexStatus
 from domain.model import DocumentMeta, SearchResult
 from domain.paths import encode_qmd_path
-from domain.scoring import percent, round_score
-from domain.text import LineWindow, add_line_numbers, window_lines
+from domain.text import LineWindow, add_line_numbers, percent, round_score, window_lines
 
 TEXT_MARKDOWN = "text/markdown"
 

@@ -43,8 +43,7 @@ from domain.model import DocumentMeta, SearchResult
 from domain.paths import decode_uri_component
 from domain.ports import ExtractionStates
 from domain.profiles import COMMAND_LINE_STRICT, SEED_000
-from domain.scoring import js_round
-from domain.snippets import extract_intent_terms
+from domain.text import extract_intent_terms, js_round
 from domain.usecases.metadata import require as require_metadata
 from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services

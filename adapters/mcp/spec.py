@@ -42,7 +42,7 @@ from domain.errors import (
 from domain.model import CollectionCatalog, DocumentMeta, SearchResult, SubQuery, metadata_as_json
 from domain.paths import decode_uri_component, expand_reserved
 from domain.profiles import SEED_000
-from domain.scoring import js_round
+from domain.text import js_round
 from domain.usecases.metadata import require as require_metadata
 from domain.usecases.retrieval import merge_get_arguments
 from domain.usecases.search import SearchRequest, default_names, primary_query

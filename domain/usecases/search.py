@@ -38,9 +38,7 @@ from domain.ports import (
     VectorIndex,
 )
 from domain.profiles import ORIGINAL_2_8_3, LexicalRule, ModelFailure, SearchProfile
-from domain.scoring import normalize_bm25
-from domain.snippets import extract_snippet
-from domain.text import resolve_context
+from domain.text import extract_snippet, resolve_context
 from domain.usecases.trace import (
     EMBEDDING,
     EXPANDING,
@@ -270,6 +268,13 @@ def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], st
                 f"{where}: Negation (-term) is not supported in vec/hyde queries. "
                 "Use lex for exclusions.",
             )
+
+
+def normalize_bm25(raw: float) -> float:
+    """FTS5 bm25 (negative, lower is better) to [0, 1): |x| / (1 + |x|), the lexical legs'
+    score (as `1 - distance` is the vector legs')."""
+    magnitude = abs(raw)
+    return magnitude / (1 + magnitude)
 
 
 def default_names(collections: Sequence[Collection]) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from tests.request_path import RequestCost, measure
 
 SQL_BUDGET = 3
-FILES_BUDGET = 18
+FILES_BUDGET = 16
 
 
 @pytest.fixture(scope="module")
