@@ -18,6 +18,7 @@ from adapters.mcp.formatting import (
     get_body,
     multi_get_body,
     resource_contents,
+    results_metadata,
     results_payload,
     status_payload,
     status_text_spec,
@@ -339,7 +340,7 @@ class SpecSurface(BaseSurface):
             )
         metadata = self._services.metadata
         if metadata is not None and results:  # REQ-FILTER-006: metadata when non-empty
-            found = metadata.of([r.document.meta.id for r in results])
+            found = results_metadata(results, metadata.of)
             for item, result in zip(payload["structuredContent"]["results"], results, strict=True):
                 fields = found.get(result.document.meta.id)
                 if fields:
