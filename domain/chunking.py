@@ -13,8 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from domain.lazy_regex import LazyRegex
-from domain.snippets import INTENT_WEIGHT_CHUNK, extract_intent_terms
-from domain.text import JS_WS_CLASS, js_split_ws, utf16_len
+from domain.text import (
+    INTENT_WEIGHT_CHUNK,
+    JS_WS_CLASS,
+    extract_intent_terms,
+    js_split_ws,
+    utf16_len,
+)
 
 CHUNK_SIZE_TOKENS = 900
 CHUNK_OVERLAP_TOKENS = 135  # 15 %

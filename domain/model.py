@@ -81,6 +81,10 @@ class LexHit:
 
     document: Document
     bm25: float
+    # the document's metadata, read in the same statement as the hit ({}: it has none), so
+    # that a page of results needs no read of its own (REQ-FILTER-006); None where the index
+    # could not read it with the hit (an index file whose metadata table it has not seen)
+    metadata: Mapping[str, MetaValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,9 @@ class SearchResult:
     # an any-term fill result: it matches some of the query's terms, not all of them
     # (REQ-SPEC-SEARCH-006); never set under the original's every-term rule
     partial: bool = False
+    # the document's metadata when its hit carried it (LexHit.metadata); None: not read with
+    # the search (vector hits), the surface reads it by id (adapters/mcp/formatting.py)
+    metadata: Mapping[str, MetaValue] | None = None
 
     @property
     def docid(self) -> str:

@@ -455,7 +455,11 @@ class InMemoryStore:
             scored.append((-score, row.id, row))
         scored.sort(key=lambda item: (item[0], item[1]))
         hits = [
-            LexHit(Document(self._meta(row), self._content[row.hash]), bm25)
+            LexHit(
+                Document(self._meta(row), self._content[row.hash]),
+                bm25,
+                dict(self._metadata.get(row.id, {})),
+            )
             for bm25, _, row in scored
             if (collection is None or row.collection == collection)
             and (within is None or row.id in within)

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from domain.model import ScoreExplanation
-from domain.scoring import js_round, percent, round_score
+from domain.text import js_round, percent, round_score
 
 FORMATS: Final = ("cli", "json", "csv", "md", "xml", "files")
 BANNER: Final = "=" * 60

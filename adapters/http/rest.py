@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 from adapters.http.exchange import HttpReply
-from adapters.mcp.formatting import result_item
+from adapters.mcp.formatting import result_item, results_metadata
 from adapters.mcp.protocol import MAX_DEPTH, FrameError, decode_frame, depth_exceeds, encode_json
 from domain.errors import QmdError
 from domain.model import SubQuery, metadata_as_json
@@ -156,7 +156,7 @@ def rest_query(
     wanted = int(limit) if limit is not None else 10
     shown = results[:wanted]
     found = (
-        services.metadata.of([r.document.meta.id for r in shown])
+        results_metadata(shown, services.metadata.of)
         if services.metadata is not None and not strict_original
         else {}
     )

@@ -3,14 +3,17 @@ status."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from domain.errors import DocumentNotFoundError
 from domain.indexing import IndexStatus
 from domain.model import DocumentMeta, SearchResult
 from domain.paths import encode_qmd_path
-from domain.scoring import percent, round_score
-from domain.text import LineWindow, add_line_numbers, window_lines
+from domain.text import LineWindow, add_line_numbers, percent, round_score, window_lines
+
+if TYPE_CHECKING:  # a type only: the filter code loads with the first filter
+    from domain.filters import MetaValue
 
 TEXT_MARKDOWN = "text/markdown"
 
@@ -160,6 +163,25 @@ def result_item(result: SearchResult, with_line: bool) -> dict[str, Any]:
     else:
         item["snippet"] = numbered_snippet_body(result)
     return item
+
+
+def results_metadata(
+    results: Sequence[SearchResult],
+    by_id: Callable[[Sequence[int]], Mapping[int, Mapping[str, MetaValue]]],
+) -> dict[int, Mapping[str, MetaValue]]:
+    """The metadata of the results shown, by document id (REQ-FILTER-006): as each lexical hit
+    carried it, and for the others (vector hits; an index that could not read it with the
+    hit) from `by_id` in one call, made only when one lacks it."""
+    found: dict[int, Mapping[str, MetaValue]] = {}
+    missing: list[int] = []
+    for result in results:
+        if result.metadata is None:
+            missing.append(result.document.meta.id)
+        else:
+            found[result.document.meta.id] = result.metadata
+    if missing:
+        found.update(by_id(missing))
+    return found
 
 
 def numbered_snippet_body(result: SearchResult) -> str:

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from adapters.fs.deadline import LeftBehindError, answer_within
+from adapters.mcp.formatting import results_metadata
 from adapters.mcp.tools import OWN_BUDGET, READ_ONLY, BaseSurface, ToolFacts, tool
 from adapters.mcp.wording import INVALID_PARAMS, JsonRpcError
 from adapters.version import package_version
@@ -43,8 +44,7 @@ from domain.model import DocumentMeta, SearchResult
 from domain.paths import decode_uri_component
 from domain.ports import ExtractionStates
 from domain.profiles import COMMAND_LINE_STRICT, SEED_000
-from domain.scoring import js_round
-from domain.snippets import extract_intent_terms
+from domain.text import extract_intent_terms, js_round
 from domain.usecases.metadata import require as require_metadata
 from domain.usecases.search import SearchRequest
 from domain.usecases.services import Services
@@ -424,7 +424,7 @@ class LdimsSurface(BaseSurface):
         elapsed = self._clock() - started
         page = results[:shown]
         found = (
-            self._services.metadata.of([r.document.meta.id for r in page])
+            results_metadata(page, self._services.metadata.of)
             if self._services.metadata is not None
             else {}
         )

@@ -18,6 +18,7 @@ from adapters.mcp.formatting import (
     get_body,
     multi_get_body,
     resource_contents,
+    results_metadata,
     results_payload,
     status_payload,
     status_text_spec,
@@ -42,7 +43,7 @@ from domain.errors import (
 from domain.model import CollectionCatalog, DocumentMeta, SearchResult, SubQuery, metadata_as_json
 from domain.paths import decode_uri_component, expand_reserved
 from domain.profiles import SEED_000
-from domain.scoring import js_round
+from domain.text import js_round
 from domain.usecases.metadata import require as require_metadata
 from domain.usecases.retrieval import merge_get_arguments
 from domain.usecases.search import SearchRequest, default_names, primary_query
@@ -339,7 +340,7 @@ class SpecSurface(BaseSurface):
             )
         metadata = self._services.metadata
         if metadata is not None and results:  # REQ-FILTER-006: metadata when non-empty
-            found = metadata.of([r.document.meta.id for r in results])
+            found = results_metadata(results, metadata.of)
             for item, result in zip(payload["structuredContent"]["results"], results, strict=True):
                 fields = found.get(result.document.meta.id)
                 if fields:

@@ -124,9 +124,9 @@ def ranked_rows(
     exhaustive: bool = False,
     trace: list[str] | None = None,
 ) -> list[tuple[Any, ...]]:
-    """The top `limit` rows (META_COLUMNS, body, BM25 sum) of `query`, best first; [] for a
-    query with nothing to search or one PostgreSQL refuses. `trace` collects the tsquery each
-    ranking statement read through GIN (tests show pruning happened)."""
+    """The top `limit` rows (META_COLUMNS, body, BM25 sum, leg, metadata) of `query`, best
+    first; [] for a query with nothing to search or one PostgreSQL refuses. `trace` collects
+    the tsquery each ranking statement read through GIN (tests show pruning happened)."""
     if limit <= 0 or not query.is_searchable:
         return []
     text = render_tsquery(query)
@@ -516,7 +516,7 @@ class _Plan:
     ) -> list[tuple[Any, ...]]:
         """The first leg's rows, then, only when they fall short of its limit, the second
         leg's rows that are not among them, up to that limit (a fill in the same statement),
-        ranked by BM25 over every clause: meta columns, body, rank, the leg's number."""
+        ranked by BM25 over every clause: meta columns, body, rank, the leg's number, metadata."""
         if self.trace is not None:
             self.trace += [leg.driver for leg in legs]
         clauses = self.clauses
@@ -541,10 +541,14 @@ class _Plan:
         # the bodies joined to the few rows kept: a common word matches thousands of rows,
         # and fetching each one's content before the sort cost a third of a ten-word query's
         # time at 100,000 documents
+        # and each row's metadata with it (REQ-FILTER-006): a page of results needs no
+        # statement (a round trip) of its own
         statement += (
-            f") SELECT {META_COLUMNS}, content.doc, top.rank, top.leg"
+            f") SELECT {META_COLUMNS}, content.doc, top.rank, top.leg, m.metadata"
             " FROM top JOIN documents d ON d.id = top.id"
-            " JOIN content ON content.hash = d.hash ORDER BY top.leg, top.rank DESC, d.id"
+            " JOIN content ON content.hash = d.hash"
+            " LEFT JOIN py_document_metadata m ON m.doc_id = d.id"
+            " ORDER BY top.leg, top.rank DESC, d.id"
         )
         return self.run(statement, params)
 

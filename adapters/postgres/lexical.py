@@ -8,6 +8,7 @@ from typing import Any
 from adapters.postgres.bm25 import filled_rows, ranked_rows
 from adapters.postgres.connection import PgConnections
 from adapters.storage.sql_rows import meta_from_row as _meta
+from adapters.storage.sql_rows import metadata_from_text
 from domain.lexfill import FilledHits
 from domain.lexquery import LexQuery
 from domain.model import Document, LexHit
@@ -43,6 +44,9 @@ class PgLexical(PgConnections):
 
 
 def hit_from_row(row: tuple[Any, ...]) -> LexHit:
+    """A ranked row (adapters/postgres/bm25.py) as a hit, its metadata read with it."""
     return LexHit(
-        document=Document(meta=_meta(row), body=str(row[8])), bm25=-float(row[9]) * RANK_SCALE
+        document=Document(meta=_meta(row), body=str(row[8])),
+        bm25=-float(row[9]) * RANK_SCALE,
+        metadata={} if row[11] is None else metadata_from_text(row[11]),
     )

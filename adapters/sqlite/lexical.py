@@ -19,7 +19,8 @@ import json
 from typing import Any
 
 from adapters.sqlite.driver import ConnectionPart, DatabaseError
-from adapters.storage.sql_rows import META_COLUMNS, meta_from_row, sql_limit
+from adapters.sqlite.metadata import METADATA_TABLE
+from adapters.storage.sql_rows import META_COLUMNS, meta_from_row, metadata_from_text, sql_limit
 from domain.lexfill import FilledHits, filled_by_two_searches
 from domain.lexquery import LexClause, LexQuery, LexTerm
 from domain.model import Document, LexHit
@@ -123,17 +124,30 @@ class SqliteLexical(ConnectionPart):
         # qmd_bm25 once loaded: FTS5's bm25 to the bit, with row lengths read once per
         # connection (REQ-SEARCH-RANKCACHE-001)
         rank = self._conn.rank_function
+        # Each hit's metadata comes with it (REQ-FILTER-006), so a page of results is shown
+        # without a statement of its own: a primary-key probe per row ranked here, too little
+        # to measure (benchmarks/README.md, "The results' metadata with the hits"). An index
+        # file gets the table with its first metadata write (an original's has none); whether
+        # it has it is the connection's known schema, no statement. Not known: the hits carry
+        # None and the surface reads metadata by id, which looks again (another process may
+        # have made the table since).
+        joined = METADATA_TABLE in self._conn.schema_names
+        metadata_column, metadata_join = (
+            (", m.metadata", f" LEFT JOIN {METADATA_TABLE} m ON m.doc_id = d.id")
+            if joined
+            else ("", "")
+        )
         sql = (
             "WITH fts_matches AS ("
             f" SELECT rowid, {rank}(documents_fts, 1.5, 4.0, 1.0) AS bm25_score"
             f" FROM documents_fts WHERE documents_fts MATCH ?{scope}"
             f" ORDER BY bm25_score ASC LIMIT {int(fts_limit)})"
-            f" SELECT {META_COLUMNS}, content.doc, fm.bm25_score"
+            f" SELECT {META_COLUMNS}, content.doc, fm.bm25_score{metadata_column}"
             # CROSS JOIN pins the join order: probe the few FTS hits by primary key. Left to
             # itself the planner walks the whole collection (reading every body) when a
             # collection filter is present: 9.5 ms instead of 1.4 ms on 5,000 documents.
             " FROM fts_matches fm CROSS JOIN documents d ON d.id = fm.rowid"
-            " CROSS JOIN content ON content.hash = d.hash WHERE d.active = 1"
+            f" CROSS JOIN content ON content.hash = d.hash{metadata_join} WHERE d.active = 1"
         )
         if collection:
             sql += " AND d.collection = ?"
@@ -144,9 +158,18 @@ class SqliteLexical(ConnectionPart):
         sql += f" ORDER BY fm.bm25_score ASC LIMIT {int(limit)}"
         try:
             rows = self._conn.query(sql, params)
-        except DatabaseError:
+        except DatabaseError as error:
+            if joined and METADATA_TABLE in str(error):
+                # the connection knew of a table that is not there (its first write rolled
+                # back): forget it and search without it
+                self._conn.schema_names -= {METADATA_TABLE}
+                return self.search_lex(query, limit, collection, within)
             return []
         return [
-            LexHit(document=Document(meta=meta_from_row(r), body=str(r[8])), bm25=float(r[9]))
+            LexHit(
+                document=Document(meta=meta_from_row(r), body=str(r[8])),
+                bm25=float(r[9]),
+                metadata=({} if r[10] is None else metadata_from_text(r[10])) if joined else None,
+            )
             for r in rows
         ]

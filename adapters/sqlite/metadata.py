@@ -77,6 +77,9 @@ VALUES_DDL = (
 def ensure_metadata_table(conn: Connection) -> None:
     conn.execute(METADATA_DDL)
     ensure_values_table(conn)
+    # known from now on: lexical search reads each hit's metadata with it (adapters/sqlite/
+    # lexical.py, which forgets the name again if the write that made it rolls back)
+    conn.schema_names = conn.schema_names | {METADATA_TABLE}
 
 
 def _probe(conn: Connection, name: str) -> bool:
@@ -107,8 +110,9 @@ def ensure_values_table(conn: Connection) -> None:
 
 def has_metadata_table(conn: Connection) -> bool:
     """Answered from the connection's known schema once the table is seen: it is never
-    dropped, and every search asks (it used to cost one statement per request). An absent
-    table is probed each time: another process may create it."""
+    dropped. An absent table is probed each time: another process may create it. (Lexical
+    search asks the known schema alone, adapters/sqlite/lexical.py: its hits then carry no
+    metadata, and the read by id for the results shown comes here and looks again.)"""
     if METADATA_TABLE in conn.schema_names:
         return True
     found = _probe(conn, METADATA_TABLE)

@@ -75,7 +75,7 @@ class MetadataService:
     def __init__(self, index: MetadataIndex) -> None:
         self._index = index
         # result documents' metadata by id: the index's own lookup, with no step in between
-        # (every search result page asks it)
+        # (a page of results asks it for those whose hits did not carry it, REQ-FILTER-006)
         self.of: Callable[[Sequence[int]], dict[int, dict[str, MetaValue]]] = index.metadata_by_id
 
     def scope(

@@ -27,9 +27,8 @@ from domain.paths import (
     parse_virtual_path,
 )
 from domain.ports import DocumentStore
-from domain.scoring import js_round
 from domain.suggest import NameIndex, near_names, tail
-from domain.text import resolve_context
+from domain.text import js_round, resolve_context
 
 GET_SUGGESTION_DISTANCE = 5
 GET_SUGGESTION_LIMIT = 5

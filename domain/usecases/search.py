@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from domain.errors import INVALID_ARGUMENT, MODEL_UNAVAILABLE, UNAVAILABLE, QmdError
 from domain.expansions import distinct_expansions
@@ -38,9 +38,7 @@ from domain.ports import (
     VectorIndex,
 )
 from domain.profiles import ORIGINAL_2_8_3, LexicalRule, ModelFailure, SearchProfile
-from domain.scoring import normalize_bm25
-from domain.snippets import extract_snippet
-from domain.text import resolve_context
+from domain.text import extract_snippet, resolve_context
 from domain.usecases.trace import (
     EMBEDDING,
     EXPANDING,
@@ -51,6 +49,9 @@ from domain.usecases.trace import (
     tallied,
     traced,
 )
+
+if TYPE_CHECKING:  # a type only: the filter code loads with the first filter
+    from domain.filters import MetaValue
 
 LEG_LIMIT = 20
 DEFAULT_CANDIDATE_LIMIT = 40
@@ -74,6 +75,7 @@ class Candidate:
     chunk_pos: int | None = None
     source: str = "fts"
     partial: bool = False  # from the any-term fill: not every term matched
+    metadata: Mapping[str, MetaValue] | None = None  # as its lexical hit carried it
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class _Ranked:
     origins: list[_ListOrigin] = field(default_factory=list)
     backend_scores: list[list[float]] = field(default_factory=list)
     documents: dict[DocKey, Document] = field(default_factory=dict)
+    # a document's metadata as a lexical hit carried it, from whichever list had it
+    metadata: dict[DocKey, Mapping[str, MetaValue]] = field(default_factory=dict)
 
     def add(
         self,
@@ -116,6 +120,8 @@ class _Ranked:
         for hit in hits:
             key = _key(hit.document)
             self.documents.setdefault(key, hit.document)
+            if hit.metadata is not None:
+                self.metadata.setdefault(key, hit.metadata)
             keys.append(key)
         self.lists.append(keys)
         self.weights.append(weight)
@@ -272,6 +278,13 @@ def validate_sub_queries(searches: Sequence[SubQuery], label: Callable[[int], st
             )
 
 
+def normalize_bm25(raw: float) -> float:
+    """FTS5 bm25 (negative, lower is better) to [0, 1): |x| / (1 + |x|), the lexical legs'
+    score (as `1 - distance` is the vector legs')."""
+    magnitude = abs(raw)
+    return magnitude / (1 + magnitude)
+
+
 def default_names(collections: Sequence[Collection]) -> list[str]:
     """The names of the collections included by default; every one when none is."""
     included = [c.name for c in collections if c.include_by_default]
@@ -391,7 +404,7 @@ class Searcher:
             return []
         self._check()
         hits = self._lexical.search_lex(query, limit, collection, within)
-        return [Candidate(h.document, normalize_bm25(h.bm25)) for h in hits]
+        return [Candidate(h.document, normalize_bm25(h.bm25), metadata=h.metadata) for h in hits]
 
     def _lex_merged(
         self,
@@ -462,8 +475,11 @@ class Searcher:
         return self._with_cjk_fallback(
             query,
             (
-                [Candidate(h.document, normalize_bm25(h.bm25)) for h in every],
-                [Candidate(h.document, normalize_bm25(h.bm25), partial=True) for h in fill],
+                [Candidate(h.document, normalize_bm25(h.bm25), metadata=h.metadata) for h in every],
+                [
+                    Candidate(h.document, normalize_bm25(h.bm25), partial=True, metadata=h.metadata)
+                    for h in fill
+                ],
             ),
             limit,
             collections,
@@ -490,7 +506,7 @@ class Searcher:
             return every, fill
         found = {_key(c.document) for c in (*every, *fill)}
         extra = [
-            Candidate(c.document, c.score, c.chunk_pos, c.source, partial=True)
+            Candidate(c.document, c.score, c.chunk_pos, c.source, True, c.metadata)
             for c in self._lex_merged(fallback, limit + len(found), collections, within=within)
             if _key(c.document) not in found
         ][:room]
@@ -550,6 +566,7 @@ class Searcher:
             candidate.source,
             chunk,
             partial=candidate.partial,
+            metadata=candidate.metadata,
         )
 
     # -- public modes -------------------------------------------------------------------------
@@ -761,7 +778,8 @@ class Searcher:
                 chunks = chunk_document(document.body)
                 best = chunks[best_chunk_index(chunks, primary, intent)] if chunks else None
                 chunk = (best.pos, len(best.text)) if best else (0, len(document.body))
-                candidates.append((Candidate(document, item.score), chunk))
+                found = ranked.metadata.get(item.key)
+                candidates.append((Candidate(document, item.score, metadata=found), chunk))
         tallied(trace, "rrf_fusion", sum(len(keys) for keys in ranked.lists), len(candidates))
         reranker = self._reranker
         rerank_scores: list[float] | None = None
@@ -909,7 +927,10 @@ def _below(tail: list[Candidate], head: Sequence[Candidate]) -> list[Candidate]:
         return tail
     factor = TAIL_SCORE_RATIO * floor / top if top > 0 else 0.0
     # built directly: dataclasses.replace costs more than the rest of the fill's Python
-    return [Candidate(c.document, c.score * factor, c.chunk_pos, c.source, c.partial) for c in tail]
+    return [
+        Candidate(c.document, c.score * factor, c.chunk_pos, c.source, c.partial, c.metadata)
+        for c in tail
+    ]
 
 
 def _merge_best(legs: Sequence[Sequence[Candidate]], limit: int) -> list[Candidate]:

@@ -82,6 +82,28 @@ def test_lexical_within_selects_before_the_limit(store: StoreLike) -> None:
     assert store.search_lex(query, 5, None, frozenset()) == []
 
 
+def test_lexical_hits_carry_their_documents_metadata(store: StoreLike) -> None:
+    """REQ-FILTER-006: a lexical hit brings its document's metadata (a document without any:
+    {}), so a page of results is shown without reading it again; the every-term hits and the
+    any-term fill alike, and read as `metadata_by_id` reads it."""
+    tagged = add(store, "c", "tagged.md", "kumquat orchard notes")
+    plain = add(store, "c", "plain.md", "kumquat market")
+    other = add(store, "c", "other.md", "orchard only")
+    store.put_metadata("c", "tagged.md", {"tags": ("fruit", "farm"), "year": 2024, "ok": True})
+    stored = store.metadata_by_id([tagged])[tagged]
+    hits = store.search_lex(parse_lex_query("kumquat"), 10, None)
+    assert {h.document.meta.id: h.metadata for h in hits} == {tagged: stored, plain: {}}
+    assert [h.metadata for h in store.search_lex(parse_lex_query("kumquat"), 5, "c")] == [
+        h.metadata for h in hits
+    ]
+    every, fill = store.search_lex_filled(parse_lex_query("kumquat orchard"), 5, None)
+    assert {h.document.meta.id: h.metadata for h in every} == {tagged: stored}
+    assert {h.document.meta.id: h.metadata for h in fill} == {plain: {}, other: {}}
+    store.put_metadata("c", "plain.md", {"author": "Ana"})  # changed: the next hit says so
+    (hit,) = store.search_lex(parse_lex_query("market"), 5, None)
+    assert hit.metadata == {"author": "Ana"}
+
+
 def test_vector_within_selects_before_the_limit(store: StoreLike) -> None:
     ids = []
     for i in range(12):

@@ -9,8 +9,8 @@ import pytest
 
 from tests.request_path import RequestCost, measure
 
-SQL_BUDGET = 3
-FILES_BUDGET = 18
+SQL_BUDGET = 2
+FILES_BUDGET = 15
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,13 @@ def test_the_collections_are_read_once_per_request(cost: RequestCost) -> None:
     # global context from the same statement
     reads = [s for s in cost.statements if "store_collections" in s or "store_config" in s]
     assert len(reads) == 1, cost.statements
+
+
+def test_the_results_metadata_comes_with_the_hits(cost: RequestCost) -> None:
+    # REQ-FILTER-006: shown from what the lexical statement read, with no read of its own
+    found = cost.reply["result"]["structuredContent"]["results"]
+    assert any(hit.get("metadata") for hit in found), found
+    assert not [s for s in cost.statements if "py_document_metadata WHERE" in s], cost.statements
 
 
 def test_the_query_is_parsed_once(cost: RequestCost) -> None:

@@ -120,7 +120,7 @@ _PATTERNS_AT_IMPORT = [
     # a search never redacts: only the screen that says whether a text may hold a secret
     ("adapters.redaction", "domain.lazy_regex", 1),
     # `qmd status` imports the chunker for its sizes; the break patterns wait for a document
-    ("domain.chunking", "domain.lazy_regex, domain.text, domain.snippets", 0),
+    ("domain.chunking", "domain.lazy_regex, domain.text", 0),
 ]
 
 

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.scoring import js_round, normalize_bm25, percent, round_score
+from domain.text import js_round, percent, round_score
+from domain.usecases.search import normalize_bm25
 
 
 @pytest.mark.parametrize(

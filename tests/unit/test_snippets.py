@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.snippets import extract_intent_terms, extract_snippet
+from domain.text import extract_intent_terms, extract_snippet
 
 PAD = "\n".join(f"pad line {i + 1}" for i in range(300))
 BIG = (

@@ -262,8 +262,7 @@ def _rows(
     chunked: bool,
     reuse_snippets: bool = False,
 ) -> list[fmt.ResultRow]:
-    from domain.snippets import extract_snippet
-    from domain.text import add_line_numbers
+    from domain.text import add_line_numbers, extract_snippet
 
     chars = JSON_SNIPPET_CHARS if kind == "json" else SNIPPET_CHARS
     intent: str | None = args.intent
