@@ -63,13 +63,23 @@ COST_S: dict[str, float] = {
     _ORIGINAL + "[original-2.8.3-default-http]": 10,
     _OURS + "test_http_suite_passes_against_our_server[ours-spec-spec-4]": 9,
     # files of few tests but many seconds, which the guess would hand out among the last
+    "tests/integration/test_model_cost.py": 128,  # gemma-3-270m samples 0.4 s a token
     "tests/conformance/test_distribution.py": 85,  # builds and installs the wheel
     "tests/e2e/test_crash_consistency.py": 82,
+    "tests/integration/test_real_models_fallback.py": 74,
     "tests/e2e/test_concurrency.py": 52,
+    "tests/e2e/test_official_mcp_suite.py": 50,
     "tests/conformance/test_original_scan_order.py": 34,
     "tests/conformance/test_broken_server.py": 33,
+    "tests/integration/test_original_index_interop.py": 31,
     "tests/e2e/test_container_command.py": 26,
     "tests/e2e/test_config_edit_lock.py": 23,
+    "tests/e2e/test_postgres.py": 21,
+    "tests/e2e/test_http_inspector.py": 19,
+    "tests/e2e/test_postgres_batch_kill.py": 18,
+    "tests/e2e/test_config_sync.py": 17,
+    "tests/e2e/test_index_locks.py": 16,
+    "tests/e2e/test_memorize_sampling_timeout.py": 15,
 }
 
 # The guess for a unit not in COST_S, in seconds per test: a unit or contract test takes
