@@ -35,7 +35,8 @@ if [[ "${QMD_TEST_REAL:-auto}" != 0 ]]; then
 fi
 # One worker per core (QMD_TEST_WORKERS overrides; 0 runs in this process). loadfile keeps a
 # file's tests on one worker, so its module-scoped servers start once; the conformance suite
-# passes go to whichever worker is free (tests/xdist_scheduling.py, docs/decisions/0055).
+# passes go to whichever worker is free, the longest units first (tests/xdist_scheduling.py,
+# docs/decisions/0055).
 WORKERS="${QMD_TEST_WORKERS:-logical}"
 echo "==> pytest (workers: $WORKERS)"
 "$BIN/python" -m pytest -n "$WORKERS" --dist loadfile "${MARKS[@]}" "$@"

@@ -20,7 +20,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # a hook of pytest-xdist, when installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`--dist loadfile` (scripts/test.sh), but the conformance suite passes one by one."""
+    """`--dist loadfile` (scripts/test.sh), but the conformance suite passes one by one and
+    the longest units first."""
     if config.getvalue("dist") != "loadfile":
         return None
     return xdist_scheduling.make_scheduler(config, log)

@@ -64,6 +64,7 @@ from adapters.http.legacy_sse import (
     session_not_found,
 )
 from adapters.http.limits import DEFAULT_MAX_QUEUED_BYTES, MAX_QUEUED_BYTES_ENV
+from adapters.http.options import DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_S, TOKEN_ENV
 from adapters.http.rest import internal_error, parse_body, rest_query
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import cancel_notice
@@ -76,7 +77,6 @@ from domain.profiles import SearchProfile
 WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]", "*"})
 ORIGINS_ENV = "QMD_ALLOWED_ORIGINS"
 HOSTS_ENV = "QMD_ALLOWED_HOSTS"
-TOKEN_ENV = "QMD_HTTP_TOKEN"
 # RFC 3986 reg-name and IPv4address, as far as a client names a server: letters, digits and
 # `-._~` (no user info, percent-encoding or sub-delimiters); an optional decimal port.
 _NAME = re.compile(r"[a-z0-9._~-]+")
@@ -273,8 +273,6 @@ FORBIDDEN = -32003
 UNAUTHORIZED = -32001
 TIMED_OUT = -32001
 BUSY = -32000
-DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 NOT_FOUND = HttpReply(404, b"Not Found")
 STREAMED = HttpReply(200)  # the answer went out as a live event stream already
 

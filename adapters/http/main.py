@@ -4,29 +4,25 @@ surface from the registry, served over HTTP (and stdio beside it for `both`)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from adapters import stderr_log
 from adapters.bootstrap import App, open_reader
-from adapters.config.service import DEFAULT_SAMPLING_TIMEOUT_S
 from adapters.http.app import (
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_TIMEOUT_S,
     HttpSettings,
     OriginPolicy,
     QmdHttpApp,
     bind_refusal,
 )
-from adapters.http.daemon import DaemonFiles, remove_own_pid_file
+from adapters.http.daemon import remove_own_pid_file
 from adapters.http.legacy_sse import LegacySseTransport
 from adapters.http.limits import HttpLimits, LimitsError
+from adapters.http.options import HttpOptions, worker_pools
 from adapters.http.serve import bind_socket, serve
 from adapters.mcp.outgoing import Correlator
 from adapters.mcp.protocol import Session, Surface
 from adapters.mcp.registry import SurfaceContext, create_surface, surface_facts
 from adapters.mcp.stdio import serve_stdio
-from adapters.mcp.workers import Worker, WorkerPools
 from domain.profiles import ORIGINAL_2_8_3, SEED_000
 
 log = logging.getLogger("qmd.http")
@@ -34,43 +30,6 @@ log = logging.getLogger("qmd.http")
 
 class HttpStartError(Exception):
     """The server cannot start as configured (a message for the user, exit code 2)."""
-
-
-@dataclass(frozen=True)
-class HttpOptions:
-    host: str = "localhost"
-    port: int = 8181
-    allow_origins: tuple[str, ...] = ()
-    allow_hosts: tuple[str, ...] = ()
-    token: str | None = None
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    sampling_timeout_s: float = DEFAULT_SAMPLING_TIMEOUT_S
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    threads: int = 8
-    model_threads: int = 2
-    env: Mapping[str, str] = field(default_factory=dict)
-    daemon_files: DaemonFiles | None = None
-
-
-def worker_pools(
-    app: App,
-    surface: str,
-    context: SurfaceContext,
-    options: HttpOptions,
-    outgoing: Correlator | None = None,
-) -> WorkerPools:
-    """Worker threads, each with a session over its own connection to `app`'s index (HTTP,
-    and the concurrent stdio transport: docs/decisions/0033). `outgoing` matches clients'
-    answers to the server's own requests (sampling) across all workers."""
-
-    def open_worker() -> Worker:
-        reader = open_reader(app, options.env)
-        session = Session(
-            create_surface(surface, reader.services, context), stateless=True, outgoing=outgoing
-        )
-        return Worker(session, reader.services, reader.interrupt, reader.close)
-
-    return WorkerPools(open_worker, options.threads, options.model_threads)
 
 
 def build_http_app(

@@ -102,8 +102,7 @@ def _settings(args: argparse.Namespace, surface: str) -> Any:
 
 
 def _http_options(args: argparse.Namespace, settings: Any) -> Any:
-    from adapters.http.app import TOKEN_ENV
-    from adapters.http.main import HttpOptions
+    from adapters.http.options import TOKEN_ENV, HttpOptions
 
     env = settings.env
     options = HttpOptions(
@@ -200,7 +199,7 @@ def _serve(args: argparse.Namespace, transport: str) -> int:
     timeout_s = settings.request_timeout_s
     options = _replace(options, timeout_s=timeout_s)
     if transport == "stdio":
-        from adapters.http.main import worker_pools
+        from adapters.http.options import worker_pools
         from adapters.mcp.server import run_stdio_server
 
         pools = worker_pools(app, surface, context, options)
