@@ -452,7 +452,10 @@ def targets(
     for name in MODEL_SETS:
         search = by_label.get(f"search [{name}]")
         vsearch = by_label.get(f"vsearch [{name}]")
-        for mode, ids in (("query", everyone), ("query", sample), ("query+models", sample)):
+        checks = [("query", everyone), ("query", sample), ("query+models", sample)]
+        if list(sample) == list(everyone):  # the sample is every question: say it once
+            del checks[1]
+        for mode, ids in checks:
             hybrid = by_label.get(f"{mode} [{name}]")
             if not (search and vsearch and hybrid):
                 continue
