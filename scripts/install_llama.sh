@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds llama-cpp-python from source (PyPI ships only the sdist) as a portable wheel and installs
-# it into the project venv. Idempotent: a wheel already in the wheel cache is reused, and nothing
-# is done when the right version is already importable. The cache lives outside the checkout
-# (default ~/.cache/qmd-reference/wheels), so fresh clones on one machine (CI) build only once.
+# Builds llama-cpp-python from source (PyPI ships only the sdist) as a wheel for this machine's
+# ggml CPU variant (no -march=native) and installs it into the project venv. Idempotent: a wheel
+# already in the wheel cache is reused, and nothing is done when the same build is already
+# installed. The cache lives outside the checkout (default ~/.cache/qmd-reference/wheels, one
+# folder per build), so fresh clones on one machine (CI) build only once.
 #
 #   scripts/install_llama.sh            # CPU build: ggml's CPU variant for this machine, GCC 11
 #                                       # (the original's build, so the vectors are its own: ADR 0058)
