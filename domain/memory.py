@@ -107,15 +107,17 @@ CALIBRATIONS: tuple[Calibration, ...] = (
     ),
     # The real set's embedder (issue 34; scripts/prepare_models.py --set real), converted from
     # google/embeddinggemma-300m. English: topics 0.55 (precision 0.990, recall 0.915), fusion
-    # 0.65 (1.000, 0.627). Chinese and Japanese: topics 0.55 (0.956, 0.843), fusion 0.60
+    # 0.65 (1.000, 0.627). Chinese and Japanese: topics 0.60 (0.975, 0.771), fusion 0.60
     # (0.984, 0.827); a Chinese question and its Japanese translation score like paraphrases.
+    # Measured on the original's own vectors (ADR 0063's build): at 0.55 CJK topics reach
+    # precision 0.949, below the rule's 0.95 (0.956 with the earlier build's vectors).
     # The closest wrong pairs are near misses sharing a word (Java 打包 / Python打包 0.61).
     Calibration(
         model="embeddinggemma-300M-Q8_0.gguf",
         sha256="6e01648e169d633042fd5e2c5c554bfb0e2caf2b1c2cc904c804e6ff04126b19",
         topic=0.55,
         fusion=0.65,
-        topic_other=0.55,
+        topic_other=0.60,
         fusion_other=0.60,
         multilingual=True,
     ),

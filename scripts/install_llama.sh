@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds llama-cpp-python from source (PyPI ships only the sdist) as a portable wheel and installs
-# it into the project venv. Idempotent: a wheel already in the wheel cache is reused, and nothing
-# is done when the right version is already importable. The cache lives outside the checkout
-# (default ~/.cache/qmd-reference/wheels), so fresh clones on one machine (CI) build only once.
+# Builds llama-cpp-python from source (PyPI ships only the sdist) as a wheel for this machine's
+# ggml CPU variant (no -march=native) and installs it into the project venv. Idempotent: a wheel
+# already in the wheel cache is reused, and nothing is done when the same build is already
+# installed. The cache lives outside the checkout (default ~/.cache/qmd-reference/wheels, one
+# folder per build), so fresh clones on one machine (CI) build only once.
 #
-#   scripts/install_llama.sh            # CPU build (AVX2/FMA/F16C, no -march=native)
+#   scripts/install_llama.sh            # CPU build: ggml's CPU variant for this machine, GCC 11
+#                                       # (the original's build, so the vectors are its own: ADR 0058)
 #   QMD_LLAMA_CUDA=1 scripts/install_llama.sh   # CUDA build (needs nvcc; see docs/decisions/0005)
 #
 # Env: PYTHON (default .venv/bin/python), LLAMA_CPP_VERSION (default 0.3.36),
@@ -27,16 +29,46 @@ if [[ -n "${QMD_LLAMA_CUDA:-}" ]]; then
     # A CUDA wheel is a different artefact: keep it apart so a CPU wheel is never mistaken for it.
     WHEEL_DIR="$WHEEL_DIR/cuda"
 fi
+
+# The CPU build the original QMD loads here (node-llama-cpp ships one ggml library per x86
+# feature level and picks by CPUID), compiled by GCC 11 as its binaries are (Ubuntu 22.04's
+# 11.4): with both the same, our EmbeddingGemma vectors are the original's bit for bit; with
+# GCC 12, or another level, they are 0.9997 apart and near-tied ranks swap (ADR 0058).
+BUILD_ID=cuda
+if [[ -z "${QMD_LLAMA_CUDA:-}" ]]; then
+    # (the system's python3: the helper needs only the standard library, and the venv may not
+    # be there yet)
+    if VARIANT="$(python3 -m tooling.ggml_cpu_variant)"; then
+        CPU_FLAGS="$(python3 -m tooling.ggml_cpu_variant --cmake)"
+    else
+        # not x86-64: ggml's own choice for the build machine
+        VARIANT=native
+        CPU_FLAGS="-DGGML_NATIVE=ON"
+    fi
+    if [[ -z "${CC:-}${CXX:-}" ]] && command -v gcc-11 >/dev/null && command -v g++-11 >/dev/null; then
+        export CC=gcc-11 CXX=g++-11
+    fi
+    COMPILER="$("${CXX:-c++}" -dumpfullversion 2>/dev/null || echo unknown)"
+    [[ "$COMPILER" == 11.* ]] || echo "g++-11 not found (using ${CXX:-c++} $COMPILER): the embeddings will differ from the original's in the last bits (ADR 0058)" >&2
+    BUILD_ID="cpu-$VARIANT-gcc${COMPILER%%.*}"
+    WHEEL_DIR="$WHEEL_DIR/$BUILD_ID"
+fi
 if [[ "${1:-}" == "--wheel-dir" ]]; then
     echo "$WHEEL_DIR"
     exit 0
 fi
 BUILD_ONLY=0
 [[ "${1:-}" == "--build-only" ]] && BUILD_ONLY=1
+# Recorded beside the installed libraries (llama_cpp/lib/qmd-build): another build of the same
+# version is replaced, and the real-model goldens know which build answers (ADR 0058).
+marker() {
+    "$PYTHON" -c 'import importlib.util as u, pathlib; print(pathlib.Path(u.find_spec("llama_cpp").origin).parent / "lib" / "qmd-build")' 2>/dev/null
+}
 
 installed="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))' 2>/dev/null || true)"
-if [[ "$installed" == "$VERSION" && -z "${QMD_LLAMA_REINSTALL:-}" ]]; then
-    echo "llama-cpp-python $VERSION already installed in $PYTHON"
+recorded="$(cat "$(marker)" 2>/dev/null || true)"
+if [[ "$installed" == "$VERSION" && "$recorded" == "$VERSION $BUILD_ID" && -z "${QMD_LLAMA_REINSTALL:-}" ]]; then
+    echo "llama-cpp-python $VERSION ($BUILD_ID) already installed in $PYTHON"
     exit 0
 fi
 
@@ -50,8 +82,8 @@ LEAN="$LEAN -DCMAKE_PROJECT_llama.cpp_INCLUDE_BEFORE=$PWD/scripts/llama_no_commo
 if [[ -n "${QMD_LLAMA_CUDA:-}" ]]; then
     FLAGS="-DGGML_CUDA=on $LEAN"
 else
-    # No -march=native: the wheel must run on any x86-64 CI runner with AVX2, not only this CPU.
-    FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON $LEAN"
+    # No -march=native: exactly the flags of ggml's variant, which the wheel cache is keyed by.
+    FLAGS="$CPU_FLAGS $LEAN"
 fi
 mkdir -p "$WHEEL_DIR"
 
@@ -74,8 +106,9 @@ if (( ${#wheels[@]} == 0 )); then
     start=$SECONDS
     CMAKE_ARGS="${CMAKE_ARGS:-$FLAGS}" \
     CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-        "$PYTHON" -m pip wheel --no-deps -w "$WHEEL_DIR" "llama-cpp-python==$VERSION" 9>&-
-    # (9>&-: a compiler cache daemon the build starts must not hold the lock after we exit)
+        "$PYTHON" -m pip wheel --no-deps --no-cache-dir -w "$WHEEL_DIR" "llama-cpp-python==$VERSION" 9>&-
+    # (9>&-: a compiler cache daemon the build starts must not hold the lock after we exit;
+    # --no-cache-dir: pip's own cache of built wheels ignores CMAKE_ARGS and the compiler)
     echo "built in $((SECONDS - start)) s"
     wheels=("$WHEEL_DIR"/llama_cpp_python-"$VERSION"-*.whl)
 else
@@ -87,6 +120,8 @@ if (( BUILD_ONLY )); then
     exit 0
 fi
 "$PYTHON" -m pip install --force-reinstall --no-deps "${wheels[0]}"
+installed_marker="$(marker)"
+[[ -z "$installed_marker" ]] || echo "$VERSION $BUILD_ID" >"$installed_marker"
 # The wheel's own runtime deps (numpy, typing-extensions, diskcache, jinja2) come from PyPI.
 "$PYTHON" -m pip install "numpy>=1.20" "typing-extensions>=4.5" "diskcache>=5.6.1" "jinja2>=2.11.3"
 "$PYTHON" -c 'import llama_cpp; print("llama-cpp-python", llama_cpp.__version__, "ok")'

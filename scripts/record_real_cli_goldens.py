@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tooling import cli_goldens
+from tooling import cli_goldens, ggml_cpu_variant
 
 ORIGINAL = cli_goldens.REPO / ".tools" / "original"
 
@@ -72,6 +72,8 @@ def main() -> int:
             name: _sha256(models / name)
             for name in (cli_goldens.EMBED_FILE, cli_goldens.GENERATE_FILE)
         },
+        # the CPU build of ggml the original loaded: its vectors are that build's (ADR 0058)
+        "ggml_cpu_variant": ggml_cpu_variant.this_machine(),
     }
     cli_goldens.GOLDENS.write_text(cli_goldens.to_json(cases, provenance), encoding="utf-8")
     print(f"wrote {len(cases)} cases to {cli_goldens.GOLDENS.relative_to(cli_goldens.REPO)}")

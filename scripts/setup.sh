@@ -79,12 +79,18 @@ WANT_ORIGINAL=$([[ "${QMD_SETUP_SKIP_ORIGINAL:-0}" != 1 ]] && echo 1 || echo 0)
 
 # Debian packages, in one apt-get run when root: a C compiler and SQLite's headers for the FTS5
 # rank function, npm for the original QMD, binutils and qemu-user for the PostgreSQL portability
-# tests (objdump reads the server's binaries; QEMU's user mode runs them on an AVX2-only CPU).
+# tests (objdump reads the server's binaries; QEMU's user mode runs them on an AVX2-only CPU),
+# GCC 11 for llama.cpp.
 apt_wanted=()
 printf '#include <sqlite3.h>\n' | gcc -E -x c - >/dev/null 2>&1 || apt_wanted+=(gcc libsqlite3-dev)
 ((WANT_ORIGINAL)) && ! command -v npm >/dev/null && apt_wanted+=(npm)
 if [[ "$(uname -m)" == x86_64 ]] && ! { command -v objdump && command -v qemu-x86_64; } >/dev/null; then
   apt_wanted+=(binutils qemu-user)
+fi
+# GCC 11 for llama.cpp: the original's ggml is built by GCC 11, and GCC 12's code rounds
+# EmbeddingGemma's vectors differently (ADR 0058; scripts/install_llama.sh falls back with a note).
+if ((WANT_MODELS)) && ! command -v g++-11 >/dev/null; then
+  apt_wanted+=(gcc-11 g++-11)
 fi
 if ((${#apt_wanted[@]})); then
   if command -v apt-get >/dev/null && [[ "$(id -u)" == 0 ]]; then

@@ -302,8 +302,10 @@ class LlamaEmbedder:
 
     def _load_options(self) -> dict[str, Any]:
         # Encoders see a whole sequence in one micro-batch, so batch = ubatch = context.
+        # Flash attention on, as node-llama-cpp's "auto" resolves on a CPU: with the same ggml
+        # CPU build the vectors are then the original's bit for bit (ADR 0058).
         n = self.context_size
-        return {"embedding": True, "n_ctx": n, "n_batch": n, "n_ubatch": n}
+        return {"embedding": True, "n_ctx": n, "n_batch": n, "n_ubatch": n, "flash_attn": True}
 
     @property
     def model_name(self) -> str:

@@ -4,27 +4,45 @@ tests/data/real-model-cli-goldens.json were recorded from the original by
 scripts/record_real_cli_goldens.py; here our `qmd` runs the same set-up and the same commands
 over the same corpus (with the same cached query expansions).
 
-Every byte outside the printed scores must be identical: the ranks, paths, titles, snippets,
-layout. A printed cosine may differ within tooling.cli_goldens.SCORE_TOLERANCE (with a Q8_0
-file two llama.cpp builds never give the same floats, ADR 0058); scores that come from rank
-fusion alone (the typed `query`) must be identical too. The session (copy, collection add,
-embed) runs once.
+When our llama.cpp is the original's CPU build (the ggml variant the original loaded when the
+goldens were recorded, compiled by GCC 11: scripts/install_llama.sh records which build it
+made), every answer must be the original's byte for byte: EmbeddingGemma's vectors are then its
+own, bit for bit (ADR 0058). Any other build (another CPU, no GCC 11) rounds the Q8_0 kernels
+differently: every byte outside the printed scores must still be identical (the ranks, paths,
+titles, snippets, layout), and a printed cosine may differ within
+tooling.cli_goldens.SCORE_TOLERANCE. Scores that come from rank fusion alone (the typed
+`query`) must be identical either way. The session (copy, collection add, embed) runs once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.model_fakes import real_prepared_model
-from tooling import cli_goldens
+from tooling import cli_goldens, ggml_cpu_variant
 
 pytestmark = [pytest.mark.models, pytest.mark.slow, pytest.mark.real_models]
 
 GOLDENS = cli_goldens.load_goldens()
+# scripts/install_llama.sh's name for the build the original ran when the goldens were recorded
+ORIGINALS_BUILD = f"cpu-{GOLDENS['ggml_cpu_variant']}-gcc11"
+
+
+def _our_build() -> str:
+    """The build scripts/install_llama.sh recorded beside the llama_cpp libraries `qmd` loads."""
+    spec = importlib.util.find_spec("llama_cpp")
+    assert spec is not None and spec.origin is not None
+    marker = Path(spec.origin).parent / "lib" / "qmd-build"
+    return marker.read_text(encoding="utf-8").split()[-1] if marker.exists() else "unrecorded"
+
+
+SAME_BUILD = _our_build() == ORIGINALS_BUILD
 
 
 def _sha256(path: Path) -> str:
@@ -59,15 +77,28 @@ def test_the_goldens_cover_the_recorded_commands() -> None:
     assert GOLDENS["recorded_from"].startswith("qmd 2.8.3")
 
 
+def test_where_the_original_build_can_be_made_it_is_ours() -> None:
+    """On a CPU that picks the recorded variant, with GCC 11 at hand, set-up builds the
+    original's ggml; the comparisons below are then byte for byte, not within a tolerance."""
+    can = ggml_cpu_variant.this_machine() == GOLDENS["ggml_cpu_variant"] and all(
+        shutil.which(tool) for tool in ("gcc-11", "g++-11")
+    )
+    assert can == SAME_BUILD, (
+        f"our llama.cpp build is {_our_build()!r}, the goldens' is {ORIGINALS_BUILD!r}: "
+        "run scripts/install_llama.sh"
+    )
+
+
 @pytest.mark.parametrize("index", range(len(cli_goldens.CASES)))
-def test_our_answer_is_the_originals_to_the_printed_precision(
-    ours: list[cli_goldens.Step], index: int
-) -> None:
+def test_our_answer_is_the_originals(ours: list[cli_goldens.Step], index: int) -> None:
     golden = GOLDENS["cases"][index]
     step = ours[index]
     assert list(step.argv) == golden["argv"]
     assert step.rc == golden["rc"], step.stderr
-    assert cli_goldens.differences(golden["stdout"], step.stdout) == [], step.stdout
+    if SAME_BUILD:
+        assert step.stdout == golden["stdout"]
+    else:
+        assert cli_goldens.differences(golden["stdout"], step.stdout) == [], step.stdout
 
 
 def test_fused_scores_are_byte_identical(ours: list[cli_goldens.Step]) -> None:

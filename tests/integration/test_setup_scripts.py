@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tooling import ggml_cpu_variant
+
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / "scripts" / "install_llama.sh"
 README = REPO / "README.md"
@@ -69,7 +71,8 @@ def test_two_set_ups_at_once_build_the_wheel_once(tmp_path: Path) -> None:
     built = next(out for out in outputs if "reusing" not in out)
     assert f"(measured {measured.group(1)} CPU-minutes" in built, built
     assert re.search(r"^built in \d+ s$", built, re.MULTILINE), built
-    assert sorted(p.name for p in (tmp_path / "wheels").glob("*.whl")) == [
+    # one folder per CPU build (ggml's variant for this CPU, the compiler's major version)
+    assert sorted(p.name for p in (tmp_path / "wheels").glob("*/*.whl")) == [
         "llama_cpp_python-9.9.9-cp3-none-any.whl"
     ]
 
@@ -80,7 +83,10 @@ def test_setup_banner_names_the_wheel_cache_in_use(tmp_path: Path) -> None:
     printed = subprocess.run(
         ["bash", str(INSTALL), "--wheel-dir"], env=env, capture_output=True, text=True, check=True
     )
-    assert printed.stdout.strip() == str(tmp_path / "my wheels")
+    # a CPU wheel is built for this machine's ggml variant (ADR 0058): its own folder
+    folder = Path(printed.stdout.strip())
+    assert folder.parent == tmp_path / "my wheels"
+    assert re.fullmatch(rf"cpu-{ggml_cpu_variant.this_machine()}-gcc\d+", folder.name), folder
     cuda = subprocess.run(
         ["bash", str(INSTALL), "--wheel-dir"],
         env={**env, "QMD_LLAMA_CUDA": "1"},
