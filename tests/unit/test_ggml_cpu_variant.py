@@ -3,7 +3,11 @@ does, and gives ours the same flags (ADR 0058)."""
 
 from __future__ import annotations
 
-from tooling.ggml_cpu_variant import choose, cmake_flags, cpu_flags, score
+from pathlib import Path
+
+import pytest
+
+from tooling.ggml_cpu_variant import choose, cmake_flags, cpu_flags, main, score
 
 HASWELL = frozenset({"sse4_2", "avx", "avx2", "f16c", "fma", "bmi2", "popcnt"})
 AVX512 = frozenset({"avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"})
@@ -48,3 +52,19 @@ def test_the_flags_name_every_instruction_set_option() -> None:
     assert "-DGGML_AVX512_VNNI=ON" in flags and "-DGGML_AVX512_VBMI=ON" in flags
     assert "-DGGML_AVX512_BF16=OFF" in flags and "-DGGML_AVX_VNNI=OFF" in flags
     assert not any(flag.endswith("=ON") for flag in cmake_flags("x64")[1:])
+
+
+def test_a_named_variant_is_built_instead_of_this_machines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--variant", "haswell", "--cmake"]) == 0
+    flags = capsys.readouterr().out.split()
+    assert "-DGGML_AVX2=ON" in flags and "-DGGML_AVX512=OFF" in flags
+
+
+def test_the_image_builds_a_portable_variant_with_the_module_it_needs() -> None:
+    # the container image runs on other machines than the one that builds it
+    dockerfile = (Path(__file__).parents[2] / "Dockerfile").read_text(encoding="utf-8")
+    install = dockerfile[: dockerfile.index("scripts/install_llama.sh\n")]
+    assert "QMD_GGML_VARIANT=haswell" in install
+    assert "tooling/ggml_cpu_variant.py" in install
