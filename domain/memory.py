@@ -109,7 +109,7 @@ CALIBRATIONS: tuple[Calibration, ...] = (
     # google/embeddinggemma-300m. English: topics 0.55 (precision 0.990, recall 0.915), fusion
     # 0.65 (1.000, 0.627). Chinese and Japanese: topics 0.60 (0.975, 0.771), fusion 0.60
     # (0.984, 0.827); a Chinese question and its Japanese translation score like paraphrases.
-    # Measured on the original's own vectors (ADR 0063's build): at 0.55 CJK topics reach
+    # Measured on the original's own vectors (ADR 0059's build): at 0.55 CJK topics reach
     # precision 0.949, below the rule's 0.95 (0.956 with the earlier build's vectors).
     # The closest wrong pairs are near misses sharing a word (Java 打包 / Python打包 0.61).
     Calibration(

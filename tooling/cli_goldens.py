@@ -209,7 +209,7 @@ def run_session(
 
 
 # How far a printed cosine may be from the original's when our llama.cpp is not the original's
-# CPU build (REQ-SEARCH-VEC-002; with it, the outputs are compared byte for byte: ADR 0063).
+# CPU build (REQ-SEARCH-VEC-002; with it, the outputs are compared byte for byte: ADR 0059).
 # With a Q8_0 file any last-bit difference in the code that ran (compiler, CPU build, batching)
 # comes out as vectors at cosine about 0.9997: ours and the original's are 0.99962-0.99978 apart
 # under every llama-cpp-python setting tried, the original's AVX2 and AVX-512 builds
