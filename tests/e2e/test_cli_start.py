@@ -255,7 +255,9 @@ def _run_main(qmd: Qmd, script: str, *args: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", script, *args],
         cwd=qmd.root,
-        env=qmd.env(),
+        # the count includes modules compiled from source: a shell that keeps Python from
+        # writing bytecode (PYTHONDONTWRITEBYTECODE) would recompile every edited module
+        env={k: v for k, v in qmd.env().items() if k != "PYTHONDONTWRITEBYTECODE"},
         capture_output=True,
         text=True,
         timeout=120,
