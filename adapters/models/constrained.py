@@ -1,24 +1,23 @@
-"""Grammar-constrained generation that checks the grammar against the sampled token only.
+"""Grammar-constrained generation that matches the grammar against the top-k candidates only.
 
 llama-cpp-python's completion (0.3.x) puts the grammar sampler before top-k in its chain, so
 every token the grammar is matched against the whole vocabulary (262k tokens for gemma-3,
-151k for Qwen): with the expansion grammar that more than doubled the cost of a token. Here,
-as llama.cpp's own common sampler does, the chain (penalties, top-k, typical, top-p, min-p,
-temperature, seeded draw) samples first without the grammar; only the chosen token is checked
-against it. If the grammar rejects that token, the grammar is applied to the whole candidate
-array and the chain samples again from what it allows. Either way the final token is accepted
-by both, so every token written matches the grammar, as before.
+151k for Qwen): with the expansion grammar that doubled the cost of a gemma-3 token. Here the
+chain is split at the grammar: penalties and top-k narrow the candidates first, the grammar
+rules out those it does not allow, and top-p, min-p, temperature and the seeded draw choose
+among the rest. Only when the grammar allows none of the top-k is it matched against the
+whole vocabulary (a fallback, counted), so a token is never drawn from nothing but -inf and
+every token written matches the grammar, as before.
 
-The prompt is tokenised, the sampler chain built and the output decoded as llama-cpp-python's
-completion does; only the grammar's place differs, so the same query with the same seed still
-writes the same text on every run. numpy is imported when a generation first runs: a CLI call
-that never generates does not pay for it.
+The prompt is tokenised, the samplers set and the output decoded as llama-cpp-python's
+completion does, so the same query with the same seed writes the same text on every run.
+numpy is imported when a generation first runs: a CLI call that never generates does not pay
+for it.
 """
 
 from __future__ import annotations
 
 import ctypes
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +45,7 @@ class Sampling:
 class Generated:
     text: str
     tokens: int  # tokens written (end-of-generation not counted)
-    fallbacks: int  # tokens whose unconstrained draw the grammar rejected (sampled again)
+    fallbacks: int  # tokens for which the grammar allowed none of the top-k candidates
 
 
 def completion_prompt_tokens(llm: Any, prompt: str) -> list[int]:
@@ -98,62 +97,50 @@ class _Candidates:
         self.array.size, self.array.selected, self.array.sorted = self._n, -1, False
 
     def any_allowed(self) -> bool:
-        return bool(self._np.isfinite(self._data["logit"][: self.array.size]).any())
+        """Whether a candidate is left that the grammar did not rule out (logit -inf)."""
+        # read through the struct: a sampler may have narrowed or moved the array
+        kept = self._np.ctypeslib.as_array(self.array.data, shape=(self.array.size,))
+        return bool(self._np.isfinite(kept["logit"]).any())
 
     def selected(self) -> int:
         # read through the struct: a sampler may have narrowed the array
         return int(self.array.data[self.array.selected].id)
 
 
-class _GrammarCheck:
-    """Asks the grammar sampler about one token, as a one-candidate array."""
+def _sampling_chains(llama_cpp: Any, llm: Any, sampling: Sampling) -> tuple[Any, Any]:
+    """llama-cpp-python's completion samplers for these settings, split where the grammar goes:
+    (penalties and top-k, the rest). Without top-k the grammar sees the whole vocabulary."""
+    chains = [
+        llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+        for _ in range(2)
+    ]
+    narrow, choose = chains
 
-    def __init__(self, llama_cpp: Any, grammar: Any) -> None:
-        self._llama_cpp = llama_cpp
-        self._grammar = grammar
-        self._one = (llama_cpp.llama_token_data * 1)()
-        self._array = llama_cpp.llama_token_data_array(
-            data=ctypes.cast(self._one, llama_cpp.llama_token_data_p),
-            size=1,
-            selected=-1,
-            sorted=False,
-        )
-
-    def allows(self, token: int) -> bool:
-        self._one[0].id, self._one[0].logit, self._one[0].p = token, 1.0, 0.0
-        self._array.size, self._array.selected, self._array.sorted = 1, -1, False
-        self._llama_cpp.llama_sampler_apply(self._grammar, ctypes.byref(self._array))
-        return math.isfinite(self._one[0].logit)
-
-
-def _sampling_chain(llama_cpp: Any, llm: Any, sampling: Sampling) -> Any:
-    """llama-cpp-python's completion chain for these settings, without the grammar."""
-    chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-
-    def add(sampler: Any) -> None:
+    def add(chain: Any, sampler: Any) -> None:
         llama_cpp.llama_sampler_chain_add(chain, sampler)
 
     add(
+        narrow,
         llama_cpp.llama_sampler_init_penalties(
             int(llm.n_vocab()),
             int(llm.last_n_tokens_size),
             REPEAT_PENALTY,
             FREQUENCY_PENALTY,
             sampling.presence_penalty,
-        )
+        ),
     )
     if sampling.temperature < 0.0:
-        add(llama_cpp.llama_sampler_init_dist(sampling.seed))
+        add(choose, llama_cpp.llama_sampler_init_dist(sampling.seed))
     elif sampling.temperature == 0.0:
-        add(llama_cpp.llama_sampler_init_greedy())
+        add(choose, llama_cpp.llama_sampler_init_greedy())
     else:
-        add(llama_cpp.llama_sampler_init_top_k(sampling.top_k))
-        add(llama_cpp.llama_sampler_init_typical(TYPICAL_P, 1))
-        add(llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
-        add(llama_cpp.llama_sampler_init_min_p(MIN_P, 1))
-        add(llama_cpp.llama_sampler_init_temp(sampling.temperature))
-        add(llama_cpp.llama_sampler_init_dist(sampling.seed))
-    return chain
+        add(narrow, llama_cpp.llama_sampler_init_top_k(sampling.top_k))
+        add(choose, llama_cpp.llama_sampler_init_typical(TYPICAL_P, 1))
+        add(choose, llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
+        add(choose, llama_cpp.llama_sampler_init_min_p(MIN_P, 1))
+        add(choose, llama_cpp.llama_sampler_init_temp(sampling.temperature))
+        add(choose, llama_cpp.llama_sampler_init_dist(sampling.seed))
+    return narrow, choose
 
 
 def generate_constrained(
@@ -185,10 +172,10 @@ def generate_constrained(
     grammar_sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
     if not grammar_sampler:
         raise ValueError("the grammar could not be parsed")
-    chain = _sampling_chain(llama_cpp, llm, sampling)
+    narrow, choose = _sampling_chains(llama_cpp, llm, sampling)
+    apply = llama_cpp.llama_sampler_apply
     try:
         candidates = _Candidates(llama_cpp, n_vocab)
-        check = _GrammarCheck(llama_cpp, grammar_sampler)
         # a fresh state per call: the result must not depend on what was generated before
         llm.reset()
         llm.eval(prompt_tokens)
@@ -200,20 +187,25 @@ def generate_constrained(
                 llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,)
             )
             candidates.fill(logits)
-            llama_cpp.llama_sampler_apply(chain, candidates.ref)
-            token = candidates.selected()
-            if not check.allows(token):
+            apply(narrow, candidates.ref)
+            apply(grammar_sampler, candidates.ref)
+            # top-k left the array sorted, and the grammar's -inf broke the order the later
+            # samplers would trust (top-p takes the first logit as the largest)
+            candidates.array.sorted = False
+            if not candidates.any_allowed():
+                # none of the top-k fits: the grammar picks from the whole vocabulary first
                 fallbacks += 1
                 candidates.fill(logits)
-                llama_cpp.llama_sampler_apply(grammar_sampler, candidates.ref)
+                apply(grammar_sampler, candidates.ref)
                 if not candidates.any_allowed():
                     break  # the grammar allows nothing more: end as at end-of-generation
-                llama_cpp.llama_sampler_apply(chain, candidates.ref)
-                token = candidates.selected()
+                apply(narrow, candidates.ref)
+            apply(choose, candidates.ref)
+            token = candidates.selected()
             if llama_cpp.llama_vocab_is_eog(vocab, token):
                 break
-            llama_cpp.llama_sampler_accept(grammar_sampler, token)
-            llama_cpp.llama_sampler_accept(chain, token)
+            for sampler in (grammar_sampler, narrow, choose):
+                llama_cpp.llama_sampler_accept(sampler, token)
             written.append(token)
             run = 0 if b"\n" in bytes(llm.detokenize([token])) else run + 1
             if line_tokens is not None and run >= line_tokens:
@@ -229,5 +221,5 @@ def generate_constrained(
         text = bytes(llm.detokenize(written, prev_tokens=prompt_tokens))
         return Generated(text.decode("utf-8", errors="ignore"), len(written), fallbacks)
     finally:
-        llama_cpp.llama_sampler_free(chain)
-        llama_cpp.llama_sampler_free(grammar_sampler)
+        for sampler in (narrow, choose, grammar_sampler):
+            llama_cpp.llama_sampler_free(sampler)

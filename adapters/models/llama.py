@@ -705,8 +705,8 @@ class LlamaQueryExpander:
             n_threads,
             lambda: {"n_ctx": self.context_size, "seed": seed},
         )
-        # tokens written, and those whose unconstrained draw the grammar rejected (sampled
-        # again under it), all calls together: what the generations cost
+        # tokens written, and those for which the grammar allowed none of the top-k candidates
+        # (it was matched against the whole vocabulary), all calls together: what it cost
         self.generated_tokens = 0
         self.grammar_fallbacks = 0
 
@@ -751,7 +751,7 @@ class LlamaQueryExpander:
 
     def generate(self, query: str) -> str:
         """Raw grammar-constrained model output for `query` (adapters/models/constrained.py:
-        the grammar checks the sampled token, not the whole vocabulary, per token)."""
+        the grammar is matched against the top-k candidates, not the whole vocabulary)."""
         llama_cpp = import_llama_cpp()
         with self._model.lock.held(self._stop_check):
             llm = self._model.get()
