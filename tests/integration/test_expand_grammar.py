@@ -121,3 +121,23 @@ def test_a_grammar_token_costs_about_what_an_unconstrained_token_costs() -> None
         expander.close()
     # measured: 1.0-1.1 now, 2.0 with the grammar before top-k (benchmarks/README.md)
     assert constrained_cpu < 1.3 * free_cpu, (constrained_cpu, free_cpu)
+
+
+@pytest.mark.models
+def test_greedy_expansion_without_top_k_is_grammatical_too() -> None:
+    """At temperature 0 there is no top-k: the grammar is matched against the whole vocabulary
+    every token, and the most likely allowed token is taken."""
+    expander = LlamaQueryExpander(
+        str(prepared_model(PREPARED_GENERATE_FILE)),
+        context_size=512,
+        max_tokens=24,
+        temperature=0.0,
+        line_tokens=None,
+    )
+    try:
+        text = expander.generate(QUERIES[0])
+        assert expander.generate(QUERIES[0]) == text
+    finally:
+        expander.close()
+    _assert_grammatical(text)
+    assert expander.grammar_fallbacks == 0  # no top-k to fall back from
