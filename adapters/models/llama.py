@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.models.constrained import Sampling, generate_constrained
 from adapters.models.embed_text import (
     EmbedFamily,
     detect_family,
@@ -696,14 +697,8 @@ class LlamaQueryExpander:
         self.max_tokens = max_tokens
         # None: only `max_tokens` bounds a line (the original's rule, for the compat server)
         self.line_tokens = line_tokens
-        self.sampling = {
-            "temperature": temperature,
-            "top_k": top_k,
-            "top_p": top_p,
-            "presence_penalty": presence_penalty,
-            # a fixed seed makes the same query expand the same way on every run
-            "seed": seed,
-        }
+        # a fixed seed makes the same query expand the same way on every run
+        self.sampling = Sampling(temperature, top_k, top_p, presence_penalty, seed)
         self._model = _LazyModel(
             model,
             "generate",
@@ -712,7 +707,10 @@ class LlamaQueryExpander:
             n_threads,
             lambda: {"n_ctx": self.context_size, "seed": seed},
         )
-        self._grammar: Any = None
+        # tokens written, and those for which the grammar allowed none of the top-k candidates
+        # (it was matched against the whole vocabulary), all calls together: what it cost
+        self.generated_tokens = 0
+        self.grammar_fallbacks = 0
 
     @property
     def model_name(self) -> str:
@@ -754,61 +752,26 @@ class LlamaQueryExpander:
         return items
 
     def generate(self, query: str) -> str:
-        """Raw grammar-constrained model output for `query`."""
+        """Raw grammar-constrained model output for `query` (adapters/models/constrained.py:
+        the grammar is matched against the top-k candidates, not the whole vocabulary)."""
         llama_cpp = import_llama_cpp()
         with self._model.lock.held(self._stop_check):
             llm = self._model.get()
-            if self._grammar is None:
-                self._grammar = llama_cpp.LlamaGrammar.from_string(EXPAND_GRAMMAR, verbose=False)
             template = str(llm.metadata.get("tokenizer.chat_template", ""))
             prompt = chat_prompt(template, EXPAND_PROMPT.format(query=query))
-            # A fresh state per call, as the original uses a fresh context: the result must
-            # not depend on what was generated before.
-            llm.reset()
-            given_up: list[WorkCancelledError] = []
-
-            def stop_if_given_up(_tokens: Any, _logits: Any) -> bool:
-                # asked after each token: a request given up ends the generation there
-                try:
-                    self._stop_check()
-                except WorkCancelledError as error:
-                    given_up.append(error)
-                    return True
-                return False
-
-            stops: list[Callable[[Any, Any], bool]] = [stop_if_given_up]
-            if self.line_tokens is not None:
-                stops.append(_LineBudget(llm, self.line_tokens))
-            result = llm(
+            generated = generate_constrained(
+                llama_cpp,
+                llm,
                 prompt,
+                EXPAND_GRAMMAR,
+                self.sampling,
                 max_tokens=self.max_tokens,
-                grammar=self._grammar,
-                stopping_criteria=llama_cpp.StoppingCriteriaList(stops),
-                **self.sampling,
+                line_tokens=self.line_tokens,
+                stop_check=self._stop_check,
             )
-            if given_up:
-                raise given_up[0]
-            return str(result["choices"][0]["text"])
-
-
-class _LineBudget:
-    """A stopping criterion: True once the generated text's current line has run `limit`
-    tokens without a newline. What was written until then is parsed as at the token cap."""
-
-    def __init__(self, llm: Any, limit: int) -> None:
-        self._llm = llm
-        self._limit = limit
-        self._seen: int | None = None  # input tokens already looked at (the prompt, at first)
-        self._run = 0
-
-    def __call__(self, tokens: Any, _logits: Any) -> bool:
-        if self._seen is None:
-            self._seen = len(tokens)  # asked first with the prompt alone
-        for token in tokens[self._seen :]:
-            piece = bytes(self._llm.detokenize([int(token)]))
-            self._run = 0 if b"\n" in piece else self._run + 1
-        self._seen = len(tokens)
-        return self._run >= self._limit
+            self.generated_tokens += generated.tokens
+            self.grammar_fallbacks += generated.fallbacks
+            return generated.text
 
 
 def _encode_expansion(items: Sequence[SubQuery]) -> str:

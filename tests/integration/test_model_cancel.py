@@ -114,7 +114,7 @@ def test_an_expansion_stops_after_the_token_it_was_given_up_at_and_is_not_cached
     try:
         with pytest.raises(WorkCancelledError):
             expander.expand(QUERY)
-        # the token it was given up at, and llama-cpp-python's one check after its loop
+        # the check before the token it was given up at (one spare for the lock's wait)
         assert cut.calls <= cut.passes + 2
         assert cache.get(expander.cache_key(QUERY)) is None
     finally:
