@@ -21,6 +21,25 @@ MODERN_META = {
 }
 
 
+def initialize_params(version: str = "2025-06-18") -> dict[str, Any]:
+    """The `params` of the tests' MCP `initialize` request."""
+    return {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "e2e", "version": "1"},
+    }
+
+
+def initialize_request(request_id: int = 1) -> dict[str, Any]:
+    """A whole `initialize` request, for tests that write it on the wire themselves."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": initialize_params(),
+    }
+
+
 def fixture_env(root: Path) -> dict[str, str]:
     """An environment that keeps every qmd file under `root`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QMD_", "XDG_"))}
@@ -132,14 +151,7 @@ class StdioServer:
         return result
 
     def initialize(self, version: str = "2025-06-18") -> dict[str, Any]:
-        reply = self.request(
-            "initialize",
-            {
-                "protocolVersion": version,
-                "capabilities": {},
-                "clientInfo": {"name": "e2e", "version": "1"},
-            },
-        )
+        reply = self.request("initialize", initialize_params(version))
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply
 

@@ -21,6 +21,7 @@ from importlib.metadata import version
 import pytest
 
 from tests.e2e.conftest import Qmd, qmd_command
+from tests.mcp_harness import initialize_request
 
 HANDBOOK_FILES = 22  # markdown files in fixtures/corpora/handbook (todo.txt is not indexed)
 
@@ -567,18 +568,7 @@ def test_cleanup_dry_run_then_cleanup(added: Qmd) -> None:
 
 
 def _initialize_line() -> str:
-    return json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "cli-e2e", "version": "1"},
-            },
-        }
-    )
+    return json.dumps(initialize_request())
 
 
 @pytest.mark.parametrize("words", [("mcp",), ("server", "--transport", "mcp")])

@@ -18,7 +18,7 @@ from mcp.client import Client
 from mcp.client.sse import sse_client
 
 from tests.http_harness import HttpServer
-from tests.mcp_harness import StdioServer, build_fixture_index
+from tests.mcp_harness import StdioServer, build_fixture_index, initialize_request
 from tests.shipped import shipped_surfaces
 from tests.sse_harness import SseSession, open_when_free
 
@@ -111,16 +111,7 @@ def test_subscribe_is_declared_exactly_where_it_is_served(
     finally:
         stdio.kill()
 
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "e2e", "version": "1"},
-        },
-    }
+    initialize = initialize_request()
     shaken = server.mcp(initialize).events()[0]["result"]
     subscribe = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe"}
     answered = server.mcp({**subscribe, "params": {"uri": uri}}).events()[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp_harness import REPO
+from tests.mcp_harness import REPO, initialize_request
 
 # Runs `main` in this interpreter and writes the modules left imported to the file named by
 # $MODULES_OUT (a stdio server keeps stdout for its frames).
@@ -29,16 +29,6 @@ HTTP_STACK = (
     "uvicorn",
     "h11",
 )
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 @pytest.mark.parametrize("surface", [["--compat", "2.8.3"], ["--surface", "spec"]])
@@ -53,7 +43,7 @@ def test_a_stdio_server_imports_none_of_the_http_stack(tmp_path: Path, surface: 
     }
     done = subprocess.run(
         [sys.executable, "-c", _MODULES_AFTER, "mcp", *surface],
-        input=json.dumps(INITIALIZE) + "\n",
+        input=json.dumps(initialize_request()) + "\n",
         cwd=tmp_path,
         env=env,
         capture_output=True,
