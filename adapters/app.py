@@ -174,7 +174,13 @@ class App:
         from domain.usecases.status import StatusReader
 
         models = self.models
-        return StatusReader(self.store, self.vectors, lambda: models.identity, self.extraction)
+        return StatusReader(
+            self.store,
+            self.vectors,
+            lambda: models.identity,
+            self.extraction,
+            same_model=models.same_model,
+        )
 
     @cached_property
     def metadata(self) -> MetadataService | None:

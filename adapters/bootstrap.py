@@ -116,7 +116,8 @@ def build_app(
         # No model adapter is built (nor imported); `status` still counts pending
         # embeddings for the configured model by its identity.
         models = Models(
-            identify=lambda: embedding_identity(config_path, environ, trust, load, cache=index)
+            identify=lambda: embedding_identity(config_path, environ, trust, load, cache=index),
+            same_model=same_embedding_model(environ),
         )
     return _wire(
         storage,
@@ -372,6 +373,22 @@ def embedding_identity(
 
     config_dir = os.path.dirname(os.path.abspath(config_path))
     return identity_of(_models_of(load(config_path), trust), config_dir, env, cache)
+
+
+def same_embedding_model(env: Mapping[str, str]) -> Callable[[str, str], bool]:
+    """Whether vectors stored under a model name are the configured model's
+    (REQ-VEC-MODEL-001), for the commands that build no model adapter; asked only about a
+    stored name that differs from the configured one, so the resolver's module is imported
+    then."""
+
+    def same(stored: str, current: str) -> bool:
+        if stored == current:
+            return True
+        from adapters.models.references import ModelResolver
+
+        return ModelResolver(env=env).names_same_model(stored, current)
+
+    return same
 
 
 def _models_of(config: QmdConfig, trust: TrustDecision | None) -> Mapping[str, str]:

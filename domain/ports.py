@@ -209,8 +209,21 @@ class VectorIndex(Protocol):
     """Chunk embeddings keyed by content hash and chunk sequence number."""
 
     def has_vector_index(self) -> bool: ...
-    def pending_hashes(self, model: str, fingerprint: str) -> list[str]: ...
-    def pending_count(self, model: str, fingerprint: str) -> int: ...
+    def stored_vector_models(self) -> list[str]:
+        """Each model name the stored vectors carry, once, sorted."""
+        ...
+
+    def pending_hashes(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> list[str]:
+        """Active hashes lacking a complete vector set from the model: one stored under
+        (model, fingerprint) or under any (name, fingerprint) pair of `also` (the same model
+        by another name, REQ-VEC-MODEL-001), ordered by their first path."""
+        ...
+
+    def pending_count(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> int: ...
     def store_chunk_vectors(
         self,
         content_hash: str,

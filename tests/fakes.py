@@ -471,10 +471,18 @@ class InMemoryStore:
     def has_vector_index(self) -> bool:
         return self._dims is not None
 
-    def pending_count(self, model: str, fingerprint: str) -> int:
-        return len(self.pending_hashes(model, fingerprint))
+    def stored_vector_models(self) -> list[str]:
+        return sorted({v.model for v in self._vectors.values()})
 
-    def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
+    def pending_count(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> int:
+        return len(self.pending_hashes(model, fingerprint, also=also))
+
+    def pending_hashes(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> list[str]:
+        current = {(model, fingerprint), *also}
         first_path: dict[str, str] = {}
         for row in self._active():
             if row.hash not in first_path or row.path < first_path[row.hash]:
@@ -484,7 +492,7 @@ class InMemoryStore:
             mine = [
                 v
                 for v in self._vectors.values()
-                if v.hash == content_hash and v.model == model and v.fingerprint == fingerprint
+                if v.hash == content_hash and (v.model, v.fingerprint) in current
             ]
             if not mine or len(mine) < max(v.total for v in mine):
                 pending.append(content_hash)

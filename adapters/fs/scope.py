@@ -314,13 +314,22 @@ class RootScopedVectorIndex:
     def has_vector_index(self) -> bool:
         return self._inner.has_vector_index()
 
-    def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
+    def stored_vector_models(self) -> list[str]:
+        # the names only decide which vectors are current (REQ-VEC-MODEL-001); no document
+        return self._inner.stored_vector_models()
+
+    def pending_hashes(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> list[str]:
         # Only the backlog of inside documents: `status` must not count outside ones.
         inside = {meta.hash for meta in self._store.documents()}
-        return [h for h in self._inner.pending_hashes(model, fingerprint) if h in inside]
+        pending = self._inner.pending_hashes(model, fingerprint, also=also)
+        return [h for h in pending if h in inside]
 
-    def pending_count(self, model: str, fingerprint: str) -> int:
-        return len(self.pending_hashes(model, fingerprint))
+    def pending_count(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> int:
+        return len(self.pending_hashes(model, fingerprint, also=also))
 
     def store_chunk_vectors(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -32,6 +33,9 @@ class Models:
     # works out the configured embedding model's name and fingerprint, the first time
     # `identity` is read (by `status`): commands that never report it never pay for it
     identify: Callable[[], EmbeddingIdentity] = _unconfigured
+    # whether vectors stored under a model name (first) are the configured model's (second)
+    # (REQ-VEC-MODEL-001); the same text where nothing says more
+    same_model: Callable[[str, str], bool] = operator.eq
 
     @cached_property
     def identity(self) -> EmbeddingIdentity:

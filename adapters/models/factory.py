@@ -21,7 +21,7 @@ from adapters.models.references import (
 )
 from domain.errors import INVALID_ARGUMENT, QmdError
 from domain.ports import Embedder, LlmCache, QueryExpander, Reranker
-from domain.usecases.embedding import fingerprint_for
+from domain.usecases.embedding import FingerprintProbes, fingerprint_for, fingerprint_probes
 from domain.usecases.status import EmbeddingIdentity
 
 
@@ -102,6 +102,8 @@ def models_from_config(
         # if neither, no vector can be current yet, so an unmatchable fingerprint is right.
         space = remote.known_embedding_space()
         fingerprint = fingerprint_for(remote, space) if space is not None else ""
+        # a remote model is named as written (REQ-VEC-MODEL-001): no other name is it
+        probes: FingerprintProbes | None = None
     else:
         llama = LlamaEmbedder(
             refs["embed"],
@@ -110,10 +112,11 @@ def models_from_config(
             family=_embed_format(environ),
             stop_check=stop_check,
         )
-        fingerprint = fingerprint_for(llama)
+        probes = fingerprint_probes(llama)
+        fingerprint = probes.fingerprint(llama.model_name)
         embedder = llama if local else None
     identity = EmbeddingIdentity(
-        embedder.model_name if embedder is not None else refs["embed"], fingerprint
+        embedder.model_name if embedder is not None else refs["embed"], fingerprint, probes
     )
     reranker: Reranker | None = None
     expander: QueryExpander | None = None
@@ -152,7 +155,13 @@ def models_from_config(
             # the compat server generates as the original does: only the token cap
             line_tokens=None if original_rules else EXPAND_LINE_TOKENS,
         )
-    return Models(embedder, reranker, expander, identify=lambda: identity)
+    return Models(
+        embedder,
+        reranker,
+        expander,
+        identify=lambda: identity,
+        same_model=resolver.names_same_model,
+    )
 
 
 def embedding_identity(
@@ -174,7 +183,8 @@ def embedding_identity(
             from_yaml, config_dir, environ, cache=cache, stop_check=never_given_up
         ).identity
     text = EmbedText(refs["embed"], _embed_format(environ))
-    return EmbeddingIdentity(refs["embed"], fingerprint_for(text))
+    probes = fingerprint_probes(text)
+    return EmbeddingIdentity(refs["embed"], probes.fingerprint(text.model_name), probes)
 
 
 OFF = "none"

@@ -311,6 +311,23 @@ class ModelResolver:
             return real
         return f"{real}#size={stat.st_size},mtime_ns={stat.st_mtime_ns}"
 
+    def names_same_model(self, stored: str, current: str) -> bool:
+        """Whether vectors stored under the model name `stored` came from the configured
+        embedding model `current` (REQ-VEC-MODEL-001): the same text, or two local paths to
+        one file, named as an LLM cache key names it (`cache_identity`: real path, size and
+        modification time, read now). A registry, URL or model-server reference is the same
+        only as the same text, as the original decides. Reads the file system, never the
+        network; a name that is no reference at all is another model."""
+        if stored == current:
+            return True
+        if is_remote_ref(stored) or is_remote_ref(current):
+            return False
+        try:
+            both_paths = all(parse_model_ref(ref).kind == "path" for ref in (stored, current))
+        except QmdError:  # a name the original never writes (empty, a malformed hf: one)
+            return False
+        return both_paths and self.cache_identity(stored) == self.cache_identity(current)
+
     def _local_path(self, ref: ModelRef) -> Path:
         from pathlib import Path
 

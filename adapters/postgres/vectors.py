@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,17 +14,28 @@ from adapters.storage.sql_rows import META_COLUMNS as _META_COLUMNS
 from adapters.storage.sql_rows import meta_from_row as _meta
 from adapters.storage.sql_vectors import (
     CONTENT_VECTOR_COLUMNS,
-    PENDING_COUNT,
+    STORED_VECTOR_MODELS,
     check_query,
     chunk_dimensions,
     content_vector_rows,
     mismatch,
+    pending_count_sql,
     pending_hashes_sql,
+    pending_params,
 )
 from domain.model import Document, VectorHit
 
-_PENDING_HASHES = pyformat(pending_hashes_sql(' COLLATE "C"'))
-_PENDING_COUNT = pyformat(PENDING_COUNT)
+_STORED_VECTOR_MODELS = pyformat(STORED_VECTOR_MODELS)
+
+
+@functools.cache
+def _pending_hashes(sets: int) -> str:
+    return pyformat(pending_hashes_sql(' COLLATE "C"', sets))
+
+
+@functools.cache
+def _pending_count(sets: int) -> str:
+    return pyformat(pending_count_sql(sets))
 
 
 def vector_literal(vector: Sequence[float]) -> str:
@@ -33,11 +45,20 @@ def vector_literal(vector: Sequence[float]) -> str:
 class PgVectors(PgConnections):
     """VectorIndex over the pool."""
 
-    def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
-        return [str(r[0]) for r in self._query(_PENDING_HASHES, (model, fingerprint))]
+    def stored_vector_models(self) -> list[str]:
+        return [str(r[0]) for r in self._query(_STORED_VECTOR_MODELS)]
 
-    def pending_count(self, model: str, fingerprint: str) -> int:
-        return int(self._scalar(_PENDING_COUNT, (model, fingerprint)) or 0)
+    def pending_hashes(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> list[str]:
+        sets, params = pending_params(model, fingerprint, also)
+        return [str(r[0]) for r in self._query(_pending_hashes(sets), params)]
+
+    def pending_count(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> int:
+        sets, params = pending_params(model, fingerprint, also)
+        return int(self._scalar(_pending_count(sets), params) or 0)
 
     def ensure_vector_table(self, conn: psycopg.Connection[tuple[Any, ...]], dims: int) -> None:
         if self.has_vector_index():

@@ -20,11 +20,13 @@ from adapters.storage.sql_rows import ORPHAN_VECTOR_COUNT as _ORPHAN_VECTOR_COUN
 from adapters.storage.sql_rows import meta_from_row as _meta
 from adapters.storage.sql_vectors import (
     CONTENT_VECTOR_COLUMNS,
-    PENDING_COUNT,
+    STORED_VECTOR_MODELS,
     check_query,
     chunk_dimensions,
     content_vector_rows,
+    pending_count_sql,
     pending_hashes_sql,
+    pending_params,
 )
 from domain.errors import UNAVAILABLE, QmdError
 from domain.model import Document, VectorHit
@@ -86,14 +88,23 @@ class SqliteVectors(ConnectionPart):
     def vector_dimensions(self) -> int | None:
         return vec_table_dimensions(self._conn)
 
-    def pending_hashes(self, model: str, fingerprint: str) -> list[str]:
-        """Active hashes lacking a complete vector set for (model, fingerprint), by MIN(path)."""
-        rows = self._conn.query(pending_hashes_sql(), (model, fingerprint))
-        return [str(r[0]) for r in rows]
+    def stored_vector_models(self) -> list[str]:
+        return [str(r[0]) for r in self._conn.query(STORED_VECTOR_MODELS)]
 
-    def pending_count(self, model: str, fingerprint: str) -> int:
+    def pending_hashes(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> list[str]:
+        """Active hashes lacking a complete vector set for (model, fingerprint) or a pair of
+        `also` (REQ-VEC-MODEL-001), by MIN(path)."""
+        sets, params = pending_params(model, fingerprint, also)
+        return [str(r[0]) for r in self._conn.query(pending_hashes_sql(sets=sets), params)]
+
+    def pending_count(
+        self, model: str, fingerprint: str, *, also: Sequence[tuple[str, str]] = ()
+    ) -> int:
         """How many hashes `pending_hashes` would list, without listing them (for status)."""
-        return int(self._conn.scalar(PENDING_COUNT, (model, fingerprint)))
+        sets, params = pending_params(model, fingerprint, also)
+        return int(self._conn.scalar(pending_count_sql(sets), params))
 
     def store_chunk_vectors(
         self,

@@ -15,16 +15,49 @@ DIMENSION_MISMATCH = (
     "produces {current}d. Run 'qmd embed -f' to re-embed with the new model."
 )
 
-# Active hashes lacking a complete vector set for (model, fingerprint): none stored yet, or
-# fewer chunks than the set's total (an embed cut off midway).
-_PENDING = (
-    " FROM documents d LEFT JOIN ("
-    " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
-    " FROM content_vectors WHERE model = ? AND embed_fingerprint = ?"
-    " GROUP BY hash) v ON d.hash = v.hash"
-    " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)"
+
+# Active hashes lacking a complete vector set for (model, fingerprint), or for any of the
+# pairs naming the same model (REQ-VEC-MODEL-001): none stored yet, or fewer chunks than the
+# set's total (an embed cut off midway).
+def _pending(sets: int) -> str:
+    match = (
+        "model = ? AND embed_fingerprint = ?"
+        if sets == 1
+        else " OR ".join(["(model = ? AND embed_fingerprint = ?)"] * sets)
+    )
+    return (
+        " FROM documents d LEFT JOIN ("
+        " SELECT hash, COUNT(*) AS chunk_count, MAX(total_chunks) AS expected_chunks"
+        f" FROM content_vectors WHERE {match}"
+        " GROUP BY hash) v ON d.hash = v.hash"
+        " WHERE d.active = 1 AND (v.hash IS NULL OR v.chunk_count < v.expected_chunks)"
+    )
+
+
+def pending_count_sql(sets: int = 1) -> str:
+    return "SELECT COUNT(DISTINCT d.hash)" + _pending(sets)
+
+
+def pending_params(
+    model: str, fingerprint: str, also: Sequence[tuple[str, str]]
+) -> tuple[int, tuple[str, ...]]:
+    """How many (model, fingerprint) pairs a pending statement matches (the configured one
+    first, each once), and its parameters: the pairs flattened."""
+    pairs = [(model, fingerprint)]
+    pairs += [pair for pair in also if pair not in pairs]
+    return len(pairs), tuple(value for pair in pairs for value in pair)
+
+
+# Each model name once, by a skip scan over the (model, ...) index: a lookup per name, not a
+# read of every vector row (status asks on every run).
+STORED_VECTOR_MODELS = (
+    "WITH RECURSIVE names(model) AS ("
+    " SELECT MIN(model) FROM content_vectors"
+    " UNION ALL"
+    " SELECT (SELECT MIN(c.model) FROM content_vectors c WHERE c.model > names.model)"
+    " FROM names WHERE names.model IS NOT NULL)"
+    " SELECT model FROM names WHERE model IS NOT NULL"
 )
-PENDING_COUNT = "SELECT COUNT(DISTINCT d.hash)" + _PENDING
 
 CONTENT_VECTOR_COLUMNS = "hash, seq, pos, model, embed_fingerprint, total_chunks, embedded_at"
 
@@ -40,10 +73,15 @@ EMBEDDED_BY_MODEL = (
 )
 
 
-def pending_hashes_sql(bytewise: str = "") -> str:
+def pending_hashes_sql(bytewise: str = "", sets: int = 1) -> str:
     """The pending hashes, ordered by their first path, byte for byte (`bytewise`: the
-    collation clause that makes the backend compare text so, empty on SQLite)."""
-    return "SELECT d.hash" + _PENDING + f" GROUP BY d.hash ORDER BY MIN(d.path{bytewise}), d.hash"
+    collation clause that makes the backend compare text so, empty on SQLite), for `sets`
+    (model, fingerprint) pairs."""
+    return (
+        "SELECT d.hash"
+        + _pending(sets)
+        + f" GROUP BY d.hash ORDER BY MIN(d.path{bytewise}), d.hash"
+    )
 
 
 def mismatch(existing: int, current: int) -> QmdError:

@@ -8,7 +8,7 @@ run picks up exactly the documents `pending_hashes` still reports.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -87,7 +87,21 @@ class KnowsInputLimit(Protocol):
     def max_input_tokens(self) -> int: ...
 
 
-def fingerprint_for(embedder: NamesModel, space: str | None = None) -> str:
+@dataclass(frozen=True)
+class FingerprintProbes:
+    """What an embedding fingerprint hashes besides the model's name: the probes as the
+    model's formats write them, and a remote model's space. With them the fingerprint the
+    same model has under another name can be worked out (REQ-VEC-MODEL-001)."""
+
+    query: str
+    doc: str
+    space: str | None = None
+
+    def fingerprint(self, model_name: str) -> str:
+        return embed_fingerprint(model_name, self.query, self.doc, self.space)
+
+
+def fingerprint_probes(embedder: NamesModel, space: str | None = None) -> FingerprintProbes:
     """`space` overrides the embedder's own `embedding_space()` (which may need the network)."""
     title, text = FINGERPRINT_DOC_PROBE
     if isinstance(embedder, FormatsEmbeddingText):
@@ -97,7 +111,42 @@ def fingerprint_for(embedder: NamesModel, space: str | None = None) -> str:
         query_probe, doc_probe = FINGERPRINT_QUERY_PROBE, f"{title}\n{text}"
     if space is None and isinstance(embedder, DescribesEmbeddingSpace):
         space = embedder.embedding_space()
-    return embed_fingerprint(embedder.model_name, query_probe, doc_probe, space)
+    return FingerprintProbes(query_probe, doc_probe, space)
+
+
+def fingerprint_for(embedder: NamesModel, space: str | None = None) -> str:
+    """`space` as in `fingerprint_probes`."""
+    return fingerprint_probes(embedder, space).fingerprint(embedder.model_name)
+
+
+# Whether a model name stored with vectors (first) names the configured model (second): the
+# composition root's rule (REQ-VEC-MODEL-001: a model file by what it is); `same_text` where
+# none is given.
+SameModel = Callable[[str, str], bool]
+
+
+def same_text(stored: str, current: str) -> bool:
+    return stored == current
+
+
+def other_names_of_model(
+    model: str,
+    probes: FingerprintProbes | None,
+    stored_models: Iterable[str],
+    same_model: SameModel,
+) -> tuple[tuple[str, str], ...]:
+    """The (name, fingerprint) pairs under which stored vectors are the current model's too
+    (REQ-VEC-MODEL-001): each other name the vectors carry that `same_model` says names the
+    same model, with the fingerprint that name has under the current formats, so vectors
+    embedded with other formats (or chunk sizes) stay pending. Without `probes` (a remote
+    model's space unknown) there are none. Nothing here rewrites a stored name."""
+    if probes is None:
+        return ()
+    return tuple(
+        (name, probes.fingerprint(name))
+        for name in sorted(set(stored_models))
+        if name != model and same_model(name, model)
+    )
 
 
 @dataclass(frozen=True)
@@ -160,11 +209,13 @@ class EmbedOptions:
     under (None: the embedder's own); `collection`: embed only this one's documents
     (`qmd embed -c`); `fit_chunks` False: the original's fixed 900-token chunks even when the
     model reads fewer tokens (what the original stores; for comparisons with it,
-    QMD_FIT_CHUNKS=0)."""
+    QMD_FIT_CHUNKS=0); `same_model`: whether vectors stored under another name are this
+    model's (REQ-VEC-MODEL-001)."""
 
     fingerprint: str | None = None
     collection: str | None = None
     fit_chunks: bool = True
+    same_model: SameModel = same_text
 
 
 class EmbedIndex:
@@ -180,7 +231,15 @@ class EmbedIndex:
         self._vectors = vectors
         self._embedder = embedder
         self._clock = clock
-        self.fingerprint = options.fingerprint or fingerprint_for(embedder)
+        # the probes once (a remote model's space may take a request); a fingerprint given
+        # from outside is the only one the run knows: no other name is this model
+        self._probes: FingerprintProbes | None = None
+        if options.fingerprint:
+            self.fingerprint = options.fingerprint
+        else:
+            self._probes = fingerprint_probes(embedder)
+            self.fingerprint = self._probes.fingerprint(embedder.model_name)
+        self._same_model = options.same_model
         self.collection = options.collection
         self.fit_chunks = options.fit_chunks
         self._input_limit: int | None = None
@@ -195,7 +254,10 @@ class EmbedIndex:
         """Content hashes without vectors from this model; with `collection`, only those of
         its documents (`qmd embed -c`: a body shared with another collection is embedded
         once and serves both)."""
-        hashes = self._vectors.pending_hashes(self.model, self.fingerprint)
+        also = other_names_of_model(
+            self.model, self._probes, self._vectors.stored_vector_models(), self._same_model
+        )
+        hashes = self._vectors.pending_hashes(self.model, self.fingerprint, also=also)
         if collection is None:
             return hashes
         wanted = {meta.hash for meta in self._store.documents(collection)}

@@ -5,13 +5,19 @@ REQ-TOOL-STATUS-001, REQ-SPEC-STATUS-*.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from domain.extraction import ExtractionReport
 from domain.indexing import CollectionStatus, IndexStatus
 from domain.ports import DocumentStore, VectorIndex
+from domain.usecases.embedding import (
+    FingerprintProbes,
+    SameModel,
+    other_names_of_model,
+    same_text,
+)
 
 if TYPE_CHECKING:
     from domain.usecases.extraction import DocumentExtraction
@@ -19,10 +25,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EmbeddingIdentity:
-    """Which vectors count as current: the embed model reference and its fingerprint."""
+    """Which vectors count as current: the embed model reference and its fingerprint, and
+    what else the fingerprint hashes (None: unknown), for the same model stored under another
+    name (REQ-VEC-MODEL-001)."""
 
     model: str
     fingerprint: str
+    probes: FingerprintProbes | None = None
+
+    def also(
+        self, stored_models: Iterable[str], same_model: SameModel
+    ) -> tuple[tuple[str, str], ...]:
+        """The other (name, fingerprint) pairs whose vectors are this model's."""
+        return other_names_of_model(self.model, self.probes, stored_models, same_model)
 
 
 class StatusReader:
@@ -32,8 +47,10 @@ class StatusReader:
         vectors: VectorIndex,
         identity: Callable[[], EmbeddingIdentity],
         extraction: DocumentExtraction | None = None,
+        same_model: SameModel = same_text,
     ) -> None:
         self._extraction = extraction
+        self._same_model = same_model
         self._store = store
         self._vectors = vectors
         # asked for only when a status is read: a command that reports none never works out
@@ -57,7 +74,8 @@ class StatusReader:
             for count in counts
         )
         identity = self._identity()
-        pending = self._vectors.pending_count(identity.model, identity.fingerprint)
+        also = identity.also(self._vectors.stored_vector_models(), self._same_model)
+        pending = self._vectors.pending_count(identity.model, identity.fingerprint, also=also)
         return IndexStatus(
             total_documents=sum(c.documents for c in counts),
             needs_embedding=pending,

@@ -50,11 +50,14 @@ def active_model_refs(app: App) -> dict[str, str]:
 
 
 def other_model_vectors(app: App) -> dict[str, int]:
-    """Documents whose vectors came from a model other than the current embedding model."""
+    """Documents whose vectors came from a model other than the current embedding model (a
+    name that is another path to its file is not another model: REQ-VEC-MODEL-001)."""
     if app.maintenance is None:
         return {}
     current = app.models.identity.model
-    return {m: n for m, n in app.maintenance.embedded_by_model().items() if m != current}
+    by_model = app.maintenance.embedded_by_model()
+    same = {name for name, _ in app.models.identity.also(by_model, app.models.same_model)}
+    return {m: n for m, n in by_model.items() if m != current and m not in same}
 
 
 def status_sections(

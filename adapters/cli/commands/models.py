@@ -78,6 +78,8 @@ def embed(args: argparse.Namespace) -> int:
                     # QMD_FIT_CHUNKS=0: the original's 900-token chunks whatever the model
                     # reads, for indexes compared chunk for chunk with the original's
                     fit_chunks=os.environ.get("QMD_FIT_CHUNKS", "1").strip() != "0",
+                    # vectors stored under another path to this model's file are current
+                    same_model=app.models.same_model,
                 ),
             )
             if collection is not None and app.store.get_collection(collection) is None:
