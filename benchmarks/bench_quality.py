@@ -35,7 +35,8 @@ the documents still without vectors. The build has no time limit, and pausing th
 
 SciFact's 5,183 abstracts take about 25 minutes to embed with MiniLM on a quiet two-core
 machine and about 3.5 times that with EmbeddingGemma; `--scifact-docs N` indexes a fixed
-subset instead, for the sample's queries only: every document judged relevant to one of them
+subset instead, for the sample's queries only (or the first `--subset-queries M`, so a small
+`query+models` sample reuses a subset built for more): every document judged relevant to one of them
 plus N others drawn with a fixed seed (random.Random(34)). Every mode and model set then runs
 on that same subset, so they compare with each other (not with full-corpus figures: with
 fewer distractors every mode scores higher).
@@ -485,6 +486,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sample", type=int, default=50, help="questions for query+models")
     parser.add_argument("--scifact-docs", type=int, default=0, help="SciFact subset (see above)")
+    parser.add_argument(
+        "--subset-queries",
+        type=int,
+        default=0,
+        help="SciFact subset: build it for the first N queries (default: --sample), so a "
+        "smaller query+models sample reuses a subset index built for more queries",
+    )
     parser.add_argument("--limit-docs", type=int, default=0, help="tldr: a smoke-sized slice")
     parser.add_argument("--questions", type=int, default=0, help="tldr: only the first N")
     parser.add_argument("--original", action="store_true", help="also the original 2.8.3")
@@ -497,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         judged = (
             tldr_set(args.limit_docs, args.questions)
             if args.set == "tldr"
-            else scifact_set(args.scifact_docs, args.sample)
+            else scifact_set(args.scifact_docs, args.subset_queries or args.sample)
         )
         sample = [q[0] for q in judged.questions[: args.sample]]
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
