@@ -71,16 +71,29 @@ class Implementation:
     def run(
         self, *args: str, timeout: float = 600
     ) -> tuple[subprocess.CompletedProcess[str], float]:
-        """Run one CLI command to completion; returns it and its wall-clock seconds."""
+        """Run one CLI command to completion; returns it and its wall-clock seconds.
+
+        On timeout the whole process group is killed before TimeoutExpired is raised: the
+        original's launcher runs `node` as a child, and killing the launcher alone left that
+        child computing for as long as it liked."""
         started = time.perf_counter()
-        done = subprocess.run(
+        with subprocess.Popen(
             [*self.command, *args],
             env=self.env,
             cwd=self.home,
-            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout,
-        )
+            start_new_session=True,
+        ) as process:
+            try:
+                out, err = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+                raise
+        done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
         return done, time.perf_counter() - started
 
     def run_measured(self, *args: str, timeout: float = 600) -> tuple[int, float, int, str]:
