@@ -334,10 +334,13 @@ class ContentSource(Protocol):
 
     `scan` lists the files matching the collection's mask and reports, with a reason, those it
     found but cannot offer (bad names, links, unlistable folders); `read_text` gives a file's
-    text or the reason it has none (denied, gone, binary, too large).
+    text or the reason it has none (denied, gone, binary, too large). `scan(stamps=False)`
+    finds the same files and skips but leaves out when and how large each is (`created_at`
+    and `modified_at` empty, `size` 0, no `stamp`): for a caller that asks only which files
+    are there (`qmd ls`), at no cost per file beyond listing its folder.
     """
 
-    def scan(self, collection: Collection) -> ScanResult: ...
+    def scan(self, collection: Collection, *, stamps: bool = True) -> ScanResult: ...
     def read_text(self, absolute_path: str) -> str | Unreadable: ...
     def is_directory(self, path: str) -> bool: ...
 

@@ -598,7 +598,7 @@ class FakeContentSource:
         self.stamps: dict[str, FileStamp] = {}
         self.reads: list[str] = []  # every read_text call, in order
 
-    def scan(self, collection: Collection) -> list[SourceFile]:
+    def scan(self, collection: Collection, *, stamps: bool = True) -> ScanResult:
         from domain.globs import glob_match, split_glob_mask
 
         root = collection.path.rstrip("/")
@@ -629,6 +629,9 @@ class FakeContentSource:
             stamp = None
             if self.clock_ns is not None:
                 stamp = self.stamps.get(absolute) or FileStamp(size, 0, 0, hash(absolute))
+            if not stamps:  # the paths alone, as FileSystemSource gives them
+                out.append(SourceFile(relative, absolute, "", "", 0))
+                continue
             out.append(SourceFile(relative, absolute, created, modified, size, stamp))
         return ScanResult(
             files=sorted(out, key=lambda f: scan_order_key(f.relative_path)),

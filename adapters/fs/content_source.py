@@ -134,6 +134,18 @@ def _suffix_only(pattern: str) -> str | None:
     return suffix
 
 
+def _entry_mode(entry: os.DirEntry[str]) -> int:
+    """The file type of a listed entry as an `st_mode`, without following links: DirEntry
+    takes it from the listing (stat(2) only where the file system reports no type)."""
+    if entry.is_symlink():
+        return stat_module.S_IFLNK
+    if entry.is_dir(follow_symlinks=False):
+        return stat_module.S_IFDIR
+    if entry.is_file(follow_symlinks=False):
+        return stat_module.S_IFREG
+    return 0  # a socket, a FIFO, a device: "not a regular file"
+
+
 def _is_inside(root: str, target: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -148,7 +160,7 @@ class FileSystemSource:
     def __init__(self, max_file_bytes: int = MAX_FILE_BYTES) -> None:
         self.max_file_bytes = max_file_bytes
 
-    def scan(self, collection: Collection) -> ScanResult:
+    def scan(self, collection: Collection, *, stamps: bool = True) -> ScanResult:
         # the scanning rules only when a folder is scanned: a search never does
         from domain.globs import glob_match, split_glob_mask
         from domain.paths import scan_order_key
@@ -166,9 +178,9 @@ class FileSystemSource:
         # before anything is listed: a file changed after this moment is never trusted by
         # its stamp on the next update (domain/stamps.py)
         result = ScanResult(started_ns=time.time_ns())
-        real_dirs: dict[str, str] = {}
+        folder_inside: dict[str, bool] = {}
         suffixes = [_suffix_only(p) for p in patterns]
-        for relative, absolute, st in self._walk(root, result):
+        for relative, absolute, st in self._walk(root, result, stamps=stamps):
             if not any(
                 relative.endswith(suffix) if suffix is not None else glob_match(p, relative)
                 for p, suffix in zip(patterns, suffixes, strict=True)
@@ -181,9 +193,12 @@ class FileSystemSource:
                 ignored = (*DEFAULT_IGNORES, *ignored)
             if any(glob_match(g, relative) for g in ignored if g):
                 continue
-            problem = self._entry_problem(relative, absolute, st, real_root, real_dirs)
+            problem = self._entry_problem(relative, absolute, st, real_root, folder_inside)
             if problem is not None:
                 result.skipped.append(SkippedFile(display_path(relative), problem))
+                continue
+            if not isinstance(st, os.stat_result):
+                result.files.append(SourceFile(relative, absolute, "", "", 0))
                 continue
             result.files.append(
                 SourceFile(
@@ -203,13 +218,14 @@ class FileSystemSource:
     def _entry_problem(
         relative: str,
         absolute: str,
-        st: os.stat_result,
+        st: os.stat_result | int,
         real_root: str,
-        real_dirs: dict[str, str],
+        folder_inside: dict[str, bool],
     ) -> str | None:
-        if stat_module.S_ISLNK(st.st_mode):
+        mode = st.st_mode if isinstance(st, os.stat_result) else st
+        if stat_module.S_ISLNK(mode):
             return "symbolic link (links are not followed)"
-        if not stat_module.S_ISREG(st.st_mode):
+        if not stat_module.S_ISREG(mode):
             return "not a regular file"
         from domain.source_text import name_problem
 
@@ -217,19 +233,22 @@ class FileSystemSource:
         if problem is not None:
             return problem
         # The file itself is no link (above), so its real path is its folder's real path
-        # and its name: one realpath per folder instead of one per file.
-        folder, name = os.path.split(absolute)
-        real_folder = real_dirs.get(folder)
-        if real_folder is None:
-            real_folder = real_dirs[folder] = os.path.realpath(folder)
-        if not _is_inside(real_root, os.path.join(real_folder, name)):
-            return "resolves outside the collection folder"
-        return None
+        # and its name, inside the collection folder exactly when that folder's real path is:
+        # one realpath and one test per folder instead of one per file.
+        folder = os.path.dirname(absolute)
+        inside = folder_inside.get(folder)
+        if inside is None:
+            inside = folder_inside[folder] = _is_inside(real_root, os.path.realpath(folder))
+        return None if inside else "resolves outside the collection folder"
 
-    def _walk(self, root: str, result: ScanResult) -> list[tuple[str, str, os.stat_result]]:
+    def _walk(
+        self, root: str, result: ScanResult, *, stamps: bool = True
+    ) -> list[tuple[str, str, os.stat_result | int]]:
         """(relative, absolute, lstat) of every non-directory entry; folders that cannot be
-        listed are added to `result.skipped` and `result.unlisted`."""
-        out: list[tuple[str, str, os.stat_result]] = []
+        listed are added to `result.skipped` and `result.unlisted`. Without `stamps`, the
+        entry's file type alone (a link, a regular file, something else) as a `st_mode`, from
+        the folder listing: no stat per file on a file system that reports types."""
+        out: list[tuple[str, str, os.stat_result | int]] = []
         from domain.source_text import display_path
 
         pending: list[tuple[str, str]] = [(root, "")]
@@ -248,11 +267,12 @@ class FileSystemSource:
                 if name.startswith("."):
                     continue
                 relative = prefix + name
+                st: os.stat_result | int
                 try:
-                    st = entry.stat(follow_symlinks=False)
+                    st = entry.stat(follow_symlinks=False) if stamps else _entry_mode(entry)
                 except OSError:
                     continue  # vanished since the listing
-                if stat_module.S_ISDIR(st.st_mode):
+                if stat_module.S_ISDIR(st.st_mode if isinstance(st, os.stat_result) else st):
                     if name not in EXCLUDED_DIRS:
                         pending.append((entry.path, relative + "/"))
                 else:
