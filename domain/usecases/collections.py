@@ -348,17 +348,16 @@ class CollectionManager:
         not index (outside the permitted root) is not read: nothing is named. `indexed`: the
         paths the index holds, when the caller has just read them (`qmd ls` lists them).
 
-        The folder is scanned without stamps (no stat, no birth time per file: a listing's
-        cost, benchmarks/bench_ls.py)."""
+        The folder is scanned without stamps and leaving out the indexed files (no stat, no
+        birth time, no record per indexed file: about a listing's cost, benchmarks/bench_ls.py)."""
         if self.admits is not None and not self.admits(collection):
             return []
-        scan = self._source.scan(collection, stamps=False)
-        known = self._store.active_documents(collection.name) if indexed is None else indexed
+        if indexed is None:
+            indexed = set(self._store.active_documents(collection.name))
+        scan = self._source.scan(collection, stamps=False, known=indexed)
         found = list(scan.skipped)
         for file in scan.files:
             path = file.relative_path
-            if path in known:
-                continue
             if self._extraction is not None and is_extracted(path):
                 state = self._extraction.recorded_state(collection.name, path)
                 if state is not None and state.status == "failed":

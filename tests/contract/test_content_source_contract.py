@@ -191,3 +191,28 @@ def test_fs_without_stamps_skips_links_pipes_and_bad_names_alike(tmp_path: Path)
         SkippedFile("sub/pipe.md", "not a regular file"),
     ]
     assert bare.skipped == source.scan(collection).skipped
+
+
+def test_known_files_are_left_out_but_still_checked(source: tuple[Source, str]) -> None:
+    """`known` (the paths `qmd ls` has just listed) leaves those files out of `files` alone."""
+    impl, root = source
+    collection = Collection(name="c", path=root, pattern="**/*")
+    full = impl.scan(collection)
+    known = {"a.md", "sub/b.md", "not/there.md"}
+    rest = impl.scan(collection, stamps=False, known=known)
+    assert [f.relative_path for f in rest.files] == [
+        f.relative_path for f in full.files if f.relative_path not in known
+    ]
+    assert rest.skipped == full.skipped
+
+
+def test_fs_a_known_path_that_became_a_link_is_still_skipped(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "real.md").write_text("# real\n")
+    (root / "was-a-file.md").symlink_to(root / "real.md")
+    rest = FileSystemSource().scan(
+        Collection(name="c", path=str(root)), stamps=False, known={"real.md", "was-a-file.md"}
+    )
+    assert rest.files == []
+    assert rest.skipped == [SkippedFile("was-a-file.md", "symbolic link (links are not followed)")]
