@@ -7,7 +7,7 @@ contract tests as the real adapters.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
@@ -347,10 +347,17 @@ class ContentSource(Protocol):
 
     `scan` lists the files matching the collection's mask and reports, with a reason, those it
     found but cannot offer (bad names, links, unlistable folders); `read_text` gives a file's
-    text or the reason it has none (denied, gone, binary, too large).
+    text or the reason it has none (denied, gone, binary, too large). `scan(stamps=False)`
+    finds the same files and skips but leaves out when and how large each is (`created_at`
+    and `modified_at` empty, `size` 0, no `stamp`): for a caller that asks only which files
+    are there (`qmd ls`), at no cost per file beyond listing its folder. `known`: relative
+    paths the caller already has, left out of `files` (still checked: one that cannot be
+    offered any more is in `skipped`).
     """
 
-    def scan(self, collection: Collection) -> ScanResult: ...
+    def scan(
+        self, collection: Collection, *, stamps: bool = True, known: Set[str] = frozenset()
+    ) -> ScanResult: ...
     def read_text(self, absolute_path: str) -> str | Unreadable: ...
     def is_directory(self, path: str) -> bool: ...
 

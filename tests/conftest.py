@@ -8,6 +8,10 @@ from typing import Any
 import pytest
 
 from tests import needs, xdist_scheduling
+from tooling import llama_build
+
+# Lines tests recorded for the run's summary (pytest_terminal_summary below), first seen first.
+_SUMMARY_LINES: dict[str, None] = {}
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
@@ -43,3 +47,17 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
         return (yield)
     finally:
         needs.tearing_down(False)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep the real-model goldens' line (which build, which comparison). A test records it as
+    a user property: the report carries it from an xdist worker to this process, which alone
+    prints the summary, and `-q` keeps the summary."""
+    for name, value in report.user_properties:
+        if name == llama_build.REPORT_PROPERTY:
+            _SUMMARY_LINES[str(value)] = None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _SUMMARY_LINES:
+        terminalreporter.write_line(line)

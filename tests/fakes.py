@@ -21,7 +21,7 @@ import hashlib
 import math
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -606,7 +606,9 @@ class FakeContentSource:
         self.stamps: dict[str, FileStamp] = {}
         self.reads: list[str] = []  # every read_text call, in order
 
-    def scan(self, collection: Collection) -> list[SourceFile]:
+    def scan(
+        self, collection: Collection, *, stamps: bool = True, known: Set[str] = frozenset()
+    ) -> ScanResult:
         from domain.globs import glob_match, split_glob_mask
 
         root = collection.path.rstrip("/")
@@ -637,6 +639,11 @@ class FakeContentSource:
             stamp = None
             if self.clock_ns is not None:
                 stamp = self.stamps.get(absolute) or FileStamp(size, 0, 0, hash(absolute))
+            if relative in known:
+                continue
+            if not stamps:  # the paths alone, as FileSystemSource gives them
+                out.append(SourceFile(relative, absolute, "", "", 0))
+                continue
             out.append(SourceFile(relative, absolute, created, modified, size, stamp))
         return ScanResult(
             files=sorted(out, key=lambda f: scan_order_key(f.relative_path)),

@@ -37,6 +37,7 @@ import stat as stat_module
 import struct
 import sys
 import time
+from collections.abc import Callable, Set
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -134,6 +135,43 @@ def _suffix_only(pattern: str) -> str | None:
     return suffix
 
 
+def _entry_mode(entry: os.DirEntry[str]) -> int:
+    """The file type of a listed entry as an `st_mode`, without following links: DirEntry
+    takes it from the listing (stat(2) only where the file system reports no type)."""
+    if entry.is_symlink():
+        return stat_module.S_IFLNK
+    if entry.is_dir(follow_symlinks=False):
+        return stat_module.S_IFDIR
+    if entry.is_file(follow_symlinks=False):
+        return stat_module.S_IFREG
+    return 0  # a socket, a FIFO, a device: "not a regular file"
+
+
+def _entry_problem(
+    relative: str,
+    st: os.stat_result | int,
+    folder: str,
+    real_root: str,
+    folder_inside: dict[str, bool],
+    name_problem: Callable[[str], str | None],
+) -> str | None:
+    mode = st.st_mode if isinstance(st, os.stat_result) else st
+    if stat_module.S_ISLNK(mode):
+        return "symbolic link (links are not followed)"
+    if not stat_module.S_ISREG(mode):
+        return "not a regular file"
+    problem = name_problem(relative)
+    if problem is not None:
+        return problem
+    # The file itself is no link (above), so its real path is its folder's real path
+    # and its name, inside the collection folder exactly when that folder's real path is:
+    # one realpath and one test per folder instead of one per file.
+    inside = folder_inside.get(folder)
+    if inside is None:
+        inside = folder_inside[folder] = _is_inside(real_root, os.path.realpath(folder))
+    return None if inside else "resolves outside the collection folder"
+
+
 def _is_inside(root: str, target: str) -> bool:
     return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -148,11 +186,17 @@ class FileSystemSource:
     def __init__(self, max_file_bytes: int = MAX_FILE_BYTES) -> None:
         self.max_file_bytes = max_file_bytes
 
-    def scan(self, collection: Collection) -> ScanResult:
+    def scan(
+        self,
+        collection: Collection,
+        *,
+        stamps: bool = True,
+        known: Set[str] = frozenset(),
+    ) -> ScanResult:
         # the scanning rules only when a folder is scanned: a search never does
         from domain.globs import glob_match, split_glob_mask
         from domain.paths import scan_order_key
-        from domain.source_text import display_path
+        from domain.source_text import display_path, name_problem
 
         root = os.path.abspath(os.path.expanduser(collection.path))
         if not os.path.isdir(root):
@@ -166,24 +210,36 @@ class FileSystemSource:
         # before anything is listed: a file changed after this moment is never trusted by
         # its stamp on the next update (domain/stamps.py)
         result = ScanResult(started_ns=time.time_ns())
-        real_dirs: dict[str, str] = {}
+        folder_inside: dict[str, bool] = {}
         suffixes = [_suffix_only(p) for p in patterns]
-        for relative, absolute, st in self._walk(root, result):
-            if not any(
+        # the usual mask (`**/*.md`, or a comma list of such): one endswith per file
+        only_suffixes: tuple[str, ...] | None = tuple(s for s in suffixes if s is not None)
+        if len(only_suffixes or ()) < len(suffixes):
+            only_suffixes = None
+        for relative, absolute, st, folder, name in self._walk(root, result, stamps=stamps):
+            if only_suffixes is not None:
+                if not relative.endswith(only_suffixes):
+                    continue
+            elif not any(
                 relative.endswith(suffix) if suffix is not None else glob_match(p, relative)
                 for p, suffix in zip(patterns, suffixes, strict=True)
             ):
                 continue
-            # the default ignores name folders the walk never enters: only a path with such
-            # a segment (a file named `build`, say) can match one
+            # the default ignores name folders the walk never enters: only a file with such a
+            # name (a file named `build`, say) can match one
             ignored = collection.ignore
-            if not _EXCLUDED_SEGMENTS.isdisjoint(relative.split("/")):
+            if name in _EXCLUDED_SEGMENTS:
                 ignored = (*DEFAULT_IGNORES, *ignored)
-            if any(glob_match(g, relative) for g in ignored if g):
+            if ignored and any(glob_match(g, relative) for g in ignored if g):
                 continue
-            problem = self._entry_problem(relative, absolute, st, real_root, real_dirs)
+            problem = _entry_problem(relative, st, folder, real_root, folder_inside, name_problem)
             if problem is not None:
                 result.skipped.append(SkippedFile(display_path(relative), problem))
+                continue
+            if relative in known:
+                continue
+            if not isinstance(st, os.stat_result):
+                result.files.append(SourceFile(relative, absolute, "", "", 0))
                 continue
             result.files.append(
                 SourceFile(
@@ -199,37 +255,15 @@ class FileSystemSource:
         result.skipped.sort(key=lambda f: f.path)
         return result
 
-    @staticmethod
-    def _entry_problem(
-        relative: str,
-        absolute: str,
-        st: os.stat_result,
-        real_root: str,
-        real_dirs: dict[str, str],
-    ) -> str | None:
-        if stat_module.S_ISLNK(st.st_mode):
-            return "symbolic link (links are not followed)"
-        if not stat_module.S_ISREG(st.st_mode):
-            return "not a regular file"
-        from domain.source_text import name_problem
-
-        problem = name_problem(relative)
-        if problem is not None:
-            return problem
-        # The file itself is no link (above), so its real path is its folder's real path
-        # and its name: one realpath per folder instead of one per file.
-        folder, name = os.path.split(absolute)
-        real_folder = real_dirs.get(folder)
-        if real_folder is None:
-            real_folder = real_dirs[folder] = os.path.realpath(folder)
-        if not _is_inside(real_root, os.path.join(real_folder, name)):
-            return "resolves outside the collection folder"
-        return None
-
-    def _walk(self, root: str, result: ScanResult) -> list[tuple[str, str, os.stat_result]]:
-        """(relative, absolute, lstat) of every non-directory entry; folders that cannot be
-        listed are added to `result.skipped` and `result.unlisted`."""
-        out: list[tuple[str, str, os.stat_result]] = []
+    def _walk(
+        self, root: str, result: ScanResult, *, stamps: bool = True
+    ) -> list[tuple[str, str, os.stat_result | int, str, str]]:
+        """(relative, absolute, lstat, folder, name) of every non-directory entry; folders
+        that cannot be listed are added to `result.skipped` and `result.unlisted`. Without
+        `stamps`, the entry's file type alone (a link, a regular file, something else) as a
+        `st_mode`, from the folder listing: no stat per file on a file system that reports
+        types."""
+        out: list[tuple[str, str, os.stat_result | int, str, str]] = []
         from domain.source_text import display_path
 
         pending: list[tuple[str, str]] = [(root, "")]
@@ -248,15 +282,16 @@ class FileSystemSource:
                 if name.startswith("."):
                     continue
                 relative = prefix + name
+                st: os.stat_result | int
                 try:
-                    st = entry.stat(follow_symlinks=False)
+                    st = entry.stat(follow_symlinks=False) if stamps else _entry_mode(entry)
                 except OSError:
                     continue  # vanished since the listing
-                if stat_module.S_ISDIR(st.st_mode):
+                if stat_module.S_ISDIR(st.st_mode if isinstance(st, os.stat_result) else st):
                     if name not in EXCLUDED_DIRS:
                         pending.append((entry.path, relative + "/"))
                 else:
-                    out.append((relative, entry.path, st))
+                    out.append((relative, entry.path, st, directory, name))
         return out
 
     def read_text(self, absolute_path: str) -> str | Unreadable:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -336,23 +336,28 @@ class CollectionManager:
             self.tidy_lexical_index(sum(c.written for c in counts.values()))
         return counts
 
-    def not_indexed(self, collection: Collection) -> builtins.list[SkippedFile]:
+    def not_indexed(
+        self, collection: Collection, indexed: Set[str] | None = None
+    ) -> builtins.list[SkippedFile]:
         """The files of the collection's folder that the index does not hold, each with why
         (REQ-INDEX-LS-SKIPPED-001): what the scan had to skip, content `update` refuses
         (binary, too large, unreadable) with its reason, an extraction the last update
         recorded as failed, or a file new since the last update. Blank files are left out, as
         `update` skips them without a word. Only the files the index lacks are read, and an
         extraction is never run: its recorded state is the answer. A collection this app may
-        not index (outside the permitted root) is not read: nothing is named."""
+        not index (outside the permitted root) is not read: nothing is named. `indexed`: the
+        paths the index holds, when the caller has just read them (`qmd ls` lists them).
+
+        The folder is scanned without stamps and leaving out the indexed files (no stat, no
+        birth time, no record per indexed file: about a listing's cost, benchmarks/bench_ls.py)."""
         if self.admits is not None and not self.admits(collection):
             return []
-        scan = self._source.scan(collection)
-        known = self._store.active_documents(collection.name)
+        if indexed is None:
+            indexed = set(self._store.active_documents(collection.name))
+        scan = self._source.scan(collection, stamps=False, known=indexed)
         found = list(scan.skipped)
         for file in scan.files:
             path = file.relative_path
-            if path in known:
-                continue
             if self._extraction is not None and is_extracted(path):
                 state = self._extraction.recorded_state(collection.name, path)
                 if state is not None and state.status == "failed":

@@ -149,3 +149,70 @@ def test_a_missing_collection_folder_is_unlisted_not_empty(source: tuple[Source,
     gone = impl.scan(Collection(name="c", path=root + "-gone"))
     assert gone.files == [] and gone.unlisted == [""]
     assert [s.path for s in gone.skipped] == ["(collection folder)"]
+
+
+@pytest.mark.parametrize("pattern", ["**/*.md", "**/*", "sub/*.md,*.txt"])
+def test_a_scan_without_stamps_finds_the_same_files(
+    source: tuple[Source, str], pattern: str
+) -> None:
+    """`stamps=False` (what `qmd ls` asks for): the same files, order and skips, no times."""
+    impl, root = source
+    collection = Collection(name="c", path=root, pattern=pattern)
+    full, bare = impl.scan(collection), impl.scan(collection, stamps=False)
+    assert [(f.relative_path, f.absolute_path) for f in bare.files] == [
+        (f.relative_path, f.absolute_path) for f in full.files
+    ]
+    assert (bare.skipped, bare.unlisted) == (full.skipped, full.unlisted)
+    assert {(f.created_at, f.modified_at, f.size, f.stamp) for f in bare.files} == {
+        ("", "", 0, None)
+    }
+
+
+def test_fs_without_stamps_skips_links_pipes_and_bad_names_alike(tmp_path: Path) -> None:
+    """The file type comes from the folder listing instead of a stat: same reasons."""
+    root = tmp_path / "corpus"
+    (root / "sub").mkdir(parents=True)
+    (root / "real.md").write_text("# real\n")
+    (root / "link.md").symlink_to(root / "real.md")
+    (root / "linkdir").symlink_to(root / "sub", target_is_directory=True)
+    os.mkfifo(root / "sub" / "pipe.md")
+    (root / os.fsdecode(b"bad-\xff.md")).write_text("# bad name\n")
+    (root / "sub" / "line\nbreak.md").write_text("# control\n")
+    source = FileSystemSource()
+    collection = Collection(name="c", path=str(root))
+    bare = source.scan(collection, stamps=False)
+    assert [f.relative_path for f in bare.files] == ["real.md"]
+    assert bare.skipped == [
+        SkippedFile("bad-\\xff.md", "file name is not valid UTF-8"),
+        SkippedFile("link.md", "symbolic link (links are not followed)"),
+        SkippedFile(
+            "sub/line\\nbreak.md", "file name contains control characters (such as a newline)"
+        ),
+        SkippedFile("sub/pipe.md", "not a regular file"),
+    ]
+    assert bare.skipped == source.scan(collection).skipped
+
+
+def test_known_files_are_left_out_but_still_checked(source: tuple[Source, str]) -> None:
+    """`known` (the paths `qmd ls` has just listed) leaves those files out of `files` alone."""
+    impl, root = source
+    collection = Collection(name="c", path=root, pattern="**/*")
+    full = impl.scan(collection)
+    known = {"a.md", "sub/b.md", "not/there.md"}
+    rest = impl.scan(collection, stamps=False, known=known)
+    assert [f.relative_path for f in rest.files] == [
+        f.relative_path for f in full.files if f.relative_path not in known
+    ]
+    assert rest.skipped == full.skipped
+
+
+def test_fs_a_known_path_that_became_a_link_is_still_skipped(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "real.md").write_text("# real\n")
+    (root / "was-a-file.md").symlink_to(root / "real.md")
+    rest = FileSystemSource().scan(
+        Collection(name="c", path=str(root)), stamps=False, known={"real.md", "was-a-file.md"}
+    )
+    assert rest.files == []
+    assert rest.skipped == [SkippedFile("was-a-file.md", "symbolic link (links are not followed)")]

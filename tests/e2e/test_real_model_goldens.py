@@ -17,32 +17,32 @@ tooling.cli_goldens.SCORE_TOLERANCE. Scores that come from rank fusion alone (th
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.model_fakes import real_prepared_model
-from tooling import cli_goldens, ggml_cpu_variant
+from tooling import cli_goldens, ggml_cpu_variant, llama_build
 
 pytestmark = [pytest.mark.models, pytest.mark.slow, pytest.mark.real_models]
 
 GOLDENS = cli_goldens.load_goldens()
 # scripts/install_llama.sh's name for the build the original ran when the goldens were recorded
-ORIGINALS_BUILD = f"cpu-{GOLDENS['ggml_cpu_variant']}-gcc11"
+ORIGINALS_BUILD = llama_build.originals_build_id(GOLDENS["ggml_cpu_variant"])
+# the build recorded beside the llama_cpp libraries `qmd` loads
+OUR_BUILD = llama_build.installed()
+SAME_BUILD = llama_build.byte_identical(OUR_BUILD, GOLDENS["ggml_cpu_variant"])
 
 
-def _our_build() -> str:
-    """The build scripts/install_llama.sh recorded beside the llama_cpp libraries `qmd` loads."""
-    spec = importlib.util.find_spec("llama_cpp")
-    assert spec is not None and spec.origin is not None
-    marker = Path(spec.origin).parent / "lib" / "qmd-build"
-    return marker.read_text(encoding="utf-8").split()[-1] if marker.exists() else "unrecorded"
-
-
-SAME_BUILD = _our_build() == ORIGINALS_BUILD
+@pytest.fixture
+def says_which_comparison(record_property: Callable[[str, object], None]) -> None:
+    """The run's summary names our build and the comparison (tests/conftest.py), so a CI log
+    tells whether byte identity was checked there."""
+    line = llama_build.report_line(OUR_BUILD, GOLDENS["ggml_cpu_variant"])
+    record_property(llama_build.REPORT_PROPERTY, line)
 
 
 def _sha256(path: Path) -> str:
@@ -77,6 +77,7 @@ def test_the_goldens_cover_the_recorded_commands() -> None:
     assert GOLDENS["recorded_from"].startswith("qmd 2.8.3")
 
 
+@pytest.mark.usefixtures("says_which_comparison")
 def test_where_the_original_build_can_be_made_it_is_ours() -> None:
     """On a CPU that picks the recorded variant, with GCC 11 at hand, set-up builds the
     original's ggml; the comparisons below are then byte for byte, not within a tolerance."""
@@ -84,11 +85,12 @@ def test_where_the_original_build_can_be_made_it_is_ours() -> None:
         shutil.which(tool) for tool in ("gcc-11", "g++-11")
     )
     assert can == SAME_BUILD, (
-        f"our llama.cpp build is {_our_build()!r}, the goldens' is {ORIGINALS_BUILD!r}: "
+        f"our llama.cpp build is {OUR_BUILD.build_id!r}, the goldens' is {ORIGINALS_BUILD!r}: "
         "run scripts/install_llama.sh"
     )
 
 
+@pytest.mark.usefixtures("says_which_comparison")
 @pytest.mark.parametrize("index", range(len(cli_goldens.CASES)))
 def test_our_answer_is_the_originals(ours: list[cli_goldens.Step], index: int) -> None:
     golden = GOLDENS["cases"][index]

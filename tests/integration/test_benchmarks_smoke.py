@@ -289,6 +289,20 @@ def test_bench_cli_start_runs_for_ours_and_counts_the_search() -> None:
     assert "MATCH" in out  # the statements listed include the search itself
 
 
+def test_bench_ls_runs_for_ours_and_names_what_it_does_not_list() -> None:
+    done = run_bench(
+        [
+            *(sys.executable, "-m", "benchmarks.bench_ls"),
+            *("--docs", "40", "--odd", "4", "--rounds", "1", "--ours-only"),
+        ]
+    )
+    out = done.stdout
+    assert "`qmd ls bench` lists 40 lines on stdout" in out, out
+    # the last of the 8 files left out, sorted by path (4 new ones, 2 binaries, 2 links)
+    assert "stderr ends:   odd/link-0003.md: symbolic link" in out, out
+    assert "ours     wall" in out and "CPU" in out and "load" in out
+
+
 def test_bench_sign_share_runs_and_counts_one_copy() -> None:
     done = run_bench(
         [

@@ -137,7 +137,8 @@ def ls(args: argparse.Namespace) -> int:
                 f"Collection not found: {name}\nRun 'qmd ls' to see available collections."
             )
         documents = sorted(app.store.documents(collection.name), key=lambda m: m.path)
-        missing = app.collections.not_indexed(collection)
+        # the paths just read: the scan is compared with them, not with a second query
+        missing = app.collections.not_indexed(collection, {m.path for m in documents})
         if prefix:
             wanted = _ascii_lower(prefix)
             documents = [m for m in documents if _ascii_lower(m.path).startswith(wanted)]
