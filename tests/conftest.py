@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from tests import needs, xdist_scheduling
-from tooling import llama_build
+from tests import needs, run_summary, xdist_scheduling
 
-# Lines tests recorded for the run's summary (pytest_terminal_summary below), first seen first.
-_SUMMARY_LINES: dict[str, None] = {}
+# Lines tests reported for the end of the run (tests/run_summary.py), from every worker.
+_SUMMARY = run_summary.Summary()
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
@@ -49,15 +48,17 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
         needs.tearing_down(False)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+    # before the report is made: it copies the item's user properties
+    run_summary.attach_pending(item)
+    return (yield)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Keep the real-model goldens' line (which build, which comparison). A test records it as
-    a user property: the report carries it from an xdist worker to this process, which alone
-    prints the summary, and `-q` keeps the summary."""
-    for name, value in report.user_properties:
-        if name == llama_build.REPORT_PROPERTY:
-            _SUMMARY_LINES[str(value)] = None
+    """Called in the process that prints the summary, with the reports of every xdist worker."""
+    _SUMMARY.collect(report.user_properties)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for line in _SUMMARY_LINES:
-        terminalreporter.write_line(line)
+    _SUMMARY.write(terminalreporter)

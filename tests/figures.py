@@ -1,13 +1,14 @@
-"""Figures the robustness tests print (counts of tried inputs, kills, requests), collected so
-the end of a pytest run lists them even without `-s` (see tests/e2e/conftest.py)."""
+"""The robustness tests' figures (counts of tried inputs, kills, requests), listed at the end of
+a pytest run under "robustness figures", without `-s` and from xdist workers too
+(tests/run_summary.py)."""
 
 from __future__ import annotations
 
-FIGURES: list[str] = []
+from tests import run_summary
+
+SECTION = "robustness figures"
 
 
 def report(line: str) -> None:
-    """Print one summary line now (visible with -s) and keep it for the terminal summary."""
-    text = line.strip()
-    print("\n" + text)
-    FIGURES.append(text)
+    """Print one figure now (visible with -s) and list it at the end of the run."""
+    run_summary.report(SECTION, line)

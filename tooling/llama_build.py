@@ -20,9 +20,6 @@ from pathlib import Path
 
 BYTE_IDENTITY = "byte identity"
 TOLERANCE = "tolerance (ADR 0058)"
-# The key under which the goldens test records its line (pytest's user_properties travel from
-# an xdist worker to the process that prints the summary).
-REPORT_PROPERTY = "real_model_goldens_comparison"
 # The original's binaries are built by Ubuntu 22.04's GCC 11 (ADR 0059).
 ORIGINALS_COMPILER = "gcc11"
 

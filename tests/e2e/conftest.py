@@ -105,13 +105,3 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Qmd:
     qmd.ok("context", "add", "qmd://handbook/", "Team handbook")
     qmd.ok("context", "add", "qmd://handbook/engineering/api", "HTTP API reference")
     return qmd
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The figures of the robustness tests (tried inputs, kills, requests), whatever `-s`."""
-    from tests.figures import FIGURES
-
-    if FIGURES:
-        terminalreporter.section("robustness figures")
-        for line in FIGURES:
-            terminalreporter.write_line(line)

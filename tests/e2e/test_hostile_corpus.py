@@ -4,7 +4,7 @@ Binary files whatever their name, names that are not UTF-8 or hold control chara
 UTF-16 exports, a 50 MB file, symbolic-link loops, unreadable files and folders, a FIFO and a
 folder named like a file: `qmd collection add` and `qmd update` finish, index the rest, and
 name every skipped file with its reason (ADR 0022); `status` and both MCP surfaces answer over
-the result. The counts of tried entries are printed (run with `-s` to see them).
+the result. The counts of tried entries are listed at the end of the run ("robustness figures").
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_memorize_e2e import files_of, memory_env
-from tests.figures import FIGURES
+from tests.figures import report
 from tests.http_harness import HttpServer
 from tests.mcp_harness import StdioServer
 
@@ -93,7 +93,7 @@ def test_concurrent_store_qa_loses_and_duplicates_nothing(tmp_path: Path) -> Non
         topics = db.execute("SELECT name FROM memory_topics").fetchall()
     assert rows == (21, 21)
     assert len(topics) == 1, topics  # two spellings of one topic, created once
-    FIGURES.append("memorize: 25 concurrent store_qa over HTTP + 1 over stdio -> 21 records")
+    report("memorize: 25 concurrent store_qa over HTTP + 1 over stdio -> 21 records")
 
 
 def _answer_samplings(server: StdioServer, until_id: int, rng: random.Random) -> bool:
@@ -221,7 +221,7 @@ def test_sigkill_during_merge_leaves_no_half_merged_group(tmp_path: Path) -> Non
     server.close()
     made, merged = check_no_half_merge(tmp_path, expected)
     assert kills >= 2 and made >= 2 and merged == len(PHRASINGS) * made
-    FIGURES.append(
+    report(
         f"memorize: {kills} SIGKILLs during merge_knowledge ({halves} left a half-merged group "
         f"on disk, repaired at the next start), {made} groups merged, none half"
     )

@@ -19,11 +19,11 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests import run_summary
 from tests.model_fakes import real_prepared_model
 from tooling import cli_goldens, ggml_cpu_variant, llama_build
 
@@ -35,14 +35,15 @@ ORIGINALS_BUILD = llama_build.originals_build_id(GOLDENS["ggml_cpu_variant"])
 # the build recorded beside the llama_cpp libraries `qmd` loads
 OUR_BUILD = llama_build.installed()
 SAME_BUILD = llama_build.byte_identical(OUR_BUILD, GOLDENS["ggml_cpu_variant"])
+SUMMARY_SECTION = "real-model goldens"
 
 
 @pytest.fixture
-def says_which_comparison(record_property: Callable[[str, object], None]) -> None:
-    """The run's summary names our build and the comparison (tests/conftest.py), so a CI log
-    tells whether byte identity was checked there."""
+def says_which_comparison() -> None:
+    """The run's summary names our build and the comparison (tests/run_summary.py), so a CI
+    log tells whether byte identity was checked there."""
     line = llama_build.report_line(OUR_BUILD, GOLDENS["ggml_cpu_variant"])
-    record_property(llama_build.REPORT_PROPERTY, line)
+    run_summary.report(SUMMARY_SECTION, line)
 
 
 def _sha256(path: Path) -> str:
