@@ -33,7 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import corpus as corpus_mod
-from benchmarks.harness import BenchError, Implementation, load_average, machine, original, ours
+from benchmarks.harness import (
+    BenchError,
+    Implementation,
+    load_average,
+    machine,
+    original,
+    ours,
+    run_main,
+)
 
 COLLECTION = "bench"
 TARGET_RATIO = 0.5
@@ -209,8 +217,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except BenchError as error:
-        print(f"error: {error}")
-        raise SystemExit(2) from error
+    run_main(main)

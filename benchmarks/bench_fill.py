@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 from adapters.sqlite.driver import FTS5_RANK_FUNCTION
 from benchmarks import corpus as corpus_mod
-from benchmarks.harness import REPO, BenchError, Implementation, machine, ours
+from benchmarks.harness import REPO, BenchError, Implementation, machine, ours, run_main
 
 if TYPE_CHECKING:
     from domain.usecases.search import SearchRequest
@@ -315,8 +315,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except BenchError as error:
-        print(f"error: {error}")
-        raise SystemExit(2) from error
+    run_main(main)

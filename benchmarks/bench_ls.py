@@ -42,6 +42,7 @@ from benchmarks.harness import (
     machine,
     original,
     ours,
+    run_main,
 )
 
 COLLECTION = "bench"
@@ -180,8 +181,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except BenchError as error:
-        print(f"error: {error}")
-        raise SystemExit(2) from error
+    run_main(main)

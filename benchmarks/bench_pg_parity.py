@@ -44,7 +44,7 @@ from benchmarks.bench_scifact import (
     load_queries,
     pg_url,
 )
-from benchmarks.harness import BenchError, load_average, machine
+from benchmarks.harness import load_average, machine, run_main
 from domain.lexquery import parse_lex_query
 from domain.ports import DocumentStore, DocumentWrite, LexicalIndex
 from domain.text import content_hash, extract_title
@@ -183,8 +183,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except BenchError as error:
-        print(f"error: {error}")
-        raise SystemExit(2) from error
+    run_main(main)

@@ -18,9 +18,10 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ORIGINAL_DIR = REPO / ".tools" / "original"
@@ -53,6 +54,17 @@ class Timed:
 
 class BenchError(RuntimeError):
     """A benchmark cannot go on; the message says why and what to do."""
+
+
+def run_main(main: Callable[[], int]) -> NoReturn:
+    """Exit with `main()`'s status; a BenchError is printed as one line and exits 2, with no
+    traceback (it says what is missing, not where the code was)."""
+    try:
+        status = main()
+    except BenchError as error:
+        print(f"error: {error}")
+        raise SystemExit(2) from error
+    raise SystemExit(status)
 
 
 @dataclass(frozen=True)
