@@ -10,6 +10,12 @@ indexes those two benchmarks kept, so a change of weights is judged on both:
     .venv/bin/python -m benchmarks.bench_judged --workdir .cache/tldr   # keeps its index there
     .venv/bin/python -m benchmarks.bench_fusion --scifact KEPT_FOLDER --tldr .cache/tldr
 
+`--embed-model` names the GGUF the kept indexes were embedded with (MiniLM by default);
+bench_quality's kept EmbeddingGemma indexes serve too (their folders' layout is read):
+
+    .venv/bin/python -m benchmarks.bench_fusion --scifact .cache/quality/scifact-gemma \
+        --tldr .cache/quality/tldr-gemma --embed-model .models/embeddinggemma-300M-Q8_0.gguf
+
 The target for each set is the one those benchmarks state: `query` >= max(search, vsearch).
 docs/decisions/0045 records the run that chose the default.
 """
@@ -44,7 +50,7 @@ def variants() -> dict[str, Any]:
         "one keyword list 2.0 with bonus (before 0031)": None,
         "0031: all-term 1.5/+3, fill list 0.25/+10": FillFusion(0.25, 10, 1.5, 3),
     }
-    for weight in (1.5, 2.0, 2.5, 3.0, 3.5):
+    for weight in (1.0, 1.5, 2.0, 2.5, 3.0, 3.5):
         for offset in (1, 3):
             label = f"one keyword list {weight}/+{offset}"
             table[label] = FillFusion(0.0, 0, weight, offset, merged=True)
@@ -91,9 +97,24 @@ class JudgedSet:
         return total / len(self.questions)
 
 
-def scifact_set(folder: Path) -> JudgedSet:
-    env = _base_env(folder / "ours" if (folder / "ours").is_dir() else folder)
-    env["QMD_EMBED_MODEL"] = str(MODEL)
+def _kept_env(folder: Path, model: Path) -> dict[str, str]:
+    """The environment of a kept index: bench_quality's and bench_judged's layout (home/,
+    cache/, config/ under the folder) or bench_scifact's --keep layout."""
+    if (folder / "cache" / "qmd" / "index.sqlite").is_file():
+        env = {
+            "HOME": str(folder / "home"),
+            "XDG_CACHE_HOME": str(folder / "cache"),
+            "XDG_CONFIG_HOME": str(folder / "config"),
+            "QMD_OFFLINE": "1",
+        }
+    else:
+        env = _base_env(folder / "ours" if (folder / "ours").is_dir() else folder)
+    env["QMD_EMBED_MODEL"] = str(model)
+    return env
+
+
+def scifact_set(folder: Path, model: Path = MODEL) -> JudgedSet:
+    env = _kept_env(folder, model)
     data = find_data(None)
     queries, qrels = load_queries(data), load_qrels(data)
     return JudgedSet(
@@ -106,14 +127,8 @@ def scifact_set(folder: Path) -> JudgedSet:
     )
 
 
-def tldr_set(root: Path) -> JudgedSet:
-    env = {
-        "HOME": str(root / "home"),
-        "XDG_CACHE_HOME": str(root / "cache"),
-        "XDG_CONFIG_HOME": str(root / "config"),
-        "QMD_OFFLINE": "1",
-        "QMD_EMBED_MODEL": str(MODEL),
-    }
+def tldr_set(root: Path, model: Path = MODEL) -> JudgedSet:
+    env = _kept_env(root, model)
     fixture = json.loads((TLDR_DATA / "judged.json").read_text(encoding="utf-8"))
     questions = [(q["query"], set(q["expected_files"])) for q in fixture["queries"]]
     return JudgedSet("tldr", env, "tldr", questions, binary_ndcg_at_10)
@@ -123,14 +138,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--scifact", type=Path, required=True, help="bench_scifact --keep folder")
     parser.add_argument("--tldr", type=Path, required=True, help="bench_judged --workdir folder")
+    parser.add_argument(
+        "--embed-model",
+        type=Path,
+        default=MODEL,
+        help="the GGUF both kept indexes were embedded with (default: the MiniLM stand-in); "
+        "e.g. .models/embeddinggemma-300M-Q8_0.gguf with bench_quality's kept "
+        ".cache/quality/scifact-gemma and .cache/quality/tldr-gemma",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     if not (args.tldr / "cache" / "qmd" / "index.sqlite").is_file():
         parser.error(f"{args.tldr}: no kept index (run bench_judged --workdir {args.tldr})")
     from domain.profiles import SEED_000
 
-    print(f"machine: {machine()}", file=sys.stderr)
-    sets = [scifact_set(args.scifact), tldr_set(args.tldr)]
+    print(f"machine: {machine()}; embedder {args.embed_model.name}", file=sys.stderr)
+    sets = [scifact_set(args.scifact, args.embed_model), tldr_set(args.tldr, args.embed_model)]
     figures: dict[str, dict[str, float]] = {}
     for judged in sets:
         figures[judged.name] = {m: judged.run(m, SEED_000) for m in ("search", "vsearch")}
