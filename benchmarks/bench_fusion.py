@@ -17,13 +17,14 @@ bench_quality's kept EmbeddingGemma indexes serve too (their folders' layout is 
         --tldr .cache/quality/tldr-gemma --embed-model .models/embeddinggemma-300M-Q8_0.gguf
 
 The target for each set is the one those benchmarks state: `query` >= max(search, vsearch).
-docs/decisions/0045 records the run that chose the default.
+docs/decisions/0045 and 0061 record the runs that chose the defaults (0061: one per embedder).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -41,20 +42,65 @@ from benchmarks.harness import _base_env, machine
 Scorer = Callable[[Any, str], list[Any]]
 
 
-def variants() -> dict[str, Any]:
-    """Label -> FillFusion (None: the fill rides in one keyword list at weight 2 with bonus)."""
-    from domain.profiles import DEFAULT_FILL_FUSION, FillFusion
+def variants(grid: str = "one-list", embedder: str | None = None) -> dict[str, Any]:
+    """Label -> FillFusion (None: the fill rides in one keyword list at weight 2 with bonus).
+
+    `grid`: "one-list" weighs the fill as part of one keyword list; "split" keeps the all-term
+    and fill lists apart (ADR 0031's shape) over a grid of both lists' weights and offsets;
+    "all" runs both. "default" is the default surface's weighting for `embedder`
+    (docs/decisions/0061)."""
+    from domain.profiles import SEED_000, FillFusion
 
     table: dict[str, Any] = {
-        "default": DEFAULT_FILL_FUSION,
+        "default": SEED_000.fill_fusion_for(embedder),
         "one keyword list 2.0 with bonus (before 0031)": None,
         "0031: all-term 1.5/+3, fill list 0.25/+10": FillFusion(0.25, 10, 1.5, 3),
     }
-    for weight in (1.0, 1.5, 2.0, 2.5, 3.0, 3.5):
-        for offset in (1, 3):
-            label = f"one keyword list {weight}/+{offset}"
-            table[label] = FillFusion(0.0, 0, weight, offset, merged=True)
+    if grid in ("one-list", "all"):
+        for weight in (1.0, 1.5, 2.0, 2.5, 3.0, 3.5):
+            for offset in (1, 3):
+                label = f"one keyword list {weight}/+{offset}"
+                table[label] = FillFusion(0.0, 0, weight, offset, merged=True)
+    if grid in ("split", "all"):
+        for strict_weight in (1.5, 2.0, 2.5, 3.0):
+            for strict_offset in (0, 1, 3):
+                for fill_weight in (0.0, 0.1, 0.25, 0.5, 0.75, 1.0):
+                    # a weightless fill list only adds candidates: its offset changes nothing
+                    for fill_offset in (10,) if fill_weight == 0 else (3, 10, 30):
+                        label = (
+                            f"all-term {strict_weight}/+{strict_offset}, "
+                            f"fill list {fill_weight}/+{fill_offset}"
+                        )
+                        table[label] = FillFusion(
+                            fill_weight, fill_offset, strict_weight, strict_offset
+                        )
     return table
+
+
+class RememberedQueryVectors:
+    """The embedder, with each query's vector computed once: every weighting searches the same
+    questions, and the vectors do not depend on the weighting (documents are never embedded
+    here)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self._vectors: dict[str, list[float]] = {}
+
+    @property
+    def model_name(self) -> str:
+        return str(self._embedder.model_name)
+
+    def embed_queries(self, texts: Any) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self._embedder.embed_queries(missing), strict=True))
+        return [self._vectors[t] for t in texts]
+
+    def embed_documents(self, items: Any) -> list[list[float]]:
+        raise AssertionError("bench_fusion embeds no documents")
+
+    def count_tokens(self, text: str) -> int:
+        return int(self._embedder.count_tokens(text))
 
 
 class JudgedSet:
@@ -71,15 +117,20 @@ class JudgedSet:
         doc: Callable[[str], str] = str,
     ) -> None:
         from adapters.bootstrap import build_app
+        from domain.usecases.search import Searcher, SearchModels
 
         self.name, self.collection = name, collection
         self.questions, self.score, self.doc = questions, score, doc
         self.app = build_app(None, env)
+        app = self.app
+        embedder = app.models.embedder
+        models = SearchModels(None if embedder is None else RememberedQueryVectors(embedder))
+        self.searcher = Searcher(app.store, app.lexical, app.vectors, models)
 
     def run(self, mode: str, profile: Any) -> float:
         from domain.usecases.search import SearchRequest
 
-        searcher = self.app.searcher.with_profile(profile)
+        searcher = self.searcher.with_profile(profile)
         request = SearchRequest(
             limit=10, collections=[self.collection], rerank=False, expand=False, min_score=0
         )
@@ -136,8 +187,8 @@ def tldr_set(root: Path, model: Path = MODEL) -> JudgedSet:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--scifact", type=Path, required=True, help="bench_scifact --keep folder")
-    parser.add_argument("--tldr", type=Path, required=True, help="bench_judged --workdir folder")
+    parser.add_argument("--scifact", type=Path, help="bench_scifact --keep folder")
+    parser.add_argument("--tldr", type=Path, help="bench_judged --workdir folder")
     parser.add_argument(
         "--embed-model",
         type=Path,
@@ -146,14 +197,33 @@ def main(argv: list[str] | None = None) -> int:
         "e.g. .models/embeddinggemma-300M-Q8_0.gguf with bench_quality's kept "
         ".cache/quality/scifact-gemma and .cache/quality/tldr-gemma",
     )
+    parser.add_argument(
+        "--grid",
+        choices=("one-list", "split", "all"),
+        default="one-list",
+        help="which weightings besides the default and ADR 0031's: the fill in one keyword "
+        "list (one-list), all-term and fill lists apart (split), or both",
+    )
+    parser.add_argument(
+        "--match",
+        type=re.compile,
+        help="only the weightings whose label this regular expression finds (the default "
+        "weighting always runs)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    if not (args.tldr / "cache" / "qmd" / "index.sqlite").is_file():
+    if args.scifact is None and args.tldr is None:
+        parser.error("name --scifact, --tldr or both")
+    if args.tldr is not None and not (args.tldr / "cache" / "qmd" / "index.sqlite").is_file():
         parser.error(f"{args.tldr}: no kept index (run bench_judged --workdir {args.tldr})")
     from domain.profiles import SEED_000
 
     print(f"machine: {machine()}; embedder {args.embed_model.name}", file=sys.stderr)
-    sets = [scifact_set(args.scifact, args.embed_model), tldr_set(args.tldr, args.embed_model)]
+    sets = []
+    if args.scifact is not None:
+        sets.append(scifact_set(args.scifact, args.embed_model))
+    if args.tldr is not None:
+        sets.append(tldr_set(args.tldr, args.embed_model))
     figures: dict[str, dict[str, float]] = {}
     for judged in sets:
         figures[judged.name] = {m: judged.run(m, SEED_000) for m in ("search", "vsearch")}
@@ -161,9 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     header = " | ".join(f"{s.name} (target {targets[s.name]:.4f})" for s in sets)
     print(f"| weighting of the keyword side | {header} | worse margin |")
     print("|---|" + "---:|" * (len(sets) + 1))
-    for label, fill in variants().items():
+    for label, fill in variants(args.grid, str(args.embed_model)).items():
+        if args.match is not None and label != "default" and not args.match.search(label):
+            continue
         started = time.perf_counter()
-        profile = replace(SEED_000, fill_fusion=fill)
+        # this weighting whatever the embedder (the per-embedder table would override it)
+        profile = replace(SEED_000, fill_fusion=fill, fusion_by_embedder=())
         scores = {s.name: s.run("query", profile) for s in sets}
         for name, value in scores.items():
             figures[name][label] = value

@@ -680,7 +680,8 @@ class Searcher:
             check_query(request.intent, "intent")
         collections, within = request.collections, request.within
         ranked = _Ranked()
-        fill = self.profile.fill_fusion
+        embedder_name = None if self._embedder is None else self._embedder.model_name
+        fill = self.profile.fill_fusion_for(embedder_name)
         trace = request.trace
         with traced(trace, SEARCHING), stepped(trace, "bm25_search"):
             if fill is not None and self.profile.lexical_rule is LexicalRule.ANY_TERM_FILL:

@@ -17,7 +17,7 @@ from adapters.bootstrap import App, Models
 from domain.errors import MODEL_UNAVAILABLE, QmdError
 from domain.fusion import RRF_K, reciprocal_rank_fusion, rrf_contributions, top_rank_bonus
 from domain.model import ScoreExplanation, SearchResult, SubQuery
-from domain.profiles import SEED_000
+from domain.profiles import FUSION_BY_EMBEDDER, ORIGINAL_2_8_3, SEED_000
 from domain.text import content_hash
 from domain.usecases.embedding import EmbedIndex
 from domain.usecases.search import Searcher, SearchModels, SearchRequest
@@ -33,11 +33,17 @@ NOTES = {
 }
 
 
-def _app(*, reranker: bool = True, expander: bool = True, embedded: bool = True) -> App:
+def _app(
+    *,
+    reranker: bool = True,
+    expander: bool = True,
+    embedded: bool = True,
+    embedder_name: str = "fake-embed",
+) -> App:
     store = InMemoryStore()
     for path, body in NOTES.items():
         store.upsert_document("notes", path, path, content_hash(body), body, T0, T0)
-    embedder = FakeEmbedder()
+    embedder = FakeEmbedder(model_name=embedder_name)
     if embedded:
         EmbedIndex(store, store, embedder, FixedClock()).run()
     models = Models(
@@ -250,3 +256,43 @@ def test_default_surface_fuses_one_keyword_list_without_the_top_rank_bonus() -> 
             if set(_explained(result).contributions) <= set(keyword.values()):
                 # a keyword hit alone earns no bonus: at most 2.5 / (60 + 4)
                 assert _explained(result).top_rank_bonus == 0.0
+
+
+GEMMA = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
+
+
+def test_an_embedder_measured_for_fusion_gets_its_own_weighting() -> None:
+    """REQ-SPEC-QUERY-003 / docs/decisions/0061: with EmbeddingGemma the all-term matches are one
+    list (weight 2.0, ranks from 4) and the any-term fill another (0.25, ranks from 11); the
+    model is known by its file name, whatever the path or hub reference around it."""
+    measured = {f.model: f.fill_fusion for f in FUSION_BY_EMBEDDER}
+    assert SEED_000.fill_fusion_for(GEMMA) == measured["embeddinggemma-300M-Q8_0.gguf"]
+    assert SEED_000.fill_fusion_for("/m/EMBEDDINGGEMMA-300M-Q8_0.GGUF") == SEED_000.fill_fusion_for(
+        GEMMA
+    )
+    assert SEED_000.fill_fusion_for("openai:minilm@http://127.0.0.1:9/v1") == SEED_000.fill_fusion
+    assert SEED_000.fill_fusion_for(None) == SEED_000.fill_fusion
+    assert ORIGINAL_2_8_3.fill_fusion_for(GEMMA) is None  # the original's fusion, whatever model
+    searcher = _app(reranker=False, expander=False, embedder_name=GEMMA).searcher
+    searcher = searcher.with_profile(SEED_000)
+    # "refresh tokens": auth.md and tokens.md hold both words (the all-term list); "signed
+    # images": no note holds both, so every keyword hit is in the fill list
+    for query, strict in (("refresh tokens", {"auth.md", "tokens.md"}), ("signed images", set())):
+        results = searcher.hybrid_query(query, SearchRequest(limit=4, explain=True))
+        keyword = [c for r in results for c in _explained(r).contributions if c.source == "fts"]
+        by_path = {
+            r.document.meta.path: c
+            for r in results
+            for c in _explained(r).contributions
+            if c.source == "fts"
+        }
+        assert keyword, query
+        expected = {(2.0, 3)} if strict else set()
+        if set(by_path) - strict:
+            expected.add((0.25, 10))
+        assert {(c.weight, c.rank_offset) for c in keyword} == expected, query
+        assert {p for p, c in by_path.items() if c.weight == 2.0} == strict & set(by_path)
+        vector = [c for r in results for c in _explained(r).contributions if c.source == "vec"]
+        assert vector and {(c.weight, c.rank_offset) for c in vector} == {(2.0, 0)}
+        for result in results:
+            _check_accounts_for_score(result)
