@@ -22,7 +22,8 @@ use cases, with no request time limit, so a slow model is measured rather than s
 
 `query+models` costs a CPU minute or more per question with a 1.5B model, so it runs on a
 fixed sample: the first `--sample N` questions in the set's own order (tldr: judged.json's
-order, q01, q02, ...; SciFact: qrels-test.tsv's order, ascending query id). Every other mode
+order, q01, q02, ...; SciFact: qrels-test.tsv's order, ascending query id), or the N after
+the first `--sample-start S`. Every other mode
 runs on every question and is reported both over all of them and over the sample, so the
 sample's figures compare like with like.
 
@@ -421,9 +422,11 @@ def report(
     judged: JudgedSet, results: list[ModeFigures], sample: Sequence[str], builds: list[str]
 ) -> str:
     everyone = [q[0] for q in judged.questions]
+    skipped = everyone.index(sample[0])
+    which = "the first" if skipped == 0 else f"after the first {skipped}, the next"
     lines = [
         f"{judged.note}; machine: {machine()}",
-        f"sample: the first {len(sample)} questions ({sample[0]} .. {sample[-1]})",
+        f"sample: {which} {len(sample)} questions ({sample[0]} .. {sample[-1]})",
         *builds,
         "",
         f"| mode [models] | nDCG@10, all {len(everyone)} | nDCG@10, sample {len(sample)} "
@@ -485,6 +488,13 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated; query+models runs only for sets with a generate/rerank model",
     )
     parser.add_argument("--sample", type=int, default=50, help="questions for query+models")
+    parser.add_argument(
+        "--sample-start",
+        type=int,
+        default=0,
+        help="the sample begins after this many questions (so a second sample of the same "
+        "size does not repeat the first)",
+    )
     parser.add_argument("--scifact-docs", type=int, default=0, help="SciFact subset (see above)")
     parser.add_argument(
         "--subset-queries",
@@ -505,9 +515,13 @@ def main(argv: list[str] | None = None) -> int:
         judged = (
             tldr_set(args.limit_docs, args.questions)
             if args.set == "tldr"
-            else scifact_set(args.scifact_docs, args.subset_queries or args.sample)
+            else scifact_set(
+                args.scifact_docs, args.subset_queries or args.sample_start + args.sample
+            )
         )
-        sample = [q[0] for q in judged.questions[: args.sample]]
+        sample = [q[0] for q in judged.questions[args.sample_start :][: args.sample]]
+        if not sample:
+            parser.error(f"--sample-start {args.sample_start}: no question is left to sample")
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
         results: list[ModeFigures] = []
         builds: list[str] = []

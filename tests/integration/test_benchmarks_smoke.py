@@ -138,6 +138,9 @@ def test_bench_quality_runs_a_model_set_on_a_slice(tmp_path: Path) -> None:
     assert "query [stand-in] over 3:" in done.stdout
     data = json.loads(figures.read_text(encoding="utf-8"))
     assert len(data["results"]["vsearch [stand-in]"]["scores"]) == 3
+    # a second sample of the same size, after the first question, on the kept index
+    done = run_bench([*command[:-4], "--sample-start", "1", *command[-4:]], timeout=900)
+    assert "sample: after the first 1, the next 2 questions (q02 .. q03)" in done.stdout
     # a second run reuses the kept index instead of embedding again
     again = run_bench([*command], timeout=300)
     assert "ours: qmd embed" not in again.stderr
