@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from adapters.bootstrap import App, Models
 from domain.errors import MODEL_UNAVAILABLE, QmdError
 from domain.fusion import RRF_K, reciprocal_rank_fusion, rrf_contributions, top_rank_bonus
-from domain.model import ScoreExplanation, SearchResult, SubQuery
+from domain.model import ListContribution, ScoreExplanation, SearchResult, SubQuery
 from domain.profiles import FUSION_BY_EMBEDDER, ORIGINAL_2_8_3, SEED_000
 from domain.text import content_hash
 from domain.usecases.embedding import EmbedIndex
@@ -57,6 +57,16 @@ def _app(
 def _explained(result: SearchResult) -> ScoreExplanation:
     assert result.explanation is not None
     return result.explanation
+
+
+def _keyword_contributions(results: Sequence[SearchResult]) -> dict[str, ListContribution]:
+    """Each result's keyword-list contribution, by path."""
+    return {
+        r.document.meta.path: c
+        for r in results
+        for c in _explained(r).contributions
+        if c.source == "fts"
+    }
 
 
 def _check_accounts_for_score(result: SearchResult) -> None:
@@ -234,12 +244,7 @@ def test_default_surface_fuses_one_keyword_list_without_the_top_rank_bonus() -> 
     # images": no note holds both, so every keyword hit is any-term fill
     for query, strict in (("refresh tokens", {"auth.md", "tokens.md"}), ("signed images", set())):
         results = searcher.hybrid_query(query, SearchRequest(limit=4, explain=True))
-        keyword = {
-            r.document.meta.path: c
-            for r in results
-            for c in _explained(r).contributions
-            if c.source == "fts"
-        }
+        keyword = _keyword_contributions(results)
         assert keyword, query
         assert {c.list_index for c in keyword.values()} == {0}  # one keyword list
         assert {(c.weight, c.rank_offset) for c in keyword.values()} == {(2.5, 3)}
@@ -280,12 +285,7 @@ def test_an_embedder_measured_for_fusion_gets_its_own_weighting() -> None:
     for query, strict in (("refresh tokens", {"auth.md", "tokens.md"}), ("signed images", set())):
         results = searcher.hybrid_query(query, SearchRequest(limit=4, explain=True))
         keyword = [c for r in results for c in _explained(r).contributions if c.source == "fts"]
-        by_path = {
-            r.document.meta.path: c
-            for r in results
-            for c in _explained(r).contributions
-            if c.source == "fts"
-        }
+        by_path = _keyword_contributions(results)
         assert keyword, query
         expected = {(2.0, 3)} if strict else set()
         if set(by_path) - strict:
