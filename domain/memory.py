@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from domain.errors import INVALID_ARGUMENT, QmdError
+from domain.model import model_file_name
 
 QA: str = "qa"
 KNOWLEDGE: str = "knowledge"
@@ -140,11 +141,6 @@ FALLBACK_CALIBRATION = Calibration(
 # What the tests and the conformance profile report for the bundled model (kept for callers).
 DEFAULT_TOPIC_THRESHOLD = CALIBRATIONS[0].topic
 DEFAULT_FUSION_THRESHOLD = CALIBRATIONS[0].fusion
-
-
-def model_file_name(model: str) -> str:
-    """The file name in a model reference (`hf:org/repo/file.gguf`, a path, or a bare id)."""
-    return re.split(r"[/\\]", model.strip())[-1].lower()
 
 
 def calibration_for(model: str) -> Calibration:

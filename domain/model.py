@@ -5,6 +5,7 @@ Everything here is immutable and free of I/O. Paths inside a collection always u
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -214,3 +215,9 @@ def metadata_from_json(raw: Mapping[str, Any]) -> dict[str, MetaValue]:
 
 
 _JSON_SCALARS = frozenset({str, int, float, bool})
+
+
+def model_file_name(model: str) -> str:
+    """The file name in a model reference (`hf:org/repo/file.gguf`, a path, or a bare id),
+    lower-cased: what a per-model calibration is matched by."""
+    return re.split(r"[/\\]", model.strip())[-1].lower()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from domain.memory import model_file_name
+from domain.model import model_file_name
 
 # At most this many query expansions of each kind (lex, vec, hyde) are searched on this
 # project's surfaces (REQ-SEARCH-EXPAND-DISTINCT-001). The original's expansion model writes
