@@ -27,7 +27,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from benchmarks.bench_judged import ndcg_at_10 as binary_ndcg_at_10
 from benchmarks.bench_scifact import COLLECTION as SCIFACT
 from benchmarks.bench_scifact import doc_id_of, find_data, load_qrels, load_queries, ndcg_at
 from benchmarks.harness import _base_env, machine
+from domain.ports import Embedder
 
 Scorer = Callable[[Any, str], list[Any]]
 
@@ -82,25 +83,25 @@ class RememberedQueryVectors:
     questions, and the vectors do not depend on the weighting (documents are never embedded
     here)."""
 
-    def __init__(self, embedder: Any) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
         self._vectors: dict[str, list[float]] = {}
 
     @property
     def model_name(self) -> str:
-        return str(self._embedder.model_name)
+        return self._embedder.model_name
 
-    def embed_queries(self, texts: Any) -> list[list[float]]:
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
         if missing:
             self._vectors.update(zip(missing, self._embedder.embed_queries(missing), strict=True))
         return [self._vectors[t] for t in texts]
 
-    def embed_documents(self, items: Any) -> list[list[float]]:
+    def embed_documents(self, items: Sequence[tuple[str, str]]) -> list[list[float]]:
         raise AssertionError("bench_fusion embeds no documents")
 
     def count_tokens(self, text: str) -> int:
-        return int(self._embedder.count_tokens(text))
+        return self._embedder.count_tokens(text)
 
 
 class JudgedSet:
